@@ -1,0 +1,1 @@
+"""The pure domain: no I/O, nothing imported from `streams/` or `stores/`."""

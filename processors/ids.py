@@ -1,0 +1,23 @@
+"""Deterministic identifiers: the same input gives the same id in every process, so that a
+replay or a restart overwrites instead of duplicating."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def _digest(*parts: str) -> str:
+    # The unit separator cannot occur in a namespace, so ("a", "b|c") and ("a|b", "c") differ.
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:24]
+
+
+def memory_record_id(namespace: str, event_id: str) -> str:
+    return f"mem_{_digest('memory', namespace, event_id)}"
+
+
+def digest_record_id(namespace: str, run_id: str) -> str:
+    return f"dig_{_digest('run_digest', namespace, run_id)}"
+
+
+def change_event_id(record_id: str, version: int, change: str) -> str:
+    return f"chg_{_digest(record_id, str(version), change)}"

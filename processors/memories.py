@@ -1,0 +1,57 @@
+"""Memory writes: the rules a memory.write must pass and the record it becomes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from processors.ids import memory_record_id
+from processors.intake import Rejected
+from processors.redaction import redact_secrets
+from schemas.events import MemoryWrite, Provenance
+from schemas.records import Record
+
+_WIKI_LINK = re.compile(r"\[\[([^\[\]|#]{1,200})(?:[#|][^\[\]]*)?\]\]")
+
+
+def wiki_links(text: str) -> list[str]:
+    """Targets of `[[Page]]`, `[[Page|label]]` and `[[Page#section]]` links, in order, once."""
+    return list(dict.fromkeys(match.strip() for match in _WIKI_LINK.findall(text)))
+
+
+def memory_record(event: MemoryWrite, provenance: Provenance) -> Record:
+    """The record a memory.write becomes, its text and title redacted of secrets."""
+    payload = event.payload
+    text = redact_secrets(payload.text)
+    title = redact_secrets(payload.title) if payload.title else None
+    redactions = text.found + (title.found if title else text.found.__class__())
+    return Record(
+        record_id=memory_record_id(event.namespace, event.event_id),
+        namespace=event.namespace,
+        record_kind="memory",
+        scope=payload.scope,
+        agent_id=payload.agent_id,
+        title=title.text if title else None,
+        text=text.text,
+        body={"wiki_links": wiki_links(text.text), "redactions": dict(sorted(redactions.items()))},
+        memory_type=payload.memory_type,
+        tags=tuple(dict.fromkeys(payload.tags)),
+        related_ids=tuple(dict.fromkeys(payload.related_ids)),
+        tier=payload.tier,
+        review_state=payload.review_state,
+        trust_class=payload.trust_class,
+        source_ref=payload.source_ref,
+        provenance=provenance,
+        created_at=event.occurred_at,
+        expires_at=payload.expires_at,
+    )
+
+
+def check_references(record: Record, known_ids: Collection[str]) -> None:
+    """Refuse a record whose related ids name records its namespace does not hold."""
+    missing = [related for related in record.related_ids if related not in known_ids]
+    if missing:
+        raise Rejected(
+            "broken_reference",
+            f"related_ids not found in namespace {record.namespace!r}: {', '.join(missing)}",
+        )

@@ -1,0 +1,1 @@
+"""Contracts: pydantic models of events and records, and their exported JSON Schemas."""

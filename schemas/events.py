@@ -1,0 +1,171 @@
+"""Event contracts: the envelope every event carries and the payload of each event type.
+
+Events are JSON so that any Kafka client can publish them; `schemas/json/` holds the JSON
+Schema exported from these models (`python -m schemas.export`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+SCHEMA_VERSION: Literal[1] = 1
+MAX_RELATED_IDS = 10
+
+Namespace = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
+]
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+MemoryType = Literal[
+    "lesson", "decision", "pattern", "fact", "preference", "handoff", "commitment",
+    "relationship",
+]
+Scope = Literal["shared", "personal"]
+Tier = Literal["active", "short_term", "long_term"]
+ReviewState = Literal["draft", "approved", "deprecated"]
+TrustClass = Literal["raw", "derived", "approved"]
+RunStatus = Literal["succeeded", "failed", "cancelled"]
+StepKind = Literal["tool_call", "status_change", "decision", "note"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _EnvelopeFields(_Strict):
+    event_id: Identifier = Field(description="Idempotency key: a replayed event_id is a no-op.")
+    schema_version: Literal[1] = SCHEMA_VERSION
+    namespace: Namespace = Field(description="Isolation boundary: no read or write crosses it.")
+    occurred_at: AwareDatetime
+    producer: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class Envelope(_EnvelopeFields):
+    """What every event carries, whatever its type."""
+
+    type: str
+    payload: dict[str, Any]
+
+
+class RunStartedPayload(_Strict):
+    run_id: Identifier
+    intent: Annotated[str, StringConstraints(max_length=4000)] = ""
+    agent: Annotated[str, StringConstraints(max_length=200)] = ""
+    task_key: Identifier | None = None
+    repo: Annotated[str, StringConstraints(max_length=500)] | None = None
+
+
+class RunStepPayload(_Strict):
+    run_id: Identifier
+    kind: StepKind
+    text: Annotated[str, StringConstraints(max_length=16000)] = ""
+    tool: Annotated[str, StringConstraints(max_length=200)] | None = None
+    status: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+class RunFinishedPayload(_Strict):
+    run_id: Identifier
+    status: RunStatus
+    summary: Annotated[str, StringConstraints(max_length=16000)] = ""
+    error: Annotated[str, StringConstraints(max_length=32000)] | None = None
+    commits: list[Identifier] = Field(default_factory=list, max_length=200)
+    files_changed: list[Annotated[str, StringConstraints(max_length=1000)]] = Field(
+        default_factory=list, max_length=1000
+    )
+    next_steps: list[Annotated[str, StringConstraints(max_length=2000)]] = Field(
+        default_factory=list, max_length=50
+    )
+
+
+class MemoryWritePayload(_Strict):
+    text: Annotated[str, StringConstraints(min_length=1, max_length=8000)]
+    title: Annotated[str, StringConstraints(max_length=200)] | None = None
+    memory_type: MemoryType = "fact"
+    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    related_ids: list[Identifier] = Field(default_factory=list, max_length=MAX_RELATED_IDS)
+    scope: Scope = "shared"
+    agent_id: Identifier | None = Field(
+        default=None, description="Owner of a personal vault; required when scope is personal."
+    )
+    tier: Tier = "active"
+    review_state: ReviewState = "approved"
+    trust_class: TrustClass = "raw"
+    source_ref: Annotated[str, StringConstraints(max_length=1000)] | None = Field(
+        default=None, description="Where the writer found this (a URL, a run id, a file)."
+    )
+    expires_at: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _personal_scope_has_owner(self) -> MemoryWritePayload:
+        if self.scope == "personal" and self.agent_id is None:
+            raise ValueError("a personal memory needs agent_id (the owner of the vault)")
+        return self
+
+
+class RunStarted(_EnvelopeFields):
+    type: Literal["run.started"]
+    payload: RunStartedPayload
+
+
+class RunStep(_EnvelopeFields):
+    type: Literal["run.step"]
+    payload: RunStepPayload
+
+
+class RunFinished(_EnvelopeFields):
+    type: Literal["run.finished"]
+    payload: RunFinishedPayload
+
+
+class MemoryWrite(_EnvelopeFields):
+    type: Literal["memory.write"]
+    payload: MemoryWritePayload
+
+
+RunEvent = RunStarted | RunStep | RunFinished
+MemoryEvent = MemoryWrite
+
+# The event types accepted on each input topic: anything else is an unknown type.
+RUN_EVENT_TYPES: dict[str, type[RunStarted | RunStep | RunFinished]] = {
+    "run.started": RunStarted,
+    "run.step": RunStep,
+    "run.finished": RunFinished,
+}
+MEMORY_EVENT_TYPES: dict[str, type[MemoryWrite]] = {"memory.write": MemoryWrite}
+EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent]] = {**RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES}
+
+ChangeKind = Literal["created", "updated", "merged", "superseded", "deprecated"]
+RecordKind = Literal["run_digest", "memory", "fix_pattern"]
+
+
+class Provenance(_Strict):
+    source_event_id: str
+    source_topic: str
+    source_partition: int
+    source_offset: int
+    producer: str
+
+
+class MemoryUpdated(_Strict):
+    """Announced on `memory.updated`, keyed by record id, once a record is searchable."""
+
+    event_id: str = Field(description="Deterministic: the same change always has the same id.")
+    type: Literal["memory.updated"] = "memory.updated"
+    schema_version: Literal[1] = SCHEMA_VERSION
+    change: ChangeKind
+    record_id: str
+    record_kind: RecordKind
+    namespace: str
+    version: int
+    occurred_at: datetime
+    provenance: Provenance

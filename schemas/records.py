@@ -1,0 +1,44 @@
+"""Records as stored in Postgres (the source of truth) and indexed in Qdrant."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.events import (
+    MemoryType,
+    Provenance,
+    RecordKind,
+    ReviewState,
+    Scope,
+    Tier,
+    TrustClass,
+)
+
+
+class Record(BaseModel):
+    """One digest, memory or fix pattern; `text` is what gets embedded and returned."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    record_id: str
+    namespace: str
+    record_kind: RecordKind
+    scope: Scope = "shared"
+    agent_id: str | None = None
+    title: str | None = None
+    text: str
+    body: dict[str, Any] = Field(default_factory=dict)
+    memory_type: MemoryType | None = None
+    tags: tuple[str, ...] = ()
+    related_ids: tuple[str, ...] = ()
+    tier: Tier = "active"
+    review_state: ReviewState = "approved"
+    trust_class: TrustClass = "raw"
+    source_ref: str | None = None
+    run_ref: str | None = None
+    provenance: Provenance
+    created_at: datetime
+    expires_at: datetime | None = None
