@@ -21,7 +21,8 @@ def write(**payload: object) -> MemoryWrite:
 
 def test_the_record_is_redacted_before_anything_else() -> None:
     record = memory_record(
-        write(text="Use DB_PASSWORD=hunter2xyz for staging", title="token sk-abcdefghijklmnopqrstuv"),
+        write(text="Use DB_PASSWORD=hunter2xyz for staging",
+              title="token sk-abcdefghijklmnopqrstuv"),
         PROVENANCE,
     )
     assert "hunter2xyz" not in record.text

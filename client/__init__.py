@@ -1,0 +1,5 @@
+"""A small publisher for Python orchestrators."""
+
+from client.publisher import Publisher, envelope
+
+__all__ = ["Publisher", "envelope"]

@@ -1,0 +1,105 @@
+"""Publish memstream events from a Python orchestrator.
+
+    async with Publisher("127.0.0.1:19092", producer="my-orchestrator") as publisher:
+        record_id = await publisher.write_memory("team-a", "Deploys need the VPN up.")
+        await publisher.run_started("team-a", run_id="run-42", intent="fix the flaky test")
+
+Events are validated against the same models the worker uses before they leave, and keyed
+as the topics expect (runs by run_id, memories by namespace).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+
+from processors.ids import memory_record_id
+from schemas.events import EVENT_TYPES
+
+RUNS_TOPIC = "runs.events"
+MEMORY_TOPIC = "memory.events"
+
+
+def envelope(
+    event_type: str,
+    namespace: str,
+    payload: dict[str, Any],
+    *,
+    producer: str,
+    event_id: str | None = None,
+    occurred_at: datetime | None = None,
+) -> bytes:
+    """The JSON bytes of a validated event; raises pydantic.ValidationError if invalid."""
+    model = EVENT_TYPES[event_type]
+    event = model.model_validate(
+        {
+            "event_id": event_id or str(uuid.uuid4()),
+            "type": event_type,
+            "namespace": namespace,
+            "occurred_at": occurred_at or datetime.now(UTC),
+            "producer": producer,
+            "payload": payload,
+        }
+    )
+    return event.model_dump_json(exclude_none=True).encode()
+
+
+class Publisher:
+    def __init__(self, bootstrap: str, *, producer: str) -> None:
+        self._producer_name = producer
+        self._kafka = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+
+    async def __aenter__(self) -> Publisher:
+        await self._kafka.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._kafka.stop()
+
+    async def publish(
+        self, event_type: str, namespace: str, payload: dict[str, Any], *,
+        event_id: str | None = None,
+    ) -> str:
+        """Publish one event and wait for the broker's acknowledgement; return its event_id."""
+        event_id = event_id or str(uuid.uuid4())
+        value = envelope(
+            event_type, namespace, payload, producer=self._producer_name, event_id=event_id
+        )
+        if event_type.startswith("run."):
+            await self._kafka.send_and_wait(RUNS_TOPIC, value, key=payload["run_id"].encode())
+        else:
+            await self._kafka.send_and_wait(MEMORY_TOPIC, value, key=namespace.encode())
+        return event_id
+
+    async def write_memory(
+        self, namespace: str, text: str, *, event_id: str | None = None, **fields: Any
+    ) -> str:
+        """Publish a memory.write; return the record id the memory will have."""
+        event_id = await self.publish(
+            "memory.write", namespace, {"text": text, **fields}, event_id=event_id
+        )
+        return memory_record_id(namespace, event_id)
+
+    async def run_started(self, namespace: str, *, run_id: str, **fields: Any) -> str:
+        return await self.publish("run.started", namespace, {"run_id": run_id, **fields})
+
+    async def run_step(self, namespace: str, *, run_id: str, kind: str, **fields: Any) -> str:
+        return await self.publish(
+            "run.step", namespace, {"run_id": run_id, "kind": kind, **fields}
+        )
+
+    async def run_finished(
+        self, namespace: str, *, run_id: str, status: str, **fields: Any
+    ) -> str:
+        return await self.publish(
+            "run.finished", namespace, {"run_id": run_id, "status": status, **fields}
+        )

@@ -1,0 +1,1 @@
+"""Start and stop a real local stack (Kafka broker, Postgres, worker) for tests and benchmarks."""

@@ -1,0 +1,131 @@
+"""Reading and writing topics from tests and benchmarks with plain aiokafka."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+
+@dataclass(frozen=True)
+class Received:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    headers: dict[str, bytes]
+    received_at: float
+
+
+async def produce(
+    bootstrap: str, topic: str, messages: Sequence[tuple[bytes | None, bytes]]
+) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+        pending = [await producer.send(topic, value, key=key) for key, value in messages]
+        await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
+
+
+async def partitions_of(bootstrap: str, topic: str) -> list[int]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        (description,) = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    if description["error_code"] != 0 or not description["partitions"]:
+        raise LookupError(f"topic {topic}: {description}")
+    return sorted(partition["partition"] for partition in description["partitions"])
+
+
+@dataclass
+class TopicReader:
+    """Reads a topic from its beginning (no consumer group) into `messages`, in the
+    background, until closed."""
+
+    bootstrap: str
+    topic: str
+    messages: list[Received] = field(default_factory=list)
+    _consumer: AIOKafkaConsumer | None = None
+    _task: asyncio.Task[None] | None = None
+
+    async def start(self) -> TopicReader:
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        await self._consumer.start()
+        partitions = await partitions_of(self.bootstrap, self.topic)
+        self._consumer.assign([TopicPartition(self.topic, p) for p in partitions])
+        self._task = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self._consumer is not None
+        async for message in self._consumer:
+            self.messages.append(Received(
+                topic=message.topic, partition=message.partition, offset=message.offset,
+                key=message.key, value=message.value or b"",
+                headers={key: value for key, value in message.headers},
+                received_at=time.monotonic(),
+            ))
+
+    async def wait_for(
+        self, done: Callable[[list[Received]], bool], timeout_s: float = 30.0
+    ) -> list[Received]:
+        deadline = time.monotonic() + timeout_s
+        while not done(self.messages):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{self.topic}: condition not met after {timeout_s}s "
+                    f"({len(self.messages)} messages read)"
+                )
+            await asyncio.sleep(0.05)
+        return self.messages
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+
+async def group_lag(bootstrap: str, group: str, topic: str) -> int:
+    """Messages of `topic` that consumer group `group` has not committed yet."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await admin.start()
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in await partitions_of(bootstrap, topic)]
+        ends = await consumer.end_offsets(partitions)
+        committed = await admin.list_consumer_group_offsets(group, partitions=partitions)
+        return sum(
+            end - (committed[tp].offset if tp in committed and committed[tp].offset >= 0 else 0)
+            for tp, end in ends.items()
+        )
+    finally:
+        await consumer.stop()
+        await admin.close()
+
+
+async def wait_caught_up(
+    bootstrap: str, group: str, topics: Sequence[str], timeout_s: float = 60.0
+) -> None:
+    """Wait until `group` has committed everything on `topics`: all of it is durable."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lags = [await group_lag(bootstrap, group, topic) for topic in topics]
+        if not any(lags):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"group {group} still lags {dict(zip(topics, lags, strict=True))}")
+        await asyncio.sleep(0.25)

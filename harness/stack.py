@@ -1,0 +1,161 @@
+"""A real local stack in a scratch directory: the Kafka broker (infra/kafka/broker.sh), an
+embedded Postgres and worker processes (`python -m streams.worker`), each on free ports.
+
+Used by the integration tests and the benchmarks; nothing here is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stores.local_postgres import LocalPostgres
+from streams.config import REPO_ROOT
+
+BROKER_SCRIPT = REPO_ROOT / "infra" / "kafka" / "broker.sh"
+MODEL_DIR = REPO_ROOT / ".cache" / "model"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class Broker:
+    data_dir: Path
+    bootstrap: str = ""
+
+    def start(self) -> str:
+        env = {**os.environ, "KAFKA_DATA_DIR": str(self.data_dir),
+               "KAFKA_PORT": str(free_port()), "KAFKA_CONTROLLER_PORT": str(free_port())}
+        result = subprocess.run([str(BROKER_SCRIPT), "start"], env=env, capture_output=True,
+                                text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"broker did not start: {result.stderr.strip()}")
+        self.bootstrap = result.stdout.strip().splitlines()[-1]
+        return self.bootstrap
+
+    def stop(self) -> None:
+        env = {**os.environ, "KAFKA_DATA_DIR": str(self.data_dir)}
+        subprocess.run([str(BROKER_SCRIPT), "stop"], env=env, check=False, capture_output=True)
+
+
+@dataclass
+class Worker:
+    """One worker process; `kill()` is kill -9, `start()` again resumes the same group."""
+
+    bootstrap: str
+    pg_dsn: str
+    index_url: str
+    log_path: Path
+    app_id: str = field(default_factory=lambda: f"memstream-{uuid.uuid4().hex[:8]}")
+    web_port: int = field(default_factory=free_port)
+    extra_env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def start(self, timeout_s: float = 90.0) -> None:
+        env = {
+            **os.environ,
+            "MEMSTREAM_KAFKA_BOOTSTRAP": self.bootstrap,
+            "MEMSTREAM_PG_DSN": self.pg_dsn,
+            "MEMSTREAM_INDEX_URL": self.index_url,
+            "MEMSTREAM_MODEL_DIR": str(MODEL_DIR),
+            "MEMSTREAM_APP_ID": self.app_id,
+            "MEMSTREAM_WEB_PORT": str(self.web_port),
+            "MEMSTREAM_DATA_DIR": str(self.log_path.parent),
+            **self.extra_env,
+        }
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streams.worker"], cwd=REPO_ROOT, env=env,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self._wait_healthy(timeout_s)
+
+    def _wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited with {self.process.returncode}; "
+                                   f"see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=2) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"worker not healthy after {timeout_s}s; see {self.log_path}")
+
+    def kill(self) -> None:
+        """kill -9: no shutdown, no final commit."""
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            self.process = None
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is not None:
+            self.process = None
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.process = None
+
+
+@dataclass
+class Stack:
+    """Broker and Postgres under `root`; workers are started on demand."""
+
+    root: Path
+    broker: Broker = field(init=False)
+    postgres: LocalPostgres = field(init=False)
+    pg_dsn: str = ""
+    workers: list[Worker] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.broker = Broker(self.root / "kafka")
+        self.postgres = LocalPostgres(self.root / "postgres", durable=False)
+
+    def start(self) -> Stack:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.broker.start()
+        self.pg_dsn = self.postgres.start()
+        return self
+
+    def worker(self, name: str = "worker", **extra_env: str) -> Worker:
+        worker = Worker(
+            bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn,
+            index_url=f"edge://{self.root / 'index'}",
+            log_path=self.root / f"{name}.log", extra_env=extra_env,
+        )
+        self.workers.append(worker)
+        return worker
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        self.broker.stop()
+        self.postgres.stop()

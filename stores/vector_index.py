@@ -1,0 +1,183 @@
+"""The retrieval index: one small interface, two backends.
+
+Postgres is the source of truth; the index holds one point per live record and can always be
+rebuilt from it (stores.reindex). Point ids are derived from record ids, so a replay or a
+restart overwrites a point instead of duplicating it. Every search names its namespace:
+namespaces never mix.
+
+    open_index("edge://var/qdrant-edge")    Qdrant's embedded engine (qdrant-edge-py), on disk
+    open_index("var/qdrant-edge")           the same
+    open_index("http://localhost:6333")     a Qdrant server (qdrant-client)
+    open_index("local://var/qdrant-local")  qdrant-client's local mode, on disk
+    open_index(":memory:")                  qdrant-client's local mode, in memory
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+DEFAULT_COLLECTION = "memstream"
+DIM = 384
+# Fixed forever: changing it changes every point id, and a rebuilt index would no longer
+# overwrite the points a running worker writes.
+POINT_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a4e-5b0c-9d27-3e8f4a1b2c6d")
+
+# The payload fields that get an index, and their type. `created_at` is epoch seconds.
+KEYWORD_FIELDS = ("namespace", "record_kind", "related_ids", "tags")
+FLOAT_FIELDS = ("created_at",)
+
+Vector = Sequence[float] | NDArray[np.floating[Any]]
+
+
+# The embedded engine under the repository's var/, the default of `make run`.
+DEFAULT_INDEX_URL = f"edge://{Path(__file__).resolve().parent.parent / 'var' / 'qdrant-edge'}"
+
+
+def point_id(record_id: str) -> uuid.UUID:
+    """The index point id of a record: a UUIDv5 of its record id."""
+    return uuid.uuid5(POINT_ID_NAMESPACE, record_id)
+
+
+@dataclass(frozen=True)
+class IndexPoint:
+    record_id: str
+    vector: Vector
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    record_id: str
+    score: float
+    payload: dict[str, Any]
+
+
+class VectorIndex(Protocol):
+    async def ensure_collection(self) -> None:
+        """Create the collection (cosine, `dim`) and its payload indexes if missing; fail if
+        an existing one has another dimension."""
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or overwrite points. Each payload must carry a non-empty `namespace`."""
+
+    async def delete(self, record_ids: Sequence[str]) -> None:
+        """Delete the points of these records; unknown ids are ignored."""
+
+    async def search(
+        self,
+        vector: Vector,
+        *,
+        namespace: str,
+        limit: int,
+        min_score: float,
+        record_kinds: Sequence[str] | None = None,
+        related_id: str | None = None,
+    ) -> list[IndexHit]:
+        """The `limit` nearest points of `namespace` with cosine similarity >= `min_score`,
+        best first, optionally only of these kinds / only those listing `related_id`."""
+
+    async def count(self, namespace: str | None = None) -> int:
+        """Exact number of points, in one namespace or in all."""
+
+    def iter_record_ids(
+        self, namespace: str | None = None, batch_size: int = 1024
+    ) -> AsyncIterator[list[str]]:
+        """Every indexed record id, in batches (for pruning during a rebuild)."""
+
+    async def close(self) -> None:
+        """Release the index; safe to call twice."""
+
+
+@dataclass(frozen=True)
+class PreparedPoint:
+    """A point checked and normalised for a backend: numpy row, payload with `record_id`."""
+
+    id: uuid.UUID
+    vector: NDArray[np.float32]
+    payload: dict[str, Any]
+
+
+def as_vector(vector: Vector, dim: int) -> NDArray[np.float32]:
+    """`vector` as a float32 array of shape (dim,); ValueError if it cannot be scored."""
+    array = np.asarray(vector, dtype=np.float32)
+    if array.shape != (dim,):
+        raise ValueError(f"expected a vector of dimension {dim}, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError("vector has NaN or infinite components")
+    if not np.any(array):
+        raise ValueError("zero vector has no cosine similarity")
+    return array
+
+
+def prepare_points(points: Sequence[IndexPoint], dim: int) -> list[PreparedPoint]:
+    if not points:
+        return []
+    for point in points:
+        namespace = point.payload.get("namespace")
+        if not isinstance(namespace, str) or not namespace:
+            # A point without a namespace could never be found: every search filters on it.
+            raise ValueError(f"record {point.record_id!r}: payload needs a non-empty namespace")
+    # One array for the batch: checking it whole is ~10x cheaper than vector by vector.
+    try:
+        vectors = np.asarray([point.vector for point in points], dtype=np.float32)
+    except ValueError as exc:  # ragged
+        raise ValueError(f"expected vectors of dimension {dim}: {exc}") from None
+    if vectors.shape != (len(points), dim):
+        raise ValueError(f"expected vectors of dimension {dim}, got shape {vectors.shape[1:]}")
+    if not np.isfinite(vectors).all():
+        raise ValueError("a vector has NaN or infinite components")
+    if not vectors.any(axis=1).all():
+        raise ValueError("a zero vector has no cosine similarity")
+    return [
+        PreparedPoint(point_id(point.record_id), vector,
+                      {**point.payload, "record_id": point.record_id})
+        for point, vector in zip(points, vectors, strict=True)
+    ]
+
+
+def check_search(namespace: str, limit: int, min_score: float) -> None:
+    if not namespace:
+        raise ValueError("namespace is required: searches never cross namespaces")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    if math.isnan(min_score):
+        raise ValueError("min_score is NaN")
+
+
+def open_index(
+    url_or_path: str,
+    *,
+    collection: str = DEFAULT_COLLECTION,
+    dim: int = DIM,
+    api_key: str | None = None,
+) -> VectorIndex:
+    """The index behind a URL or path (see the module docstring). Nothing is opened or
+    created until `ensure_collection()`."""
+    if url_or_path.startswith(("http://", "https://")):
+        from stores.qdrant_server_index import QdrantClientIndex
+
+        return QdrantClientIndex.for_server(url_or_path, collection=collection, dim=dim,
+                                            api_key=api_key)
+    if url_or_path == ":memory:" or url_or_path.startswith("local://"):
+        from stores.qdrant_server_index import QdrantClientIndex
+
+        location = url_or_path.removeprefix("local://")
+        if not location:
+            raise ValueError("local:// needs a path, e.g. local://var/qdrant-local")
+        return QdrantClientIndex.local(location, collection=collection, dim=dim)
+    if "://" in url_or_path and not url_or_path.startswith("edge://"):
+        raise ValueError(f"unknown index URL scheme: {url_or_path!r}")
+    from stores.qdrant_edge_index import EdgeIndex
+
+    path = url_or_path.removeprefix("edge://")
+    if not path:
+        raise ValueError("edge:// needs a path, e.g. edge://var/qdrant-edge")
+    return EdgeIndex(path, collection=collection, dim=dim)

@@ -1,0 +1,2 @@
+"""Wiring: the Faust app, its agents and web views, moving data between topics, processors
+and stores."""

@@ -1,0 +1,149 @@
+"""The Faust app: topics, agents as short pipelines over batches, and the HTTP views."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import faust
+from faust.web import Request, Response, View
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from streams.config import Settings
+from streams.memory_intake import store_memory_writes
+from streams.messages import InboundMessage, Outbound
+from streams.run_intake import record_run_events
+from streams.runtime import Runtime
+from streams.search import BadQuery, SearchQuery, search
+
+
+def faust_dir(settings: Settings) -> Path:
+    return settings.data_dir / "faust" / settings.app_id
+
+
+def create_app(settings: Settings) -> faust.App:
+    return faust.App(
+        settings.app_id,
+        broker=f"kafka://{settings.kafka_bootstrap}",
+        store="memory://",
+        autodiscover=False,
+        datadir=str(faust_dir(settings)),
+        web_host=settings.web_host,
+        web_port=settings.web_port,
+        # Topics are declared once in infra/kafka/topics.json and created before start.
+        topic_disable_leader=True,
+        topic_allow_declare=False,
+        consumer_auto_offset_reset="earliest",
+        broker_commit_interval=settings.commit_interval_s,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=settings.session_timeout_s / 3,
+        producer_acks=-1,
+    )
+
+
+class FaustProducer:
+    """Produces raw bytes through the app's producer and waits for every acknowledgement."""
+
+    def __init__(self, app: faust.App) -> None:
+        self._app = app
+
+    async def produce(self, messages: Sequence[Outbound]) -> None:
+        if not messages:
+            return
+        producer = await self._app.maybe_start_producer()
+        pending = [
+            await producer.send(m.topic, m.key, m.value, None, None, list(m.headers))
+            for m in messages
+        ]
+        await asyncio.gather(*pending)
+
+
+def _inbound(event: faust.EventT[Any]) -> InboundMessage:
+    message = event.message
+    headers = message.headers or ()
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return InboundMessage(
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
+        key=message.key,
+        value=message.value,
+        headers=tuple((key, value if isinstance(value, bytes) else value.encode())
+                      for key, value in pairs),
+    )
+
+
+def _batches(
+    stream: faust.StreamT[bytes], settings: Settings
+) -> AsyncIterator[Sequence[faust.EventT[bytes]]]:
+    # Agents are handed a concrete Stream; only it has take_events.
+    assert isinstance(stream, faust.Stream)
+    return stream.take_events(settings.batch_max, settings.batch_within_s)
+
+
+def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
+    """Attach the agents and web views to `app`."""
+
+    def raw_topic(name: str) -> faust.TopicT:
+        return app.topic(name, key_type=bytes, value_type=bytes, value_serializer="raw",
+                         key_serializer="raw")
+
+    # take_events acknowledges a batch only when the loop asks for the next one, i.e. after
+    # the batch is durable; the sinks retry instead of raising, so nothing is acked early.
+    @app.agent(raw_topic("memory.events"), name="memory-writes")
+    async def memory_writes(stream: faust.StreamT[bytes]) -> None:
+        async for events in _batches(stream, settings):
+            await store_memory_writes(runtime, [_inbound(event) for event in events])
+
+    @app.agent(raw_topic("runs.events"), name="run-ledger")
+    async def run_ledger(stream: faust.StreamT[bytes]) -> None:
+        async for events in _batches(stream, settings):
+            await record_run_events(runtime, [_inbound(event) for event in events])
+
+    @app.page("/v1/search")
+    async def search_view(web: View, request: Request) -> Response:
+        query_params: Any = request.query
+        try:
+            query = SearchQuery.from_params(query_params, query_params.getall("kind", []))
+        except BadQuery as exc:
+            return web.json({"error": str(exc)}, status=400)
+        return web.json(await search(runtime, query))
+
+    @app.page("/v1/stats")
+    async def stats_view(web: View, request: Request) -> Response:
+        namespace = request.query.get("namespace", "").strip()
+        if not namespace:
+            return web.json({"error": "namespace is required"}, status=400)
+        return web.json({
+            "namespace": namespace,
+            "records": await runtime.repository.record_counts(namespace),
+            "index_points": await runtime.index.count(namespace),
+        })
+
+    @app.page("/healthz")
+    async def health_view(web: View, request: Request) -> Response:
+        checks: dict[str, str] = {}
+        try:
+            await runtime.repository.ping()
+            checks["postgres"] = "ok"
+        except Exception as exc:
+            checks["postgres"] = f"down: {exc}"
+        try:
+            await runtime.index.count()
+            checks["index"] = "ok"
+        except Exception as exc:
+            checks["index"] = f"down: {exc}"
+        healthy = checks["postgres"] == "ok"
+        # The index is rebuildable and searches fall back to Postgres: degraded, not down.
+        status = "ok" if healthy and checks["index"] == "ok" else "degraded" if healthy else "down"
+        return web.json({"status": status, **checks}, status=200 if healthy else 503)
+
+    @app.page("/metrics")
+    async def metrics_view(web: View, request: Request) -> Response:
+        # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
+        return web.bytes(
+            generate_latest(runtime.metrics.registry),
+            content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4",
+        )

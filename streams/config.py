@@ -1,0 +1,72 @@
+"""Worker settings, read once from the environment (prefix MEMSTREAM_) by the entry point.
+
+Defaults are the embedded set-up of `make run`: the local broker's address file, the local
+Postgres, the embedded Qdrant engine under `var/`, the model under `.cache/`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from stores.vector_index import DEFAULT_INDEX_URL
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    kafka_bootstrap: str
+    pg_dsn: str
+    index_url: str
+    model_dir: Path
+    data_dir: Path = REPO_ROOT / "var"
+    app_id: str = "memstream"
+    web_host: str = "127.0.0.1"
+    web_port: int = 6066
+    batch_max: int = 64
+    batch_within_s: float = 0.02
+    embed_threads: int = 2
+    max_event_bytes: int = 64 * 1024
+    commit_interval_s: float = 1.0
+    # How soon a crashed worker's partitions move to the others (heartbeats every third).
+    session_timeout_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+
+        def get(name: str, default: str) -> str:
+            return env.get(f"MEMSTREAM_{name}", default)
+
+        return cls(
+            kafka_bootstrap=get("KAFKA_BOOTSTRAP", "") or _local_kafka_bootstrap(),
+            pg_dsn=get("PG_DSN", "") or _local_pg_dsn(),
+            index_url=get("INDEX_URL", DEFAULT_INDEX_URL),
+            model_dir=Path(get("MODEL_DIR", str(REPO_ROOT / ".cache" / "model"))),
+            data_dir=Path(get("DATA_DIR", str(cls.data_dir))),
+            app_id=get("APP_ID", cls.app_id),
+            web_host=get("WEB_HOST", cls.web_host),
+            web_port=int(get("WEB_PORT", str(cls.web_port))),
+            batch_max=int(get("BATCH_MAX", str(cls.batch_max))),
+            batch_within_s=float(get("BATCH_WITHIN_S", str(cls.batch_within_s))),
+            embed_threads=int(get("EMBED_THREADS", str(cls.embed_threads))),
+            max_event_bytes=int(get("MAX_EVENT_BYTES", str(cls.max_event_bytes))),
+            commit_interval_s=float(get("COMMIT_INTERVAL_S", str(cls.commit_interval_s))),
+            session_timeout_s=float(get("SESSION_TIMEOUT_S", str(cls.session_timeout_s))),
+        )
+
+
+def _local_kafka_bootstrap() -> str:
+    address_file = REPO_ROOT / "var" / "kafka" / "bootstrap"
+    if address_file.exists():
+        return address_file.read_text().strip()
+    return "127.0.0.1:19092"
+
+
+def _local_pg_dsn() -> str:
+    from stores.local_postgres import local_dsn
+
+    return local_dsn()

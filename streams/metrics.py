@@ -1,0 +1,67 @@
+"""Prometheus metrics of one worker. Labels are bounded: topic, type, outcome, reason, stage;
+never a namespace or a record id."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.events = Counter(
+            "memstream_events_total",
+            "Events consumed, by topic, event type and outcome (stored, duplicate, dlq).",
+            ["topic", "type", "outcome"],
+            registry=r,
+        )
+        self.dlq = Counter(
+            "memstream_dlq_total",
+            "Events sent to a dead-letter topic, by source topic and reason.",
+            ["topic", "reason"],
+            registry=r,
+        )
+        self.produced = Counter(
+            "memstream_produced_total", "Messages produced, by topic.", ["topic"], registry=r
+        )
+        self.embed_batch_size = Histogram(
+            "memstream_embed_batch_size", "Texts per embedding call.", buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.embed_seconds = Histogram(
+            "memstream_embed_seconds", "Seconds per embedding call.", buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.stage_seconds = Histogram(
+            "memstream_stage_seconds",
+            "Seconds spent per pipeline stage and batch (validate, redact, postgres, index, "
+            "announce).",
+            ["stage"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.end_to_end_lag = Histogram(
+            "memstream_end_to_end_lag_seconds",
+            "From an event's occurred_at to its record being durable and indexed.",
+            ["topic"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.records = Counter(
+            "memstream_records_written_total", "Records written, by kind.", ["kind"], registry=r
+        )
+        self.redactions = Counter(
+            "memstream_redactions_total", "Secrets redacted, by kind of secret.", ["kind"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "memstream_sink_retries_total",
+            "Batches retried after a store or broker failure, by topic.",
+            ["topic"],
+            registry=r,
+        )
+        self.up = Gauge("memstream_worker_up", "1 while the worker runs.", registry=r)

@@ -1,0 +1,85 @@
+"""`runs.events` → the run ledger in Postgres → on run.finished, a run digest → embed →
+index → `memory.updated`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from processors.digests import build_digest, digest_record
+from processors.intake import Rejected, Rejection, parse_event
+from schemas.events import RUN_EVENT_TYPES, RunEvent, RunFinished, RunStarted
+from schemas.records import Record
+from stores.repository import RunEventRow
+from streams.messages import InboundMessage
+from streams.runtime import Runtime, persist_and_announce, send_dead_letters, until_done
+
+TOPIC = "runs.events"
+
+
+async def record_run_events(runtime: Runtime, messages: Sequence[InboundMessage]) -> None:
+    metrics = runtime.metrics
+    dead: list[tuple[InboundMessage, Rejection]] = []
+    parsed: list[tuple[InboundMessage, RunEvent]] = []
+    with runtime.stage("validate"):
+        for message in messages:
+            try:
+                event = parse_event(message.value, RUN_EVENT_TYPES, runtime.max_event_bytes)
+            except Rejected as rejected:
+                dead.append((message, rejected.rejection))
+                continue
+            parsed.append((message, event))
+
+    runs = {(event.namespace, event.payload.run_id) for _, event in parsed}
+    started = await until_done(
+        lambda: runtime.repository.started_runs(runs), what="ledger lookup", topic=TOPIC,
+        metrics=metrics,
+    )
+    rows: list[RunEventRow] = []
+    finished: list[RunFinished] = []
+    for message, event in parsed:
+        run = (event.namespace, event.payload.run_id)
+        if isinstance(event, RunStarted):
+            started.add(run)
+        elif run not in started:
+            dead.append((message, Rejection(
+                "broken_reference",
+                f"{event.type} for run {run[1]!r} in namespace {run[0]!r}, which never started",
+            )))
+            continue
+        rows.append(RunEventRow(
+            event_id=event.event_id, namespace=event.namespace, run_id=event.payload.run_id,
+            type=event.type, occurred_at=event.occurred_at, producer=event.producer,
+            payload=event.payload.model_dump(mode="json"),
+            provenance=message.provenance(event.event_id, event.producer),
+        ))
+        metrics.events.labels(TOPIC, event.type, "stored").inc()
+        if isinstance(event, RunFinished):
+            finished.append(event)
+
+    await send_dead_letters(runtime, dead)
+    if rows:
+        with runtime.stage("postgres"):
+            await until_done(
+                lambda: runtime.repository.append_run_events(rows), what="ledger append",
+                topic=TOPIC, metrics=metrics,
+            )
+    if finished:
+        digests = await until_done(
+            lambda: _digests(runtime, finished), what="digest build", topic=TOPIC,
+            metrics=metrics,
+        )
+        await until_done(
+            lambda: persist_and_announce(runtime, digests), what="storing digests", topic=TOPIC,
+            metrics=metrics,
+        )
+
+
+async def _digests(runtime: Runtime, finished: Sequence[RunFinished]) -> list[Record]:
+    records = []
+    for end in finished:
+        ledger = await runtime.repository.run_ledger(end.namespace, end.payload.run_id)
+        events = [RUN_EVENT_TYPES[row["type"]].model_validate(row) for row in ledger]
+        provenance = await runtime.repository.run_ledger_provenance(end.event_id)
+        assert provenance is not None, "run.finished was appended to the ledger just before"
+        records.append(digest_record(build_digest(events), provenance, end))
+    return records

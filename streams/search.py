@@ -1,0 +1,94 @@
+"""`GET /v1/search`: semantic search within one namespace, with Postgres as the fallback
+when the index is unreachable (the answer then says `degraded`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streams.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+MAX_LIMIT = 100
+RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
+
+
+class BadQuery(ValueError):
+    """The request's parameters are unusable; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    namespace: str
+    query: str
+    limit: int = 5
+    min_score: float = 0.5
+    record_kinds: tuple[str, ...] = ()
+    related_id: str | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str], kinds: list[str]) -> SearchQuery:
+        namespace = params.get("namespace", "").strip()
+        if not namespace:
+            raise BadQuery("namespace is required")
+        query = params.get("query", params.get("q", "")).strip()
+        if not query:
+            raise BadQuery("query is required")
+        try:
+            limit = int(params.get("limit", cls.limit))
+            min_score = float(params.get("min_score", cls.min_score))
+        except ValueError as exc:
+            raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
+        if not -1.0 <= min_score <= 1.0:
+            raise BadQuery("min_score must be between -1 and 1")
+        wanted = tuple(dict.fromkeys(k for item in kinds for k in item.split(",") if k))
+        unknown = set(wanted) - RECORD_KINDS
+        if unknown:
+            raise BadQuery(f"unknown kind {sorted(unknown)}; known: {sorted(RECORD_KINDS)}")
+        return cls(namespace, query, limit, min_score, wanted, params.get("related_id") or None)
+
+
+async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
+    vector = (await runtime.embed([query.query]))[0]
+    degraded = False
+    try:
+        hits = await runtime.index.search(
+            vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
+            record_kinds=query.record_kinds or None, related_id=query.related_id,
+        )
+        scored = [(hit.record_id, hit.score) for hit in hits]
+    except Exception:
+        # Fail open: memory must never make its caller fail while Postgres can answer.
+        log.exception("index search failed; answering from Postgres")
+        degraded = True
+        scored = await runtime.repository.vector_search(
+            vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
+            record_kinds=query.record_kinds or None, related_id=query.related_id,
+        )
+    rows = await runtime.repository.records_by_id(query.namespace, [rid for rid, _ in scored])
+    return {
+        "namespace": query.namespace,
+        "query": query.query,
+        "degraded": degraded,
+        "hits": [
+            {
+                "record_id": record_id,
+                "kind": rows[record_id]["record_kind"],
+                "title": rows[record_id]["title"],
+                "text": rows[record_id]["text"],
+                "score": round(score, 4),
+                "created_at": rows[record_id]["created_at"].isoformat(),
+                "source_ref": rows[record_id]["source_ref"],
+                "tags": list(rows[record_id]["tags"]),
+                "related_ids": list(rows[record_id]["related_ids"]),
+            }
+            for record_id, score in scored
+            # A point whose record is gone from Postgres is stale: the index is rebuildable.
+            if record_id in rows
+        ],
+    }

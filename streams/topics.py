@@ -1,0 +1,253 @@
+"""memstream's Kafka topics: read from infra/kafka/topics.json and created idempotently.
+
+``infra/kafka/topics.json`` is the one place that declares the topics (name, partitions,
+replication, topic configs). ``MEMSTREAM_PARTITIONS`` overrides the partition count of every
+topic (tests use 1 or 2 to rebalance quickly).
+
+    python -m streams.topics [--bootstrap host:port] [--file path]
+
+creates the missing topics and prints what it did. The bootstrap address defaults to
+``MEMSTREAM_KAFKA_BOOTSTRAP``, else the address the local broker wrote to
+``var/kafka/bootstrap`` (``$KAFKA_DATA_DIR/bootstrap`` when that is set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError, for_code
+
+__all__ = [
+    "DEFAULT_TOPICS_FILE",
+    "REPO_ROOT",
+    "TopicSpec",
+    "default_bootstrap",
+    "ensure_topics",
+    "load_topic_specs",
+    "main",
+]
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TOPICS_FILE = REPO_ROOT / "infra" / "kafka" / "topics.json"
+PARTITIONS_ENV = "MEMSTREAM_PARTITIONS"
+BOOTSTRAP_ENV = "MEMSTREAM_KAFKA_BOOTSTRAP"
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One topic as declared in infra/kafka/topics.json."""
+
+    name: str
+    partitions: int
+    replication: int
+    config: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("topic name is empty")
+        if self.partitions < 1:
+            raise ValueError(f"{self.name}: partitions must be >= 1, got {self.partitions}")
+        if self.replication < 1:
+            raise ValueError(f"{self.name}: replication must be >= 1, got {self.replication}")
+
+
+def _str_config(where: str, raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: config must be an object")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _int(where: str, raw: Any) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise ValueError(f"{where}: expected an integer, got {raw!r}")
+    return int(raw)
+
+
+def _partitions_override() -> int | None:
+    raw = os.environ.get(PARTITIONS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{PARTITIONS_ENV}={raw!r} is not an integer") from None
+    if value < 1:
+        raise ValueError(f"{PARTITIONS_ENV} must be >= 1, got {value}")
+    return value
+
+
+def load_topic_specs(path: Path | None = None) -> list[TopicSpec]:
+    """Read the topic declarations (default: infra/kafka/topics.json of this repo).
+
+    Each topic inherits ``defaults`` (partitions, replication, config) and may override them;
+    ``MEMSTREAM_PARTITIONS`` overrides the partitions of all topics.
+    """
+    source = path if path is not None else DEFAULT_TOPICS_FILE
+    doc = json.loads(source.read_text(encoding="utf-8"))
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("topics"), list):
+        raise ValueError(f"{source}: expected an object with a 'topics' list")
+    defaults = doc.get("defaults") or {}
+    if not isinstance(defaults, Mapping):
+        raise ValueError(f"{source}: 'defaults' must be an object")
+    default_partitions = _int(f"{source}: defaults.partitions", defaults.get("partitions", 1))
+    default_replication = _int(f"{source}: defaults.replication", defaults.get("replication", 1))
+    default_config = _str_config(f"{source}: defaults", defaults.get("config"))
+    override = _partitions_override()
+
+    specs: list[TopicSpec] = []
+    seen: set[str] = set()
+    for entry in doc["topics"]:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise ValueError(f"{source}: every topic needs a 'name': {entry!r}")
+        name: str = entry["name"]
+        if name in seen:
+            raise ValueError(f"{source}: topic {name!r} is declared twice")
+        seen.add(name)
+        where = f"{source}: {name}"
+        partitions = _int(where, entry.get("partitions", default_partitions))
+        if override is not None:
+            partitions = override
+        replication = _int(where, entry.get("replication", default_replication))
+        config = {**default_config, **_str_config(where, entry.get("config"))}
+        specs.append(TopicSpec(name, partitions, replication, config))
+    return specs
+
+
+async def _wait_visible(
+    admin: AIOKafkaAdminClient, names: Sequence[str], timeout: float = 15.0
+) -> None:
+    """Wait until the broker's metadata lists the topics with a leader for every partition."""
+    if not names:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = set(names)
+    while True:
+        for topic in await admin.describe_topics(sorted(pending)):
+            parts = topic.get("partitions") or []
+            if topic.get("error_code") == 0 and parts and all(p["leader"] >= 0 for p in parts):
+                pending.discard(topic["topic"])
+        if not pending:
+            return
+        if loop.time() > deadline:
+            raise TimeoutError(f"topics not visible after {timeout}s: {sorted(pending)}")
+        await asyncio.sleep(0.1)
+
+
+async def ensure_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> list[str]:
+    """Create the topics of ``specs`` that do not exist yet; return the names created.
+
+    Idempotent: existing topics are left as they are (a partition count that differs from
+    the spec is logged, not changed), and a topic created concurrently by someone else counts
+    as existing. Returns once the created topics are visible in the broker's metadata.
+    """
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-topics")
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [s for s in specs if s.name not in existing]
+        present = [s for s in specs if s.name in existing]
+        if present:
+            for topic in await admin.describe_topics([s.name for s in present]):
+                spec = next(s for s in present if s.name == topic["topic"])
+                have = len(topic.get("partitions") or [])
+                if have != spec.partitions:
+                    log.warning(
+                        "topic %s has %d partitions, the spec says %d (left unchanged)",
+                        spec.name,
+                        have,
+                        spec.partitions,
+                    )
+        if not missing:
+            return []
+        response = await admin.create_topics(
+            [
+                NewTopic(
+                    name=s.name,
+                    num_partitions=s.partitions,
+                    replication_factor=s.replication,
+                    topic_configs=dict(s.config),
+                )
+                for s in missing
+            ]
+        )
+        created: list[str] = []
+        errors: list[str] = []
+        for item in response.topic_errors:
+            name, code = item[0], item[1]
+            message = item[2] if len(item) > 2 else None
+            if code == 0:
+                created.append(name)
+            elif code != TopicAlreadyExistsError.errno:
+                errors.append(f"{name}: {for_code(code).__name__}: {message or ''}".rstrip(": "))
+        if errors:
+            raise RuntimeError("could not create topics: " + "; ".join(errors))
+        await _wait_visible(admin, created)
+        order = {s.name: i for i, s in enumerate(specs)}
+        return sorted(created, key=lambda n: order.get(n, len(order)))
+    finally:
+        await admin.close()
+
+
+def default_bootstrap() -> str:
+    """MEMSTREAM_KAFKA_BOOTSTRAP, else the address the local broker wrote for its clients."""
+    env = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if env:
+        return env
+    data_dir = Path(os.environ.get("KAFKA_DATA_DIR") or "var/kafka")
+    if not data_dir.is_absolute():
+        data_dir = REPO_ROOT / data_dir
+    bootfile = data_dir / "bootstrap"
+    try:
+        value = bootfile.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise RuntimeError(
+            f"no Kafka bootstrap: set {BOOTSTRAP_ENV} or start the local broker "
+            f"(infra/kafka/broker.sh start writes {bootfile})"
+        ) from None
+    if not value:
+        raise RuntimeError(f"{bootfile} is empty")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m streams.topics",
+        description="Create memstream's Kafka topics (infra/kafka/topics.json) if missing.",
+    )
+    parser.add_argument(
+        "--bootstrap", help=f"host:port (default: ${BOOTSTRAP_ENV} or var/kafka/bootstrap)"
+    )
+    parser.add_argument("--file", type=Path, default=None, help="topics file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        bootstrap = args.bootstrap or default_bootstrap()
+        specs = load_topic_specs(args.file)
+        created = asyncio.run(ensure_topics(bootstrap, specs))
+    except Exception as exc:  # a CLI: one line, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for spec in specs:
+        state = "created" if spec.name in created else "exists"
+        print(f"{state:8} {spec.name} partitions={spec.partitions} replication={spec.replication}")
+    print(f"{len(created)} created, {len(specs) - len(created)} already existed ({bootstrap})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The real stack for the pipeline tests: one broker, one Postgres and one worker for the
+session, all started here and stopped at the end (CI starts with nothing running)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.kafka_io import TopicReader
+from harness.stack import Stack, Worker
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    running = Stack(tmp_path_factory.mktemp("stack")).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+def worker(stack: Stack) -> Iterator[Worker]:
+    running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+async def updates(stack: Stack) -> AsyncIterator[TopicReader]:
+    reader = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+    yield reader
+    await reader.close()
+
+
+@pytest.fixture(scope="session")
+async def memory_dlq(stack: Stack) -> AsyncIterator[TopicReader]:
+    reader = await TopicReader(stack.broker.bootstrap, "memory.events.dlq").start()
+    yield reader
+    await reader.close()
+
+
+@pytest.fixture(scope="session")
+async def runs_dlq(stack: Stack) -> AsyncIterator[TopicReader]:
+    reader = await TopicReader(stack.broker.bootstrap, "runs.events.dlq").start()
+    yield reader
+    await reader.close()
+
+
+@pytest.fixture
+async def http(worker: Worker) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=worker.base_url, timeout=10) as client:
+        yield client
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"ns-{uuid.uuid4().hex[:10]}"
+
+
+def event(event_type: str, namespace: str, payload: dict[str, Any],
+          event_id: str | None = None) -> bytes:
+    return json.dumps({
+        "event_id": event_id or uuid.uuid4().hex,
+        "type": event_type,
+        "namespace": namespace,
+        "occurred_at": datetime.now(UTC).isoformat(),
+        "producer": "tests",
+        "payload": payload,
+    }).encode()
+
+
+def updated_ids(messages: list[Any], namespace: str) -> list[str]:
+    """record ids announced on memory.updated for `namespace`, in arrival order."""
+    ids = []
+    for message in messages:
+        body = json.loads(message.value)
+        if body["namespace"] == namespace:
+            ids.append(body["record_id"])
+    return ids
+
+
+def tmp_file(directory: Path, name: str, lines: list[bytes]) -> Path:
+    path = directory / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path

@@ -1,0 +1,386 @@
+"""The stores against real components: an embedded Postgres, qdrant-client's local mode and
+the qdrant-edge engine (both in temporary directories). Vectors are random unit vectors."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from stores.index_payload import index_payload
+from stores.local_postgres import LocalPostgres, throwaway_postgres
+from stores.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
+from stores.qdrant_edge_index import EdgeIndex
+from stores.reindex import connect_with_vectors, reindex
+from stores.vector_index import DIM, IndexPoint, VectorIndex, open_index, point_id
+
+pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RNG = np.random.default_rng(20261121)
+
+
+def unit_vectors(n: int) -> NDArray[np.float32]:
+    vectors = RNG.standard_normal((n, DIM)).astype(np.float32)
+    normed: NDArray[np.float32] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return normed
+
+
+def near(vector: NDArray[np.float32], cosine: float) -> NDArray[np.float32]:
+    """A unit vector whose cosine similarity with unit `vector` is exactly `cosine`."""
+    other = unit_vectors(1)[0]
+    orthogonal = other - float(other @ vector) * vector
+    orthogonal /= np.linalg.norm(orthogonal)
+    result: NDArray[np.float32] = cosine * vector + np.sqrt(1 - cosine**2) * orthogonal
+    return result
+
+
+def payload(namespace: str, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"namespace": namespace, "record_kind": "memory", "tags": [],
+                            "related_ids": [], "created_at": 1.0}
+    return base | fields
+
+
+def with_database(dsn: str, database: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+@pytest.fixture(scope="module")
+def pg_dsn() -> Iterator[str]:
+    with throwaway_postgres() as dsn:
+        yield dsn
+
+
+@pytest.fixture
+async def fresh_dsn(pg_dsn: str) -> str:
+    """A new, empty database on the module's server."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    connection = await asyncpg.connect(pg_dsn)
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return with_database(pg_dsn, name)
+
+
+@pytest.fixture
+async def migrated_dsn(fresh_dsn: str) -> str:
+    await apply_migrations(fresh_dsn)
+    return fresh_dsn
+
+
+@pytest.fixture(params=["local", "edge"])
+async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
+    url = f"local://{tmp_path / 'local'}" if request.param == "local" else f"edge://{tmp_path}"
+    opened = open_index(url)
+    await opened.ensure_collection()
+    yield opened
+    await opened.close()
+
+
+# --- Postgres -------------------------------------------------------------------------------
+
+
+def test_local_postgres_start_is_idempotent_and_restart_keeps_data(tmp_path: Path) -> None:
+    server = LocalPostgres(tmp_path / "pg", durable=False)
+    try:
+        dsn = server.start()
+        assert server.start() == dsn
+        assert server.is_running()
+        asyncio.run(_execute(dsn, "CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)"))
+        assert server.stop() is True
+        assert server.stop() is False
+        assert not server.is_running()
+        server.start()
+        assert asyncio.run(_fetchval(dsn, "SELECT x FROM kept")) == 7
+    finally:
+        server.stop()
+
+
+async def _execute(dsn: str, sql: str) -> None:
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
+async def _fetchval(dsn: str, sql: str) -> Any:
+    connection = await asyncpg.connect(dsn)
+    try:
+        return await connection.fetchval(sql)
+    finally:
+        await connection.close()
+
+
+async def test_migrations_apply_once_even_when_started_together(fresh_dsn: str) -> None:
+    results = await asyncio.gather(*(apply_migrations(fresh_dsn) for _ in range(3)))
+    assert sorted(results) == [[], [], ["0001_init"]]
+    assert await apply_migrations(fresh_dsn) == []
+    connection = await asyncpg.connect(fresh_dsn)
+    try:
+        assert await connection.fetchval("SELECT count(*) FROM schema_migrations") == 1
+        tables = {r["tablename"] for r in await connection.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        assert {"run_events", "records", "record_versions", "schema_migrations"} <= tables
+    finally:
+        await connection.close()
+
+
+async def test_edited_migration_is_refused(fresh_dsn: str, tmp_path: Path) -> None:
+    original = (MIGRATIONS_DIR / "0001_init.sql").read_text()
+    (tmp_path / "0001_init.sql").write_text(original)
+    assert await apply_migrations(fresh_dsn, tmp_path) == ["0001_init"]
+    (tmp_path / "0001_init.sql").write_text(original + "\n-- edited\n")
+    with pytest.raises(MigrationError, match="changed after it was applied"):
+        await apply_migrations(fresh_dsn, tmp_path)
+
+
+async def test_failed_migration_leaves_nothing_behind(fresh_dsn: str, tmp_path: Path) -> None:
+    (tmp_path / "0001_broken.sql").write_text("CREATE TABLE half (x int);\nSELECT nonsense;")
+    with pytest.raises(MigrationError, match="0001_broken failed"):
+        await apply_migrations(fresh_dsn, tmp_path)
+    assert await _fetchval(fresh_dsn, "SELECT to_regclass('half') IS NULL") is True
+
+
+# --- index ----------------------------------------------------------------------------------
+
+
+async def test_upserting_a_record_twice_keeps_one_point(index: VectorIndex) -> None:
+    first, second = unit_vectors(2)
+    await index.upsert([IndexPoint("rec-1", first, payload("ns-a", tags=["v1"]))])
+    await index.upsert([IndexPoint("rec-1", second, payload("ns-a", tags=["v2"]))])
+    assert await index.count() == 1
+    [hit] = await index.search(second, namespace="ns-a", limit=5, min_score=0.9)
+    assert hit.record_id == "rec-1"
+    assert hit.payload["tags"] == ["v2"]
+    assert hit.payload["record_id"] == "rec-1"
+    assert hit.score == pytest.approx(1.0, abs=1e-4)
+
+
+async def test_namespaces_never_mix(index: VectorIndex) -> None:
+    [vector] = unit_vectors(1)
+    await index.upsert([
+        IndexPoint("a-1", vector, payload("ns-a")),
+        IndexPoint("b-1", vector, payload("ns-b")),
+        IndexPoint("b-2", near(vector, 0.8), payload("ns-b")),
+    ])
+    hits = await index.search(vector, namespace="ns-a", limit=10, min_score=-1.0)
+    assert [h.record_id for h in hits] == ["a-1"]
+    hits = await index.search(vector, namespace="ns-b", limit=10, min_score=-1.0)
+    assert [h.record_id for h in hits] == ["b-1", "b-2"]
+    assert await index.search(vector, namespace="ns-c", limit=10, min_score=-1.0) == []
+    assert (await index.count("ns-a"), await index.count("ns-b"), await index.count()) == (1, 2, 3)
+    with pytest.raises(ValueError, match="namespace"):
+        await index.search(vector, namespace="", limit=10, min_score=0.0)
+    with pytest.raises(ValueError, match="namespace"):
+        await index.upsert([IndexPoint("x", vector, {"record_kind": "memory"})])
+
+
+async def test_min_score_and_filters(index: VectorIndex) -> None:
+    [query] = unit_vectors(1)
+    await index.upsert([
+        IndexPoint("close-memory", near(query, 0.9), payload("ns", related_ids=["err-1"])),
+        IndexPoint("mid-digest", near(query, 0.7),
+                   payload("ns", record_kind="run_digest", related_ids=["err-1", "err-2"])),
+        IndexPoint("far-fix", near(query, 0.3), payload("ns", record_kind="fix_pattern")),
+    ])
+    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0)
+    assert [h.record_id for h in hits] == ["close-memory", "mid-digest", "far-fix"]
+    assert [round(h.score, 3) for h in hits] == [0.9, 0.7, 0.3]
+
+    hits = await index.search(query, namespace="ns", limit=10, min_score=0.5)
+    assert [h.record_id for h in hits] == ["close-memory", "mid-digest"]
+    hits = await index.search(query, namespace="ns", limit=1, min_score=0.5)
+    assert [h.record_id for h in hits] == ["close-memory"]
+
+    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0,
+                              record_kinds=["run_digest", "fix_pattern"])
+    assert [h.record_id for h in hits] == ["mid-digest", "far-fix"]
+    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0,
+                              related_id="err-2")
+    assert [h.record_id for h in hits] == ["mid-digest"]
+    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0,
+                              record_kinds=["memory"], related_id="err-1")
+    assert [h.record_id for h in hits] == ["close-memory"]
+
+
+async def test_delete(index: VectorIndex) -> None:
+    vectors = unit_vectors(3)
+    await index.upsert([IndexPoint(f"r{i}", v, payload("ns")) for i, v in enumerate(vectors)])
+    await index.delete(["r1", "never-indexed"])
+    assert await index.count("ns") == 2
+    assert await index.search(vectors[1], namespace="ns", limit=10, min_score=0.99) == []
+    ids = {i async for batch in index.iter_record_ids("ns", batch_size=1) for i in batch}
+    assert ids == {"r0", "r2"}
+
+
+async def test_edge_reopen_keeps_data(tmp_path: Path) -> None:
+    vectors = unit_vectors(20)
+    first = EdgeIndex(tmp_path)
+    await first.ensure_collection()
+    await first.upsert([IndexPoint(f"r{i}", v, payload(f"ns{i % 2}"))
+                        for i, v in enumerate(vectors)])
+    await first.delete(["r0"])
+    await first.close()
+
+    again = EdgeIndex(tmp_path)
+    await again.ensure_collection()
+    try:
+        assert (await again.count(), await again.count("ns1")) == (19, 10)
+        [hit] = await again.search(vectors[3], namespace="ns1", limit=1, min_score=0.99)
+        assert hit.record_id == "r3"
+    finally:
+        await again.close()
+
+
+def test_edge_survives_a_kill_without_flush_or_close(tmp_path: Path) -> None:
+    # The write-ahead log is replayed on open: a killed worker loses no indexed point.
+    script = (
+        "import asyncio, os, numpy as np\n"
+        "from stores.qdrant_edge_index import EdgeIndex\n"
+        "from stores.vector_index import IndexPoint\n"
+        "async def main():\n"
+        f"    index = EdgeIndex({str(tmp_path)!r})\n"
+        "    await index.ensure_collection()\n"
+        "    v = np.ones(384, dtype=np.float32)\n"
+        "    await index.upsert([IndexPoint(f'r{i}', v, {'namespace': 'ns'}) for i in range(5)])\n"
+        "    os._exit(0)\n"
+        "asyncio.run(main())\n"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, check=True)
+    assert asyncio.run(_edge_count(tmp_path)) == 5
+
+
+async def _edge_count(path: Path) -> int:
+    index = EdgeIndex(path)
+    await index.ensure_collection()
+    try:
+        return await index.count("ns")
+    finally:
+        await index.close()
+
+
+async def test_edge_refuses_a_second_opener(tmp_path: Path) -> None:
+    first = EdgeIndex(tmp_path)
+    await first.ensure_collection()
+    try:
+        with pytest.raises(RuntimeError, match="another process"):
+            await EdgeIndex(tmp_path).ensure_collection()
+    finally:
+        await first.close()
+
+
+async def test_dimension_is_checked(index: VectorIndex) -> None:
+    with pytest.raises(ValueError, match="dimension"):
+        await index.upsert([IndexPoint("r", [1.0, 0.0], payload("ns"))])
+    with pytest.raises(ValueError, match="zero vector"):
+        await index.upsert([IndexPoint("r", np.zeros(DIM), payload("ns"))])
+
+
+def test_point_ids_are_stable() -> None:
+    assert point_id("rec-1") == point_id("rec-1") != point_id("rec-2")
+    assert str(point_id("rec-1")) == "5a3b4052-8b99-59ea-a9c0-731dea1360e0"
+
+
+# --- rebuild from Postgres ------------------------------------------------------------------
+
+
+async def _insert_records(dsn: str, rows: list[dict[str, Any]]) -> None:
+    connection = await connect_with_vectors(dsn)
+    try:
+        for row in rows:
+            columns = list(row)
+            placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+            await connection.execute(
+                f"INSERT INTO records ({', '.join(columns)}) VALUES ({placeholders})",
+                *row.values(),
+            )
+    finally:
+        await connection.close()
+
+
+def _record(record_id: str, namespace: str, vector: NDArray[np.float32] | None,
+            **fields: Any) -> dict[str, Any]:
+    created = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+    return {"record_id": record_id, "namespace": namespace, "record_kind": "memory",
+            "text": f"text of {record_id}", "source_event_id": f"ev-{record_id}",
+            "created_at": created, "embedding": vector} | fields
+
+
+async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: VectorIndex) -> None:
+    vectors = unit_vectors(6)
+    await _insert_records(migrated_dsn, [
+        _record("m-1", "ns-a", vectors[0], tags=["x"], related_ids=["m-2"], run_ref="run-9",
+                expires_at=datetime(2027, 1, 1, tzinfo=UTC)),
+        _record("m-2", "ns-a", vectors[1], record_kind="run_digest"),
+        _record("m-3", "ns-b", vectors[2]),
+        _record("old", "ns-a", vectors[3]),
+        _record("gone", "ns-a", vectors[4], review_state="deprecated"),
+        _record("no-vector", "ns-a", None, title="Title"),
+    ])
+    await _execute(migrated_dsn, "UPDATE records SET superseded_by = 'm-1' WHERE record_id = 'old'")
+    # The index is empty but for a point whose record has since been superseded.
+    await index.upsert([IndexPoint("old", vectors[3], payload("ns-a"))])
+
+    report = await reindex(migrated_dsn, index, batch_size=2)
+
+    assert (report.indexed, report.missing_embedding, report.embedded, report.pruned) == (
+        3, 1, 0, 1)
+    assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
+    [hit] = await index.search(vectors[0], namespace="ns-a", limit=1, min_score=0.99)
+    assert hit.record_id == "m-1"
+    assert hit.payload == {
+        "record_id": "m-1", "namespace": "ns-a", "record_kind": "memory", "scope": "shared",
+        "review_state": "approved", "trust_class": "raw", "tier": "active", "tags": ["x"],
+        "related_ids": ["m-2"], "created_at": datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp(),
+        "expires_at": datetime(2027, 1, 1, tzinfo=UTC).timestamp(), "run_ref": "run-9",
+    }
+
+    embedded_texts: list[str] = []
+
+    def embed(texts: list[str]) -> NDArray[np.float32]:
+        embedded_texts.extend(texts)
+        return np.stack([vectors[5]] * len(texts))
+
+    report = await reindex(migrated_dsn, index, namespace="ns-a", embed=embed)
+    assert (report.indexed, report.embedded, report.missing_embedding) == (3, 1, 0)
+    assert embedded_texts == ["Title\ntext of no-vector"]
+    [hit] = await index.search(vectors[5], namespace="ns-a", limit=1, min_score=0.99)
+    assert hit.record_id == "no-vector"
+    # Written back: the next rebuild needs no model.
+    report = await reindex(migrated_dsn, index, namespace="ns-a")
+    assert (report.indexed, report.missing_embedding) == (3, 0)
+
+
+async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn: str) -> None:
+    record = _record("p-1", "ns", unit_vectors(1)[0], tags=["a", "b"], related_ids=["q"],
+                     expires_at=datetime(2027, 1, 1, tzinfo=UTC))
+    await _insert_records(migrated_dsn, [record])
+    connection = await connect_with_vectors(migrated_dsn)
+    try:
+        row = await connection.fetchrow("SELECT * FROM records WHERE record_id = 'p-1'")
+    finally:
+        await connection.close()
+    dumped = record | {"scope": "shared", "tier": "active", "review_state": "approved",
+                       "trust_class": "raw", "tags": ("a", "b"), "related_ids": ("q",),
+                       "run_ref": None}
+    assert index_payload(row) == index_payload(dumped)
+    assert index_payload(dumped | {"created_at": dumped["created_at"].replace(tzinfo=None)}) == (
+        index_payload(dumped))
+    with pytest.raises(ValueError, match="namespace"):
+        index_payload({k: v for k, v in dumped.items() if k != "namespace"})
+    assert index_payload(dumped | {"created_at": dumped["created_at"] + timedelta(seconds=1)})[
+        "created_at"] == index_payload(dumped)["created_at"] + 1
