@@ -45,6 +45,9 @@ class Broker:
         if result.returncode != 0:
             raise RuntimeError(f"broker did not start: {result.stderr.strip()}")
         self.bootstrap = result.stdout.strip().splitlines()[-1]
+        # As the worker would at its start, so that events can be produced before one runs.
+        subprocess.run([sys.executable, "-m", "streams.topics", "--bootstrap", self.bootstrap],
+                       cwd=REPO_ROOT, check=True, capture_output=True)
         return self.bootstrap
 
     def stop(self) -> None:

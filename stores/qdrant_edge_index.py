@@ -70,7 +70,11 @@ class EdgeIndex:
 
     def _config(self) -> qe.EdgeConfig:
         return qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine),
+            # 16-bit storage halves the bytes a filtered full scan reads. Measured at 100k
+            # model vectors in one namespace, p50 and recall@10 against exact float32:
+            # Float32 9.8 ms; Float16 6.6 ms, 0.998; Turbo16 5.3 ms, 1.0; Turbo8 3.5 ms, 0.975.
+            vectors=qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine,
+                                        datatype=qe.VectorStorageDatatype.Turbo16),
             # Every search filters on one namespace: no global HNSW graph (m=0), a graph per
             # namespace once it is large enough to need one (payload_m); smaller namespaces
             # are scanned through the namespace index, which is faster than a graph anyway.

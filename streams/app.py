@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +11,11 @@ import faust
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from streams.batches import run_in_stages
 from streams.config import Settings
-from streams.memory_intake import store_memory_writes
-from streams.messages import InboundMessage, Outbound
-from streams.run_intake import record_run_events
+from streams.memory_intake import MemoryWriter
+from streams.messages import Outbound
+from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search
 
@@ -60,29 +61,6 @@ class FaustProducer:
         await asyncio.gather(*pending)
 
 
-def _inbound(event: faust.EventT[Any]) -> InboundMessage:
-    message = event.message
-    headers = message.headers or ()
-    pairs = headers.items() if isinstance(headers, Mapping) else headers
-    return InboundMessage(
-        topic=message.topic,
-        partition=message.partition,
-        offset=message.offset,
-        key=message.key,
-        value=message.value,
-        headers=tuple((key, value if isinstance(value, bytes) else value.encode())
-                      for key, value in pairs),
-    )
-
-
-def _batches(
-    stream: faust.StreamT[bytes], settings: Settings
-) -> AsyncIterator[Sequence[faust.EventT[bytes]]]:
-    # Agents are handed a concrete Stream; only it has take_events.
-    assert isinstance(stream, faust.Stream)
-    return stream.take_events(settings.batch_max, settings.batch_within_s)
-
-
 def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
     """Attach the agents and web views to `app`."""
 
@@ -90,17 +68,15 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return app.topic(name, key_type=bytes, value_type=bytes, value_serializer="raw",
                          key_serializer="raw")
 
-    # take_events acknowledges a batch only when the loop asks for the next one, i.e. after
-    # the batch is durable; the sinks retry instead of raising, so nothing is acked early.
     @app.agent(raw_topic("memory.events"), name="memory-writes")
     async def memory_writes(stream: faust.StreamT[bytes]) -> None:
-        async for events in _batches(stream, settings):
-            await store_memory_writes(runtime, [_inbound(event) for event in events])
+        await run_in_stages(stream, MemoryWriter(runtime), batch_max=settings.batch_max,
+                            within_s=settings.batch_within_s)
 
     @app.agent(raw_topic("runs.events"), name="run-ledger")
     async def run_ledger(stream: faust.StreamT[bytes]) -> None:
-        async for events in _batches(stream, settings):
-            await record_run_events(runtime, [_inbound(event) for event in events])
+        await run_in_stages(stream, RunLedger(runtime), batch_max=settings.batch_max,
+                            within_s=settings.batch_within_s)
 
     @app.page("/v1/search")
     async def search_view(web: View, request: Request) -> Response:

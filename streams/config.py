@@ -26,8 +26,8 @@ class Settings:
     app_id: str = "memstream"
     web_host: str = "127.0.0.1"
     web_port: int = 6066
-    batch_max: int = 64
-    batch_within_s: float = 0.02
+    batch_max: int = 128
+    batch_within_s: float = 0.05
     embed_threads: int = 2
     max_event_bytes: int = 64 * 1024
     commit_interval_s: float = 1.0

@@ -4,6 +4,7 @@ index → `memory.updated`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from processors.digests import build_digest, digest_record
 from processors.intake import Rejected, Rejection, parse_event
@@ -16,18 +17,43 @@ from streams.runtime import Runtime, persist_and_announce, send_dead_letters, un
 TOPIC = "runs.events"
 
 
-async def record_run_events(runtime: Runtime, messages: Sequence[InboundMessage]) -> None:
+@dataclass(frozen=True)
+class ParsedRunEvents:
+    rejected: list[tuple[InboundMessage, Rejection]]
+    parsed: list[tuple[InboundMessage, RunEvent]]
+
+
+class RunLedger:
+    """Both stages in order: the ledger lookups of a batch must see the previous batch."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedRunEvents:
+        rejected: list[tuple[InboundMessage, Rejection]] = []
+        parsed: list[tuple[InboundMessage, RunEvent]] = []
+        with self._runtime.stage("validate"):
+            for message in messages:
+                try:
+                    event = parse_event(
+                        message.value, RUN_EVENT_TYPES, self._runtime.max_event_bytes)
+                except Rejected as exc:
+                    rejected.append((message, exc.rejection))
+                    continue
+                parsed.append((message, event))
+        return ParsedRunEvents(rejected, parsed)
+
+    async def complete(self, batch: ParsedRunEvents) -> None:
+        await record_run_events(self._runtime, batch.rejected, batch.parsed)
+
+
+async def record_run_events(
+    runtime: Runtime,
+    rejected: list[tuple[InboundMessage, Rejection]],
+    parsed: list[tuple[InboundMessage, RunEvent]],
+) -> None:
     metrics = runtime.metrics
-    dead: list[tuple[InboundMessage, Rejection]] = []
-    parsed: list[tuple[InboundMessage, RunEvent]] = []
-    with runtime.stage("validate"):
-        for message in messages:
-            try:
-                event = parse_event(message.value, RUN_EVENT_TYPES, runtime.max_event_bytes)
-            except Rejected as rejected:
-                dead.append((message, rejected.rejection))
-                continue
-            parsed.append((message, event))
+    dead = list(rejected)
 
     runs = {(event.namespace, event.payload.run_id) for _, event in parsed}
     started = await until_done(

@@ -65,40 +65,58 @@ class Runtime:
         self.metrics.stage_seconds.labels(name).observe(time.perf_counter() - started)
 
 
-async def persist_and_announce(
-    runtime: Runtime, records: Sequence[Record], change: ChangeKind = "created"
-) -> list[Record]:
-    """Embed, store, index and announce the records not yet announced; return those.
+async def unannounced(runtime: Runtime, records: Sequence[Record]) -> list[Record]:
+    """The records, once each, that have not been announced yet: a replayed record that
+    was announced is done and skipped whole."""
+    unique = list({record.record_id: record for record in records}.values())
+    done = await runtime.repository.announced_record_ids(r.record_id for r in unique)
+    return [record for record in unique if record.record_id not in done]
+
+
+def start_embedding(runtime: Runtime, records: Sequence[Record]) -> asyncio.Task[Vector]:
+    """Embed the records in the background, so that other work overlaps the model."""
+    texts = [embedding_text(record.title, record.text) for record in records]
+    return asyncio.ensure_future(runtime.embed(texts))
+
+
+async def store_and_announce(
+    runtime: Runtime, records: Sequence[Record], vectors: Vector,
+    change: ChangeKind = "created",
+) -> None:
+    """Store, index and announce embedded records.
 
     Each step is idempotent, so a batch interrupted anywhere is completed by its replay:
     the record_id primary key, the deterministic point id and the change event id make
     every repeat an overwrite.
     """
-    unique = list({record.record_id: record for record in records}.values())
-    done = await runtime.repository.announced_record_ids(r.record_id for r in unique)
-    todo = [record for record in unique if record.record_id not in done]
-    if not todo:
-        return []
-    vectors = await runtime.embed([embedding_text(record.title, record.text) for record in todo])
+    if not records:
+        return
     with runtime.stage("postgres"):
-        await runtime.repository.insert_records(list(zip(todo, vectors, strict=True)))
+        await runtime.repository.insert_records(list(zip(records, vectors, strict=True)))
     with runtime.stage("index"):
         await runtime.index.upsert(
             [
                 IndexPoint(record.record_id, vector, index_payload(record.model_dump()))
-                for record, vector in zip(todo, vectors, strict=True)
+                for record, vector in zip(records, vectors, strict=True)
             ]
         )
     with runtime.stage("announce"):
-        await runtime.producer.produce([announcement(record, change) for record in todo])
-        await runtime.repository.mark_announced([record.record_id for record in todo])
+        await runtime.producer.produce([announcement(record, change) for record in records])
+        await runtime.repository.mark_announced([record.record_id for record in records])
     now = datetime.now(UTC)
-    for record in todo:
+    for record in records:
         runtime.metrics.records.labels(record.record_kind).inc()
         runtime.metrics.end_to_end_lag.labels(record.provenance.source_topic).observe(
             seconds_since(record.created_at, now)
         )
-    runtime.metrics.produced.labels(UPDATES_TOPIC).inc(len(todo))
+    runtime.metrics.produced.labels(UPDATES_TOPIC).inc(len(records))
+
+
+async def persist_and_announce(runtime: Runtime, records: Sequence[Record]) -> list[Record]:
+    """Embed, store, index and announce the records not yet announced; return those."""
+    todo = await unannounced(runtime, records)
+    if todo:
+        await store_and_announce(runtime, todo, await start_embedding(runtime, todo))
     return todo
 
 

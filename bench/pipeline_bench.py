@@ -1,0 +1,249 @@
+"""The pipeline on a real local stack: memory.write throughput against the raw embedder,
+write→searchable latency at half that rate, and search latency at 100k memories.
+
+    python -m bench.pipeline_bench [--events 3000] [--search-points 100000]
+
+Throughput: the events are produced while no worker runs, then one worker starts and the
+rate is measured between its first and last announcement on memory.updated (so start-up is
+not counted). The raw int8 embedder runs on the same texts, in the same batch size, on the
+same machine while the stack is idle.
+
+Latency: events are produced one by one at half the measured rate; a record is searchable
+once it is announced (the index upsert comes before the announcement), so the latency is
+from the send to the announcement's arrival at a consumer.
+
+Search: 100k memories are loaded straight into Postgres and the index (real sentences
+embedded by the model, each reused with a small perturbation so that 100k vectors do not
+take minutes to embed), then `GET /v1/search` is timed end to end, query embedding included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from aiokafka import AIOKafkaProducer
+
+from embedder.model import Embedder
+from embedder.sentences import SENTENCES
+from harness.kafka_io import TopicReader, produce
+from harness.stack import MODEL_DIR, Stack, Worker
+from processors.ids import memory_record_id
+from schemas.events import Provenance
+from schemas.records import Record
+from stores.index_payload import index_payload
+from stores.repository import Repository
+from stores.vector_index import IndexPoint, open_index
+from streams.config import Settings
+
+NAMESPACE = "bench"
+SEARCH_NAMESPACE = f"{NAMESPACE}-search"
+
+
+def memory_texts(n: int) -> list[str]:
+    """Memory-sized texts (two real sentences, ~25 words), each distinct."""
+    count = len(SENTENCES)
+    return [f"{SENTENCES[i % count]} {SENTENCES[(i * 7 + 3) % count]} (#{i})" for i in range(n)]
+
+
+def memory_event(namespace: str, text: str, event_id: str) -> bytes:
+    return json.dumps({
+        "event_id": event_id, "type": "memory.write", "namespace": namespace,
+        "occurred_at": datetime.now(UTC).isoformat(), "producer": "bench",
+        "payload": {"text": text, "memory_type": "fact"},
+    }).encode()
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def raw_embedder_rate(texts: Sequence[str], batch: int, threads: int) -> float:
+    embedder = Embedder.load(MODEL_DIR, threads=threads)
+    try:
+        embedder.embed(list(texts[:batch]))  # warm-up
+        started = time.perf_counter()
+        for start in range(0, len(texts), batch):
+            embedder.embed(list(texts[start:start + batch]))
+        return len(texts) / (time.perf_counter() - started)
+    finally:
+        embedder.close()
+
+
+async def pipeline_rate(stack: Stack, worker: Worker, texts: Sequence[str]) -> float:
+    namespace = f"{NAMESPACE}-rate"
+    await produce(stack.broker.bootstrap, "memory.events", [
+        (namespace.encode(), memory_event(namespace, text, uuid.uuid4().hex)) for text in texts
+    ])
+    updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+    try:
+        worker.start()
+        done = await updates.wait_for(lambda m: len(m) >= len(texts), timeout_s=900)
+    finally:
+        await updates.close()
+    times = sorted(message.received_at for message in done[: len(texts)])
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
+async def write_to_searchable(stack: Stack, rate: float, seconds: float) -> list[float]:
+    namespace = f"{NAMESPACE}-latency"
+    texts = memory_texts(int(rate * seconds) + 1)
+    updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+    # linger 5 ms: the default of Kafka 4 producers, what an orchestrator would use.
+    producer = AIOKafkaProducer(bootstrap_servers=stack.broker.bootstrap, acks="all",
+                                linger_ms=5)
+    await producer.start()
+    sent: dict[str, float] = {}
+    try:
+        started = time.monotonic()
+        for n, text in enumerate(texts):
+            # Open loop: each send is due at its slot, whatever the pipeline does.
+            await asyncio.sleep(max(0.0, started + n / rate - time.monotonic()))
+            event_id = uuid.uuid4().hex
+            sent[memory_record_id(namespace, event_id)] = time.monotonic()
+            await producer.send(
+                "memory.events", memory_event(namespace, text, event_id), key=namespace.encode()
+            )
+        await updates.wait_for(
+            lambda m: len({json.loads(x.value)["record_id"] for x in m} & sent.keys())
+            == len(sent), timeout_s=120,
+        )
+    finally:
+        await producer.stop()
+        await updates.close()
+    arrived = {json.loads(m.value)["record_id"]: m.received_at for m in updates.messages}
+    return [arrived[record_id] - sent_at for record_id, sent_at in sent.items()]
+
+
+async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) -> None:
+    """Write n memories straight to Postgres and the index (no worker may hold the index)."""
+    embedder = Embedder.load(MODEL_DIR)
+    try:
+        base_texts = memory_texts(2000)
+        base = embedder.embed(base_texts)
+    finally:
+        embedder.close()
+    rng = np.random.default_rng(7)
+    repository = await Repository.connect(stack.pg_dsn)
+    index = open_index(index_url)
+    await index.ensure_collection()
+    now = datetime.now(UTC)
+    try:
+        for start in range(0, n, 1000):
+            rows: list[tuple[Record, Any]] = []
+            for i in range(start, min(n, start + 1000)):
+                vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1])
+                vector = (vector / np.linalg.norm(vector)).astype(np.float32)
+                event_id = f"load-{i}"
+                rows.append((Record(
+                    record_id=memory_record_id(namespace, event_id), namespace=namespace,
+                    record_kind="memory", text=f"{base_texts[i % len(base_texts)]} [{i}]",
+                    provenance=Provenance(source_event_id=event_id, source_topic="bench",
+                                          source_partition=0, source_offset=i, producer="bench"),
+                    created_at=now,
+                ), vector))
+            await repository.insert_records(rows)
+            await index.upsert([
+                IndexPoint(record.record_id, vector, index_payload(record.model_dump()))
+                for record, vector in rows
+            ])
+    finally:
+        await index.close()
+        await repository.close()
+
+
+def search_latencies(worker: Worker, queries: Sequence[str], namespace: str) -> list[float]:
+    latencies = []
+    for query in queries:
+        url = f"{worker.base_url}/v1/search?" + urllib.parse.urlencode(
+            {"namespace": namespace, "query": query, "limit": 10, "min_score": 0.3})
+        started = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            answer.read()
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+async def run_pipeline_bench(events: int, search_points: int, latency_s: float) -> dict[str, Any]:
+    settings = Settings.from_env({})
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="memstream-bench-") as scratch:
+        stack = Stack(Path(scratch)).start()
+        try:
+            texts = memory_texts(events)
+            results["embedder_int8_per_s"] = raw_embedder_rate(
+                texts, settings.batch_max, settings.embed_threads)
+            worker = stack.worker()
+            rate = await pipeline_rate(stack, worker, texts)
+            results["pipeline_per_s"] = rate
+            results["ratio"] = rate / results["embedder_int8_per_s"]
+
+            latencies = await write_to_searchable(stack, rate / 2, latency_s)
+            results["latency_rate_per_s"] = rate / 2
+            results["latency_p50_ms"] = percentile(latencies, 50) * 1000
+            results["latency_p95_ms"] = percentile(latencies, 95) * 1000
+
+            worker.stop()
+            # All in one namespace: the worst case for a namespace-filtered search.
+            started = time.perf_counter()
+            await load_memories(stack, worker.index_url, search_points, SEARCH_NAMESPACE)
+            results["search_load_s"] = time.perf_counter() - started
+            worker.start()
+            queries = [SENTENCES[(i * 13) % len(SENTENCES)] for i in range(300)]
+            search_latencies(worker, queries[:20], SEARCH_NAMESPACE)  # warm-up
+            measured = search_latencies(worker, queries, SEARCH_NAMESPACE)
+            results["search_points"] = search_points
+            results["search_p50_ms"] = percentile(measured, 50) * 1000
+            results["search_p95_ms"] = percentile(measured, 95) * 1000
+        finally:
+            stack.stop()
+    return results
+
+
+def format_table(results: dict[str, Any]) -> str:
+    rows = [
+        ("raw int8 embedder (same texts, batch of the pipeline)",
+         f"{results['embedder_int8_per_s']:.0f} texts/s", ""),
+        ("pipeline memory.write", f"{results['pipeline_per_s']:.0f} events/s", ""),
+        ("pipeline / raw embedder", f"{results['ratio']:.2f}", ">= 0.85"),
+        (f"write->searchable p50 at {results['latency_rate_per_s']:.0f}/s",
+         f"{results['latency_p50_ms']:.0f} ms", ""),
+        (f"write->searchable p95 at {results['latency_rate_per_s']:.0f}/s",
+         f"{results['latency_p95_ms']:.0f} ms", "<= 250 ms"),
+        (f"GET /v1/search p50 at {results['search_points']:,} memories",
+         f"{results['search_p50_ms']:.1f} ms", ""),
+        (f"GET /v1/search p95 at {results['search_points']:,} memories",
+         f"{results['search_p95_ms']:.1f} ms", "<= 20 ms"),
+    ]
+    width = max(len(row[0]) for row in rows)
+    lines = [f"{'measure':<{width}}  {'value':>16}  target", "-" * (width + 28)]
+    lines += [f"{name:<{width}}  {value:>16}  {target}" for name, value, target in rows]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=3000)
+    parser.add_argument("--search-points", type=int, default=100_000)
+    parser.add_argument("--latency-seconds", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    results = asyncio.run(
+        run_pipeline_bench(args.events, args.search_points, args.latency_seconds))
+    print(format_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
