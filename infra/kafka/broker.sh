@@ -140,7 +140,13 @@ choose_port() {
 
 # ---------------------------------------------------------------- config
 new_cluster_id() {
-  "$(python_bin)" -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))'
+  # Like Kafka's Uuid.randomUuid: never starting with "-", which the storage tool's
+  # argument parser would take for an option (1 start in 64 failed before).
+  "$(python_bin)" -c '
+import base64, uuid
+while (cid := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+    pass
+print(cid)'
 }
 
 write_config() {  # write_config PORT CONTROLLER_PORT
