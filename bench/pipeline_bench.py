@@ -226,7 +226,7 @@ def format_table(results: dict[str, Any]) -> str:
         (f"GET /v1/search p95 at {results['search_points']:,} memories",
          f"{results['search_p95_ms']:.1f} ms", "<= 20 ms"),
     ]
-    width = max(len(row[0]) for row in rows)
+    width = 62
     lines = [f"{'measure':<{width}}  {'value':>16}  target", "-" * (width + 28)]
     lines += [f"{name:<{width}}  {value:>16}  {target}" for name, value, target in rows]
     return "\n".join(lines)

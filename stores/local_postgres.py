@@ -253,6 +253,8 @@ class LocalPostgres:
                 f"directory {self.data_dir}; stop it first (kill -INT <pid>)"
             )
         if user is not None:
+            # The wheel may sit in a private checkout (mktemp -d is 0700).
+            _grant_traverse(POSTGRES_BIN_PATH.parent)
             _grant_read(POSTGRES_BIN_PATH.parent)
         self._pg(
             "initdb",

@@ -1,0 +1,50 @@
+"""`make bench`: every benchmark, one table.
+
+    python -m bench [--events 3000] [--search-points 100000]
+
+The embedder alone (int8 vs fp32 in the same run, their parity), then the pipeline on a real
+local stack (see bench/pipeline_bench.py for what each figure means). The index backends
+alone: `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
+--sweep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+
+from bench.embedder_bench import run_embedder_bench
+from bench.pipeline_bench import format_table, run_pipeline_bench
+from embedder.build import DEFAULT_OUT, build
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--events", type=int, default=3000)
+    parser.add_argument("--search-points", type=int, default=100_000)
+    parser.add_argument("--latency-seconds", type=float, default=20.0)
+    args = parser.parse_args(argv)
+
+    build(out=DEFAULT_OUT)
+    embedder = run_embedder_bench(DEFAULT_OUT)
+    pipeline = asyncio.run(
+        run_pipeline_bench(args.events, args.search_points, args.latency_seconds))
+
+    rows = [
+        (f"embedder int8 ({embedder['sentences']} sentences, calls of "
+         f"{embedder['batch_size']})", f"{embedder['int8']['sentences_per_s']:.0f} /s", ""),
+        ("embedder fp32 (same run)", f"{embedder['fp32']['sentences_per_s']:.0f} /s", ""),
+        ("int8 vs fp32 mean cosine", f"{embedder['mean_cosine']:.4f}", ">= 0.99"),
+    ]
+    width = 62
+    print(f"{'measure':<{width}}  {'value':>16}  target")
+    print("-" * (width + 28))
+    for name, value, target in rows:
+        print(f"{name:<{width}}  {value:>16}  {target}")
+    print("\n".join(format_table(pipeline).splitlines()[2:]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+import pytest
+
+from streams.search import BadQuery, SearchQuery
+
+
+def test_defaults_follow_the_contract() -> None:
+    query = SearchQuery.from_params({"namespace": "a", "query": "vpn"}, [])
+    assert (query.limit, query.min_score, query.record_kinds, query.related_id) == (
+        5, 0.5, (), None)
+
+
+def test_kinds_may_repeat_or_be_comma_separated() -> None:
+    query = SearchQuery.from_params({"namespace": "a", "query": "q"},
+                                    ["memory,run_digest", "memory"])
+    assert query.record_kinds == ("memory", "run_digest")
+
+
+@pytest.mark.parametrize(
+    ("params", "kinds", "message"),
+    [
+        ({"query": "q"}, [], "namespace is required"),
+        ({"namespace": " ", "query": "q"}, [], "namespace is required"),
+        ({"namespace": "a"}, [], "query is required"),
+        ({"namespace": "a", "query": "q", "limit": "0"}, [], "limit must be between"),
+        ({"namespace": "a", "query": "q", "limit": "x"}, [], "must be numbers"),
+        ({"namespace": "a", "query": "q", "min_score": "2"}, [], "min_score must be"),
+        ({"namespace": "a", "query": "q"}, ["nonsense"], "unknown kind"),
+    ],
+)
+def test_unusable_requests_say_why(params: dict[str, str], kinds: list[str], message: str) -> None:
+    with pytest.raises(BadQuery, match=message):
+        SearchQuery.from_params(params, kinds)
