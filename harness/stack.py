@@ -6,6 +6,7 @@ Used by the integration tests and the benchmarks; nothing here is mocked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -158,7 +159,9 @@ class Stack:
         return worker
 
     def stop(self) -> None:
-        for worker in self.workers:
-            worker.stop()
-        self.broker.stop()
-        self.postgres.stop()
+        """Stop everything, each part even if stopping another failed."""
+        with contextlib.ExitStack() as stopping:
+            stopping.callback(self.postgres.stop)
+            stopping.callback(self.broker.stop)
+            for worker in self.workers:
+                stopping.callback(worker.stop)

@@ -554,7 +554,12 @@ cmd_bootstrap() {
 }
 
 cmd_wait() {
-  [[ -f "$BOOTFILE" ]] || die "no $BOOTFILE: start the broker first"
+  # Under honcho the broker starts beside its waiters: give it time to write its address.
+  local waited=0
+  while [[ ! -f "$BOOTFILE" ]]; do
+    (( waited++ < TIMEOUT * 10 )) || die "no $BOOTFILE after ${TIMEOUT}s: is the broker starting?"
+    sleep 0.1
+  done
   wait_ready "$(cat "$BOOTFILE")" "$TIMEOUT" || die "broker at $(cat "$BOOTFILE") does not answer"
 }
 
