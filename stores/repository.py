@@ -125,20 +125,6 @@ class Repository:
         )
         return [dict(row) for row in rows]
 
-    async def run_ledger_provenance(self, event_id: str) -> Provenance | None:
-        row = await self._pool.fetchrow(
-            "SELECT event_id, producer, source_topic, source_partition, source_offset"
-            " FROM run_events WHERE event_id = $1",
-            event_id,
-        )
-        if row is None:
-            return None
-        return Provenance(
-            source_event_id=row["event_id"], source_topic=row["source_topic"],
-            source_partition=row["source_partition"], source_offset=row["source_offset"],
-            producer=row["producer"],
-        )
-
     # -- records -------------------------------------------------------------------------
 
     async def existing_record_ids(self, namespace: str, record_ids: Iterable[str]) -> set[str]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from processors.digests import build_digest, digest_record
 from processors.intake import Rejected, Rejection, parse_event
-from schemas.events import RUN_EVENT_TYPES, RunEvent, RunFinished, RunStarted
+from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from schemas.records import Record
 from stores.repository import RunEventRow
 from streams.messages import InboundMessage
@@ -61,7 +61,7 @@ async def record_run_events(
         metrics=metrics,
     )
     rows: list[RunEventRow] = []
-    finished: list[RunFinished] = []
+    finished: list[tuple[RunFinished, Provenance]] = []
     for message, event in parsed:
         run = (event.namespace, event.payload.run_id)
         if isinstance(event, RunStarted):
@@ -72,15 +72,14 @@ async def record_run_events(
                 f"{event.type} for run {run[1]!r} in namespace {run[0]!r}, which never started",
             )))
             continue
+        provenance = message.provenance(event.event_id, event.producer)
         rows.append(RunEventRow(
             event_id=event.event_id, namespace=event.namespace, run_id=event.payload.run_id,
             type=event.type, occurred_at=event.occurred_at, producer=event.producer,
-            payload=event.payload.model_dump(mode="json"),
-            provenance=message.provenance(event.event_id, event.producer),
+            payload=event.payload.model_dump(mode="json"), provenance=provenance,
         ))
-        metrics.events.labels(TOPIC, event.type, "stored").inc()
         if isinstance(event, RunFinished):
-            finished.append(event)
+            finished.append((event, provenance))
 
     await send_dead_letters(runtime, dead)
     if rows:
@@ -89,6 +88,8 @@ async def record_run_events(
                 lambda: runtime.repository.append_run_events(rows), what="ledger append",
                 topic=TOPIC, metrics=metrics,
             )
+        for row in rows:
+            metrics.events.labels(TOPIC, row.type, "stored").inc()
     if finished:
         digests = await until_done(
             lambda: _digests(runtime, finished), what="digest build", topic=TOPIC,
@@ -100,12 +101,13 @@ async def record_run_events(
         )
 
 
-async def _digests(runtime: Runtime, finished: Sequence[RunFinished]) -> list[Record]:
+async def _digests(
+    runtime: Runtime, finished: Sequence[tuple[RunFinished, Provenance]]
+) -> list[Record]:
+    """A digest per finished run, built from its whole ledger (this batch included)."""
     records = []
-    for end in finished:
+    for end, provenance in finished:
         ledger = await runtime.repository.run_ledger(end.namespace, end.payload.run_id)
         events = [RUN_EVENT_TYPES[row["type"]].model_validate(row) for row in ledger]
-        provenance = await runtime.repository.run_ledger_provenance(end.event_id)
-        assert provenance is not None, "run.finished was appended to the ledger just before"
         records.append(digest_record(build_digest(events), provenance, end))
     return records
