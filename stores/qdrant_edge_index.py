@@ -35,6 +35,7 @@ from stores.vector_index import (
     IndexHit,
     IndexPoint,
     Vector,
+    Visibility,
     as_vector,
     check_search,
     point_id,
@@ -154,14 +155,17 @@ class EdgeIndex:
         min_score: float,
         record_kinds: Sequence[str] | None = None,
         related_id: str | None = None,
+        agent_id: str | None = None,
     ) -> list[IndexHit]:
         check_search(namespace, limit, min_score)
         query = as_vector(vector, self._dim).tolist()
+        search_filter = _filter(namespace, record_kinds, related_id,
+                                Visibility(agent_id, time.time()))
         points = self._open_shard().query(
             qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(query),
-                filter=_filter(namespace, record_kinds, related_id),
+                filter=search_filter,
                 score_threshold=min_score,
                 with_payload=True,
             )
@@ -213,9 +217,12 @@ class EdgeIndex:
 
 
 def _filter(
-    namespace: str | None, record_kinds: Sequence[str] | None, related_id: str | None
+    namespace: str | None,
+    record_kinds: Sequence[str] | None,
+    related_id: str | None,
+    visibility: Visibility | None = None,
 ) -> qe.Filter:
-    must: list[qe.FieldCondition] = []
+    must: list[qe.ConditionType] = []
     if namespace is not None:
         must.append(qe.FieldCondition("namespace", match=qe.MatchValue(namespace)))
     if record_kinds:
@@ -223,6 +230,16 @@ def _filter(
     if related_id is not None:
         # On an array field, MatchValue matches when any element equals the value.
         must.append(qe.FieldCondition("related_ids", match=qe.MatchValue(related_id)))
-    conditions: list[qe.ConditionType] = list(must)
-    return qe.Filter(must=conditions)
+    if visibility is not None:
+        readable: list[qe.ConditionType] = [
+            qe.FieldCondition("scope", match=qe.MatchValue("shared"))]
+        if visibility.agent_id is not None:
+            readable.append(
+                qe.FieldCondition("agent_id", match=qe.MatchValue(visibility.agent_id)))
+        must.append(qe.Filter(should=readable))
+        must.append(qe.Filter(should=[
+            qe.IsNullCondition("expires_at"),
+            qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=visibility.now)),
+        ]))
+    return qe.Filter(must=must)
 

@@ -7,6 +7,7 @@ Local mode is a pure-Python brute-force engine: fine for tests and small data, n
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from stores.vector_index import (
     IndexHit,
     IndexPoint,
     Vector,
+    Visibility,
     as_vector,
     check_search,
     point_id,
@@ -145,12 +147,14 @@ class QdrantClientIndex:
         min_score: float,
         record_kinds: Sequence[str] | None = None,
         related_id: str | None = None,
+        agent_id: str | None = None,
     ) -> list[IndexHit]:
         check_search(namespace, limit, min_score)
         response = await self._client.query_points(
             self._collection,
             query=as_vector(vector, self._dim).tolist(),
-            query_filter=_filter(namespace, record_kinds, related_id),
+            query_filter=_filter(namespace, record_kinds, related_id,
+                                 Visibility(agent_id, time.time())),
             limit=limit,
             score_threshold=min_score,
             with_payload=True,
@@ -193,7 +197,10 @@ class QdrantClientIndex:
 
 
 def _filter(
-    namespace: str | None, record_kinds: Sequence[str] | None, related_id: str | None
+    namespace: str | None,
+    record_kinds: Sequence[str] | None,
+    related_id: str | None,
+    visibility: Visibility | None = None,
 ) -> models.Filter:
     must: list[models.Condition] = []
     if namespace is not None:
@@ -206,6 +213,17 @@ def _filter(
         # On an array field, MatchValue matches when any element equals the value.
         must.append(models.FieldCondition(key="related_ids",
                                           match=models.MatchValue(value=related_id)))
+    if visibility is not None:
+        readable: list[models.Condition] = [
+            models.FieldCondition(key="scope", match=models.MatchValue(value="shared"))]
+        if visibility.agent_id is not None:
+            readable.append(models.FieldCondition(
+                key="agent_id", match=models.MatchValue(value=visibility.agent_id)))
+        must.append(models.Filter(should=readable))
+        must.append(models.Filter(should=[
+            models.IsNullCondition(is_null=models.PayloadField(key="expires_at")),
+            models.FieldCondition(key="expires_at", range=models.Range(gt=visibility.now)),
+        ]))
     return models.Filter(must=must)
 
 

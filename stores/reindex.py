@@ -41,8 +41,8 @@ LIVE = "superseded_by IS NULL AND review_state <> 'deprecated'"
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
 _SELECT_LIVE = f"""
-SELECT record_id, namespace, record_kind, scope, review_state, trust_class, tier, tags,
-       related_ids, created_at, expires_at, run_ref, title, text, embedding
+SELECT record_id, namespace, record_kind, scope, agent_id, review_state, trust_class, tier,
+       tags, related_ids, created_at, expires_at, run_ref, title, text, embedding
 FROM records
 WHERE {LIVE} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
 ORDER BY record_id

@@ -201,8 +201,10 @@ class Repository:
         min_score: float,
         record_kinds: Sequence[str] | None = None,
         related_id: str | None = None,
+        agent_id: str | None = None,
     ) -> list[tuple[str, float]]:
-        """Exact cosine search in Postgres: the fallback when the index is unreachable."""
+        """Exact cosine search in Postgres, the fallback when the index is unreachable, with
+        the index's rules: live, visible to `agent_id`, not expired."""
         rows = await self._pool.fetch(
             """
             SELECT record_id, 1 - (embedding <=> $2) AS score FROM records
@@ -211,10 +213,12 @@ class Repository:
               AND ($3::text[] IS NULL OR record_kind = ANY($3))
               AND ($4::text IS NULL OR $4 = ANY(related_ids))
               AND 1 - (embedding <=> $2) >= $5
+              AND (scope = 'shared' OR agent_id = $7)
+              AND (expires_at IS NULL OR expires_at > now())
             ORDER BY embedding <=> $2 LIMIT $6
             """,
             namespace, vector, list(record_kinds) if record_kinds else None, related_id,
-            min_score, limit,
+            min_score, limit, agent_id,
         )
         return [(row["record_id"], float(row["score"])) for row in rows]
 

@@ -31,8 +31,8 @@ DIM = 384
 POINT_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a4e-5b0c-9d27-3e8f4a1b2c6d")
 
 # The payload fields that get an index, and their type. `created_at` is epoch seconds.
-KEYWORD_FIELDS = ("namespace", "record_kind", "related_ids", "tags")
-FLOAT_FIELDS = ("created_at",)
+KEYWORD_FIELDS = ("namespace", "record_kind", "related_ids", "tags", "scope", "agent_id")
+FLOAT_FIELDS = ("created_at", "expires_at")
 
 Vector = Sequence[float] | NDArray[np.floating[Any]]
 
@@ -60,6 +60,15 @@ class IndexHit:
     payload: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Visibility:
+    """What a search may return: shared records and the personal ones of `agent_id`, none
+    expired at `now` (epoch seconds)."""
+
+    agent_id: str | None
+    now: float
+
+
 class VectorIndex(Protocol):
     async def ensure_collection(self) -> None:
         """Create the collection (cosine, `dim`) and its payload indexes if missing; fail if
@@ -80,9 +89,13 @@ class VectorIndex(Protocol):
         min_score: float,
         record_kinds: Sequence[str] | None = None,
         related_id: str | None = None,
+        agent_id: str | None = None,
     ) -> list[IndexHit]:
         """The `limit` nearest points of `namespace` with cosine similarity >= `min_score`,
-        best first, optionally only of these kinds / only those listing `related_id`."""
+        best first, optionally only of these kinds / only those listing `related_id`.
+
+        Only what the caller may see: shared records, and the personal ones of `agent_id`;
+        never a record whose `expires_at` has passed."""
 
     async def count(self, namespace: str | None = None) -> int:
         """Exact number of points, in one namespace or in all."""

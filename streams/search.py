@@ -28,6 +28,8 @@ class SearchQuery:
     min_score: float = 0.5
     record_kinds: tuple[str, ...] = ()
     related_id: str | None = None
+    # Personal memories are returned to their owner only.
+    agent_id: str | None = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], kinds: list[str]) -> SearchQuery:
@@ -50,7 +52,8 @@ class SearchQuery:
         unknown = set(wanted) - RECORD_KINDS
         if unknown:
             raise BadQuery(f"unknown kind {sorted(unknown)}; known: {sorted(RECORD_KINDS)}")
-        return cls(namespace, query, limit, min_score, wanted, params.get("related_id") or None)
+        return cls(namespace, query, limit, min_score, wanted,
+                   params.get("related_id") or None, params.get("agent_id") or None)
 
 
 async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
@@ -60,6 +63,7 @@ async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
         hits = await runtime.index.search(
             vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
             record_kinds=query.record_kinds or None, related_id=query.related_id,
+            agent_id=query.agent_id,
         )
         scored = [(hit.record_id, hit.score) for hit in hits]
     except Exception:
@@ -69,6 +73,7 @@ async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
         scored = await runtime.repository.vector_search(
             vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
             record_kinds=query.record_kinds or None, related_id=query.related_id,
+            agent_id=query.agent_id,
         )
     rows = await runtime.repository.records_by_id(query.namespace, [rid for rid, _ in scored])
     return {
@@ -84,6 +89,7 @@ async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
                 "score": round(score, 4),
                 "created_at": rows[record_id]["created_at"].isoformat(),
                 "source_ref": rows[record_id]["source_ref"],
+                "scope": rows[record_id]["scope"],
                 "tags": list(rows[record_id]["tags"]),
                 "related_ids": list(rows[record_id]["related_ids"]),
             }

@@ -138,6 +138,29 @@ async def test_a_memory_from_kcat_is_searchable_and_related_ids_filter(
     assert related.json()["hits"][0]["source_ref"] == "handbook#hotfix"
 
 
+async def test_a_personal_memory_is_found_by_its_owner_only(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient, namespace: str
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        shared = await publisher.write_memory(
+            namespace, "The team's staging cluster restarts every Sunday night.")
+        private = await publisher.write_memory(
+            namespace, "I restart my staging shell every Sunday night.", scope="personal",
+            agent_id="ann")
+    await updates.wait_for(lambda messages: {shared, private} <= set(
+        updated_ids(messages, namespace)))
+
+    async def found(**params: str) -> list[str]:
+        answer = await http.get("/v1/search", params={
+            "namespace": namespace, "query": "staging restarts on Sunday", "min_score": "0.3",
+            **params})
+        return sorted(hit["record_id"] for hit in answer.json()["hits"])
+
+    assert await found() == [shared]
+    assert await found(agent_id="bob") == [shared]
+    assert await found(agent_id="ann") == sorted([shared, private])
+
+
 async def test_search_refuses_a_request_without_namespace(http: httpx.AsyncClient) -> None:
     answer = await http.get("/v1/search", params={"query": "anything"})
     assert answer.status_code == 400

@@ -48,7 +48,8 @@ def near(vector: NDArray[np.float32], cosine: float) -> NDArray[np.float32]:
 
 def payload(namespace: str, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"namespace": namespace, "record_kind": "memory", "tags": [],
-                            "related_ids": [], "created_at": 1.0}
+                            "related_ids": [], "created_at": 1.0, "scope": "shared",
+                            "agent_id": None, "expires_at": None}
     return base | fields
 
 
@@ -217,6 +218,64 @@ async def test_min_score_and_filters(index: VectorIndex) -> None:
     assert [h.record_id for h in hits] == ["close-memory"]
 
 
+async def test_personal_records_reach_their_owner_only_and_expired_ones_nobody(
+    index: VectorIndex,
+) -> None:
+    [query] = unit_vectors(1)
+    past = datetime.now(UTC).timestamp() - 60
+    future = datetime.now(UTC).timestamp() + 3600
+    await index.upsert([
+        IndexPoint("shared", near(query, 0.9), payload("ns")),
+        IndexPoint("ann-private", near(query, 0.8),
+                   payload("ns", scope="personal", agent_id="ann")),
+        IndexPoint("bob-private", near(query, 0.7),
+                   payload("ns", scope="personal", agent_id="bob")),
+        IndexPoint("expired", near(query, 0.95), payload("ns", expires_at=past)),
+        IndexPoint("expiring-later", near(query, 0.6), payload("ns", expires_at=future)),
+    ])
+
+    async def visible(agent_id: str | None) -> list[str]:
+        hits = await index.search(query, namespace="ns", limit=10, min_score=0.0,
+                                  agent_id=agent_id)
+        return [hit.record_id for hit in hits]
+
+    assert await visible(None) == ["shared", "expiring-later"]
+    assert await visible("ann") == ["shared", "ann-private", "expiring-later"]
+    assert await visible("bob") == ["shared", "bob-private", "expiring-later"]
+    assert await index.count("ns") == 5, "hidden is not deleted"
+
+
+async def test_postgres_fallback_search_keeps_the_index_rules(migrated_dsn: str) -> None:
+    from stores.repository import Repository
+
+    [query] = unit_vectors(1)
+    now = datetime.now(UTC)
+    await _insert_records(migrated_dsn, [
+        _record("close", "ns", near(query, 0.9), related_ids=["x"]),
+        _record("digest", "ns", near(query, 0.8), record_kind="run_digest"),
+        _record("ann-private", "ns", near(query, 0.85), scope="personal", agent_id="ann"),
+        _record("expired", "ns", near(query, 0.95), expires_at=now - timedelta(minutes=1)),
+        _record("far", "ns", near(query, 0.2)),
+        _record("elsewhere", "other", near(query, 0.99)),
+    ])
+    repository = await Repository.connect(migrated_dsn)
+    try:
+        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5)
+        assert [record_id for record_id, _ in found] == ["close", "digest"]
+        assert [round(score, 3) for _, score in found] == [0.9, 0.8]
+        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5,
+                                               agent_id="ann")
+        assert [record_id for record_id, _ in found] == ["close", "ann-private", "digest"]
+        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5,
+                                               record_kinds=["run_digest"])
+        assert [record_id for record_id, _ in found] == ["digest"]
+        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5,
+                                               related_id="x")
+        assert [record_id for record_id, _ in found] == ["close"]
+    finally:
+        await repository.close()
+
+
 async def test_delete(index: VectorIndex) -> None:
     vectors = unit_vectors(3)
     await index.upsert([IndexPoint(f"r{i}", v, payload("ns")) for i, v in enumerate(vectors)])
@@ -326,7 +385,7 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
         _record("m-1", "ns-a", vectors[0], tags=["x"], related_ids=["m-2"], run_ref="run-9",
                 expires_at=datetime(2027, 1, 1, tzinfo=UTC)),
         _record("m-2", "ns-a", vectors[1], record_kind="run_digest"),
-        _record("m-3", "ns-b", vectors[2]),
+        _record("m-3", "ns-b", vectors[2], scope="personal", agent_id="zed"),
         _record("old", "ns-a", vectors[3]),
         _record("gone", "ns-a", vectors[4], review_state="deprecated"),
         _record("no-vector", "ns-a", None, title="Title"),
@@ -340,11 +399,15 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     assert (report.indexed, report.missing_embedding, report.embedded, report.pruned) == (
         3, 1, 0, 1)
     assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
+    [personal] = await index.search(vectors[2], namespace="ns-b", limit=1, min_score=0.99,
+                                    agent_id="zed")
+    assert (personal.record_id, personal.payload["agent_id"]) == ("m-3", "zed")
     [hit] = await index.search(vectors[0], namespace="ns-a", limit=1, min_score=0.99)
     assert hit.record_id == "m-1"
     assert hit.payload == {
         "record_id": "m-1", "namespace": "ns-a", "record_kind": "memory", "scope": "shared",
-        "review_state": "approved", "trust_class": "raw", "tier": "active", "tags": ["x"],
+        "agent_id": None, "review_state": "approved", "trust_class": "raw", "tier": "active",
+        "tags": ["x"],
         "related_ids": ["m-2"], "created_at": datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp(),
         "expires_at": datetime(2027, 1, 1, tzinfo=UTC).timestamp(), "run_ref": "run-9",
     }
