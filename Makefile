@@ -15,7 +15,7 @@ test: setup lint
 
 lint:
 	$(VENV)/ruff check .
-	$(VENV)/mypy streams processors schemas embedder stores client bench
+	$(VENV)/mypy streams processors schemas embedder stores client bench harness
 	$(VENV)/python -m schemas.export --check
 
 bench: setup

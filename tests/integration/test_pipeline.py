@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -14,9 +15,14 @@ import httpx
 import pytest
 
 from client.publisher import Publisher
+from embedder.model import Embedder
 from harness.kafka_io import TopicReader, produce, wait_caught_up
-from harness.stack import Stack, Worker
+from harness.stack import MODEL_DIR, Stack, Worker
 from processors.ids import digest_record_id, memory_record_id
+from stores.repository import Repository
+from streams.metrics import Metrics
+from streams.runtime import Runtime
+from streams.search import SearchQuery, search
 from tests.integration.conftest import event, tmp_file, updated_ids
 
 pytestmark = pytest.mark.integration
@@ -161,6 +167,34 @@ async def test_a_personal_memory_is_found_by_its_owner_only(
     assert await found(agent_id="ann") == sorted([shared, private])
 
 
+class UnreachableIndex:
+    """Failure injection: an index whose every search fails."""
+
+    async def search(self, *args: object, **kwargs: object) -> list[object]:
+        raise ConnectionError("qdrant is down")
+
+
+async def test_search_falls_back_to_postgres_when_the_index_is_down(
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        record_id = await publisher.write_memory(namespace, VPN_MEMORY)
+    await updates.wait_for(lambda messages: record_id in updated_ids(messages, namespace))
+
+    repository = await Repository.connect(stack.pg_dsn)
+    embedder = Embedder.load(MODEL_DIR, threads=1)
+    runtime = Runtime(repository=repository, index=UnreachableIndex(),  # type: ignore[arg-type]
+                      embedder=embedder, metrics=Metrics(), producer=None,  # type: ignore[arg-type]
+                      max_event_bytes=1024)
+    try:
+        answer = await search(runtime, SearchQuery(namespace, "how do I connect to staging?"))
+    finally:
+        embedder.close()
+        await repository.close()
+    assert answer["degraded"] is True
+    assert [hit["record_id"] for hit in answer["hits"]] == [record_id]
+
+
 async def test_search_refuses_a_request_without_namespace(http: httpx.AsyncClient) -> None:
     answer = await http.get("/v1/search", params={"query": "anything"})
     assert answer.status_code == 400
@@ -250,6 +284,30 @@ async def test_bad_input_goes_to_the_dlq_with_its_reason_while_valid_events_flow
     metrics = (await http.get("/metrics")).text
     for reason in ("malformed_json", "unknown_type", "oversized", "missing_namespace"):
         assert f'memstream_dlq_total{{reason="{reason}",topic="memory.events"}}' in metrics
+
+
+async def test_writes_wait_out_a_postgres_outage_and_none_is_lost(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient, namespace: str
+) -> None:
+    stack.postgres.stop()
+    try:
+        await produce(stack.broker.bootstrap, "memory.events", [
+            (namespace.encode(), event("memory.write", namespace, {"text": f"Note {n}."}))
+            for n in range(50)
+        ])
+        await asyncio.sleep(3)
+        assert updated_ids(updates.messages, namespace) == [], "nothing is announced unstored"
+        health = await http.get("/healthz")
+        assert (health.status_code, health.json()["postgres"][:4]) == (503, "down")
+    finally:
+        stack.postgres.start()
+    await updates.wait_for(lambda messages: len(set(updated_ids(messages, namespace))) == 50, 60)
+    stats = (await http.get("/v1/stats", params={"namespace": namespace})).json()
+    assert stats["records"] == {"memory": 50}
+    metrics = (await http.get("/metrics")).text
+    retries = re.search(r'^memstream_sink_retries_total\{topic="memory.events"\} (\S+)$',
+                        metrics, re.MULTILINE)
+    assert retries is not None and float(retries.group(1)) > 0
 
 
 async def test_a_worker_killed_mid_stream_loses_and_duplicates_nothing(
