@@ -56,11 +56,16 @@ async def run_in_stages(
     completer = asyncio.create_task(complete_in_order())
     try:
         async for values in stream.noack_take(batch_max, within_s):
-            if completer.done():
-                completer.result()  # re-raise: a batch that cannot complete stops the agent
             # noack_take hands over the events themselves, so that they can be acked later.
             events = cast(Sequence[faust.EventT[bytes]], values)
             batch = await stages.prepare([inbound(event) for event in events])
-            await prepared.put((events, batch))
+            putting = asyncio.ensure_future(prepared.put((events, batch)))
+            await asyncio.wait({putting, completer}, return_when=asyncio.FIRST_COMPLETED)
+            if completer.done():
+                # A batch that cannot complete stops the agent, unacknowledged: its events
+                # are consumed again after the restart.
+                putting.cancel()
+                completer.result()
+                raise RuntimeError("the completing stage of the agent stopped")
     finally:
         completer.cancel()
