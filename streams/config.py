@@ -42,7 +42,8 @@ class Settings:
             return env.get(f"MEMSTREAM_{name}", default)
 
         return cls(
-            kafka_bootstrap=get("KAFKA_BOOTSTRAP", "") or _local_kafka_bootstrap(),
+            kafka_bootstrap=(get("KAFKA_BOOTSTRAP", "") or local_kafka_address(env)
+                             or "127.0.0.1:19092"),
             pg_dsn=get("PG_DSN", "") or _local_pg_dsn(),
             index_url=get("INDEX_URL", DEFAULT_INDEX_URL),
             model_dir=Path(get("MODEL_DIR", str(REPO_ROOT / ".cache" / "model"))),
@@ -59,11 +60,15 @@ class Settings:
         )
 
 
-def _local_kafka_bootstrap() -> str:
-    address_file = REPO_ROOT / "var" / "kafka" / "bootstrap"
-    if address_file.exists():
-        return address_file.read_text().strip()
-    return "127.0.0.1:19092"
+def local_kafka_address(env: Mapping[str, str]) -> str | None:
+    """The address the local broker (infra/kafka/broker.sh) wrote for its clients, if any:
+    under KAFKA_DATA_DIR, as for the script, else var/kafka."""
+    data_dir = Path(env.get("KAFKA_DATA_DIR") or "var/kafka")
+    address_file = (data_dir if data_dir.is_absolute() else REPO_ROOT / data_dir) / "bootstrap"
+    try:
+        return address_file.read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        return None
 
 
 def _local_pg_dsn() -> str:

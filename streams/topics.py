@@ -27,6 +27,8 @@ from typing import Any
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
+from streams.config import REPO_ROOT, local_kafka_address
+
 __all__ = [
     "DEFAULT_TOPICS_FILE",
     "REPO_ROOT",
@@ -39,7 +41,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOPICS_FILE = REPO_ROOT / "infra" / "kafka" / "topics.json"
 PARTITIONS_ENV = "MEMSTREAM_PARTITIONS"
 BOOTSTRAP_ENV = "MEMSTREAM_KAFKA_BOOTSTRAP"
@@ -205,23 +206,13 @@ async def ensure_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> list[str]
 
 def default_bootstrap() -> str:
     """MEMSTREAM_KAFKA_BOOTSTRAP, else the address the local broker wrote for its clients."""
-    env = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    if env:
-        return env
-    data_dir = Path(os.environ.get("KAFKA_DATA_DIR") or "var/kafka")
-    if not data_dir.is_absolute():
-        data_dir = REPO_ROOT / data_dir
-    bootfile = data_dir / "bootstrap"
-    try:
-        value = bootfile.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
+    address = os.environ.get(BOOTSTRAP_ENV, "").strip() or local_kafka_address(os.environ)
+    if not address:
         raise RuntimeError(
             f"no Kafka bootstrap: set {BOOTSTRAP_ENV} or start the local broker "
-            f"(infra/kafka/broker.sh start writes {bootfile})"
-        ) from None
-    if not value:
-        raise RuntimeError(f"{bootfile} is empty")
-    return value
+            "(infra/kafka/broker.sh start writes var/kafka/bootstrap)"
+        )
+    return address
 
 
 def main(argv: Sequence[str] | None = None) -> int:
