@@ -2,10 +2,11 @@
 
     python -m bench [--events 3000] [--search-points 100000]
 
-The embedder alone (int8 vs fp32 in the same run, their parity), then the pipeline on a real
-local stack (see bench/pipeline_bench.py for what each figure means). The index backends
-alone: `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
---sweep`.
+The embedder alone (int8 vs fp32 in the same run, their parity), error signatures per second
+on one core, digest build and fix pattern rebuild times, then the pipeline on a real local
+stack (see bench/pipeline_bench.py for what each figure means). The index backends alone:
+`python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
+--sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import asyncio
 from collections.abc import Sequence
 
 from bench.embedder_bench import run_embedder_bench
+from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
+from bench.signature_bench import run_signature_bench, signature_rows
 from embedder.build import DEFAULT_OUT, build
 
 
@@ -36,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
          f"{embedder['batch_size']})", f"{embedder['int8']['sentences_per_s']:.0f} /s", ""),
         ("embedder fp32 (same run)", f"{embedder['fp32']['sentences_per_s']:.0f} /s", ""),
         ("int8 vs fp32 mean cosine", f"{embedder['mean_cosine']:.4f}", ">= 0.99"),
+        *signature_rows(run_signature_bench()),
+        *run_history_bench(),
     ]
     width = 62
     print(f"{'measure':<{width}}  {'value':>16}  target")

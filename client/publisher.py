@@ -97,6 +97,13 @@ class Publisher:
             "run.step", namespace, {"run_id": run_id, "kind": kind, **fields}
         )
 
+    async def run_artifact(
+        self, namespace: str, *, run_id: str, kind: str, ref: str, **fields: Any
+    ) -> str:
+        return await self.publish(
+            "run.artifact", namespace, {"run_id": run_id, "kind": kind, "ref": ref, **fields}
+        )
+
     async def run_finished(
         self, namespace: str, *, run_id: str, status: str, **fields: Any
     ) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import GroupCoordinatorNotAvailableError
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,11 @@ async def wait_caught_up(
     """Wait until `group` has committed everything on `topics`: all of it is durable."""
     deadline = time.monotonic() + timeout_s
     while True:
-        lags = [await group_lag(bootstrap, group, topic) for topic in topics]
+        try:
+            lags = [await group_lag(bootstrap, group, topic) for topic in topics]
+        except GroupCoordinatorNotAvailableError:
+            # The group's coordinator is still being elected (a fresh broker or group).
+            lags = [-1 for _ in topics]
         if not any(lags):
             return
         if time.monotonic() > deadline:

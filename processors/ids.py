@@ -19,5 +19,9 @@ def digest_record_id(namespace: str, run_id: str) -> str:
     return f"dig_{_digest('run_digest', namespace, run_id)}"
 
 
+def fix_pattern_record_id(namespace: str, signature_id: str) -> str:
+    return f"fix_{_digest('fix_pattern', namespace, signature_id)}"
+
+
 def change_event_id(record_id: str, version: int, change: str) -> str:
     return f"chg_{_digest(record_id, str(version), change)}"

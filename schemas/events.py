@@ -35,7 +35,9 @@ Tier = Literal["active", "short_term", "long_term"]
 ReviewState = Literal["draft", "approved", "deprecated"]
 TrustClass = Literal["raw", "derived", "approved"]
 RunStatus = Literal["succeeded", "failed", "cancelled"]
-StepKind = Literal["tool_call", "status_change", "decision", "note"]
+StepKind = Literal["tool_call", "status_change", "decision", "note", "error", "retry"]
+ArtifactKind = Literal["log", "patch", "test_result", "report", "other"]
+Ref = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 
 
 class _Strict(BaseModel):
@@ -71,6 +73,26 @@ class RunStepPayload(_Strict):
     text: Annotated[str, StringConstraints(max_length=16000)] = ""
     tool: Annotated[str, StringConstraints(max_length=200)] | None = None
     status: Annotated[str, StringConstraints(max_length=200)] | None = None
+    error: Annotated[str, StringConstraints(max_length=32000)] | None = Field(
+        default=None, description="The error message or the whole traceback (kind error)."
+    )
+    attempt: Annotated[int, Field(ge=1, le=10000)] | None = Field(
+        default=None, description="Which attempt this retry starts (kind retry)."
+    )
+
+    @model_validator(mode="after")
+    def _error_step_says_what_failed(self) -> RunStepPayload:
+        if self.kind == "error" and not (self.error or self.text).strip():
+            raise ValueError("an error step needs its error text or traceback in `error`")
+        return self
+
+
+class RunArtifactPayload(_Strict):
+    run_id: Identifier
+    kind: ArtifactKind
+    ref: Ref = Field(description="Where the artifact lives: a path, a URL, an object key.")
+    title: Annotated[str, StringConstraints(max_length=200)] = ""
+    summary: Annotated[str, StringConstraints(max_length=4000)] = ""
 
 
 class RunFinishedPayload(_Strict):
@@ -79,6 +101,9 @@ class RunFinishedPayload(_Strict):
     summary: Annotated[str, StringConstraints(max_length=16000)] = ""
     error: Annotated[str, StringConstraints(max_length=32000)] | None = None
     commits: list[Identifier] = Field(default_factory=list, max_length=200)
+    pull_requests: list[Ref] = Field(
+        default_factory=list, max_length=50, description="PR or merge-request references."
+    )
     files_changed: list[Annotated[str, StringConstraints(max_length=1000)]] = Field(
         default_factory=list, max_length=1000
     )
@@ -122,6 +147,11 @@ class RunStep(_EnvelopeFields):
     payload: RunStepPayload
 
 
+class RunArtifact(_EnvelopeFields):
+    type: Literal["run.artifact"]
+    payload: RunArtifactPayload
+
+
 class RunFinished(_EnvelopeFields):
     type: Literal["run.finished"]
     payload: RunFinishedPayload
@@ -132,13 +162,14 @@ class MemoryWrite(_EnvelopeFields):
     payload: MemoryWritePayload
 
 
-RunEvent = RunStarted | RunStep | RunFinished
+RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 MemoryEvent = MemoryWrite
 
 # The event types accepted on each input topic: anything else is an unknown type.
-RUN_EVENT_TYPES: dict[str, type[RunStarted | RunStep | RunFinished]] = {
+RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
     "run.started": RunStarted,
     "run.step": RunStep,
+    "run.artifact": RunArtifact,
     "run.finished": RunFinished,
 }
 MEMORY_EVENT_TYPES: dict[str, type[MemoryWrite]] = {"memory.write": MemoryWrite}

@@ -7,15 +7,18 @@ so a replayed or re-delivered message changes nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 import numpy as np
 from numpy.typing import NDArray
 
+from processors.fix_patterns import ErrorOccurrence, RunFacts
+from processors.signatures import ErrorSignature
 from schemas.events import Provenance
 from schemas.records import Record
 from stores.pgvector import register_vector_codec
@@ -78,22 +81,117 @@ class Repository:
     # -- run ledger ----------------------------------------------------------------------
 
     async def append_run_events(self, rows: Sequence[RunEventRow]) -> None:
+        """Append to the ledger and keep each run's row (task, repo, outcome) in step."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.executemany(
+                """
+                INSERT INTO run_events (event_id, namespace, run_id, type, occurred_at,
+                                        producer, payload, source_topic, source_partition,
+                                        source_offset)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                ON CONFLICT (event_id) DO NOTHING
+                """,
+                [
+                    (
+                        row.event_id, row.namespace, row.run_id, row.type, row.occurred_at,
+                        row.producer, row.payload, row.provenance.source_topic,
+                        row.provenance.source_partition, row.provenance.source_offset,
+                    )
+                    for row in rows
+                ],
+            )
+            await connection.executemany(
+                """
+                INSERT INTO runs (namespace, run_id, task_key, repo, started_at)
+                VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (namespace, run_id) DO UPDATE
+                SET task_key = EXCLUDED.task_key, repo = EXCLUDED.repo,
+                    started_at = EXCLUDED.started_at
+                """,
+                [
+                    (row.namespace, row.run_id, row.payload.get("task_key"),
+                     row.payload.get("repo"), row.occurred_at)
+                    for row in rows if row.type == "run.started"
+                ],
+            )
+            # The latest run.finished wins, whatever order they are applied in.
+            await connection.executemany(
+                """
+                INSERT INTO runs (namespace, run_id, status, finished_at)
+                VALUES ($1, $2, $3, $4)
+                ON CONFLICT (namespace, run_id) DO UPDATE
+                SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at
+                WHERE runs.finished_at IS NULL OR runs.finished_at <= EXCLUDED.finished_at
+                """,
+                [
+                    (row.namespace, row.run_id, row.payload["status"], row.occurred_at)
+                    for row in rows if row.type == "run.finished"
+                ],
+            )
+
+    async def append_error_occurrences(self, occurrences: Sequence[ErrorOccurrence]) -> None:
         await self._pool.executemany(
             """
-            INSERT INTO run_events (event_id, namespace, run_id, type, occurred_at, producer,
-                                    payload, source_topic, source_partition, source_offset)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            INSERT INTO error_occurrences (event_id, namespace, run_id, signature_id, origin,
+                                           occurred_at, dialect, exception_type, template,
+                                           frames, message, provenance)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             ON CONFLICT (event_id) DO NOTHING
             """,
             [
                 (
-                    row.event_id, row.namespace, row.run_id, row.type, row.occurred_at,
-                    row.producer, row.payload, row.provenance.source_topic,
-                    row.provenance.source_partition, row.provenance.source_offset,
+                    o.event_id, o.namespace, o.run_id, o.signature.signature_id, o.origin,
+                    o.occurred_at, o.signature.dialect, o.signature.exception_type,
+                    o.signature.template, list(o.signature.frames), o.message,
+                    o.provenance.model_dump(),
                 )
-                for row in rows
+                for o in occurrences
             ],
         )
+
+    async def signatures_fixable_by(
+        self, runs: Iterable[tuple[str, str]], window: timedelta
+    ) -> set[tuple[str, str]]:
+        """The (namespace, signature_id) pairs that these runs, if they succeeded, may have
+        fixed: met before they finished in the same run, a run of the same task_key, or one
+        without a task_key in the same repo within `window`. A superset; the fix rules of
+        processors.fix_patterns decide."""
+        pairs = list(runs)
+        if not pairs:
+            return set()
+        rows = await self._pool.fetch(
+            """
+            SELECT DISTINCT o.namespace, o.signature_id
+            FROM unnest($1::text[], $2::text[]) AS wanted (ns, rid)
+            JOIN runs g ON g.namespace = wanted.ns AND g.run_id = wanted.rid
+                       AND g.status = 'succeeded'
+            JOIN runs f ON f.namespace = g.namespace AND (
+                    f.run_id = g.run_id
+                 OR (f.task_key IS NOT NULL AND f.task_key = g.task_key)
+                 OR (f.task_key IS NULL AND f.repo IS NOT NULL AND f.repo = g.repo))
+            JOIN error_occurrences o ON o.namespace = f.namespace AND o.run_id = f.run_id
+            WHERE o.occurred_at < g.finished_at
+              AND (f.task_key IS NOT NULL OR f.run_id = g.run_id
+                   OR o.occurred_at >= g.finished_at - $3::interval)
+            """,
+            [namespace for namespace, _ in pairs],
+            [run_id for _, run_id in pairs],
+            window,
+        )
+        return {(row["namespace"], row["signature_id"]) for row in rows}
+
+    @asynccontextmanager
+    async def fix_pattern_session(
+        self, namespace: str, signature_id: str
+    ) -> AsyncIterator[FixPatternSession]:
+        """One transaction holding the signature's lock: workers that rebuild the same fix
+        pattern at once take turns, so the last write is built from all committed facts."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                f"fix_pattern\x1f{namespace}\x1f{signature_id}",
+            )
+            yield FixPatternSession(connection, namespace, signature_id)
 
     async def started_runs(self, runs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of the (namespace, run_id) pairs have a run.started in the ledger."""
@@ -181,8 +279,8 @@ class Repository:
     ) -> dict[str, Mapping[str, Any]]:
         rows = await self._pool.fetch(
             """
-            SELECT record_id, record_kind, title, text, source_ref, created_at, related_ids,
-                   tags, scope, review_state, trust_class, tier, run_ref
+            SELECT record_id, record_kind, title, text, body, source_ref, created_at,
+                   related_ids, tags, scope, review_state, trust_class, tier, run_ref, version
             FROM unnest($2::text[]) AS wanted (id)
             JOIN records ON records.record_id = wanted.id
             WHERE namespace = $1
@@ -230,6 +328,135 @@ class Repository:
             namespace,
         )
         return {row["record_kind"]: int(row["n"]) for row in rows}
+
+
+class FixPatternSession:
+    """Reads the facts of one fix pattern and saves its new version, inside the lock."""
+
+    def __init__(self, connection: asyncpg.Connection, namespace: str, signature_id: str):
+        self._connection = connection
+        self._namespace = namespace
+        self._signature_id = signature_id
+
+    async def occurrences(self) -> list[ErrorOccurrence]:
+        rows = await self._connection.fetch(
+            """
+            SELECT * FROM error_occurrences WHERE namespace = $1 AND signature_id = $2
+            ORDER BY occurred_at, event_id
+            """,
+            self._namespace, self._signature_id,
+        )
+        return [
+            ErrorOccurrence(
+                event_id=row["event_id"], namespace=row["namespace"], run_id=row["run_id"],
+                origin=row["origin"], occurred_at=row["occurred_at"],
+                signature=ErrorSignature(
+                    signature_id=row["signature_id"], dialect=row["dialect"],
+                    exception_type=row["exception_type"], template=row["template"],
+                    frames=tuple(row["frames"]),
+                ),
+                message=row["message"],
+                provenance=Provenance.model_validate(row["provenance"]),
+            )
+            for row in rows
+        ]
+
+    async def runs(self, run_ids: Sequence[str]) -> dict[str, RunFacts]:
+        rows = await self._connection.fetch(
+            f"""
+            SELECT {_RUN_FACTS} FROM unnest($2::text[]) AS wanted (id)
+            JOIN runs r ON r.namespace = $1 AND r.run_id = wanted.id
+            {_DIGEST_OF_RUN}
+            """,
+            self._namespace, list(run_ids),
+        )
+        return {row["run_id"]: _run_facts(row) for row in rows}
+
+    async def succeeded_runs(
+        self, task_keys: Sequence[str], repos: Sequence[str], since: datetime
+    ) -> list[RunFacts]:
+        """Succeeded runs finished after `since` with one of these task keys or repos."""
+        rows = await self._connection.fetch(
+            f"""
+            SELECT {_RUN_FACTS} FROM runs r {_DIGEST_OF_RUN}
+            WHERE r.namespace = $1 AND r.status = 'succeeded' AND r.finished_at > $4
+              AND (r.task_key = ANY($2::text[]) OR r.repo = ANY($3::text[]))
+            """,
+            self._namespace, list(task_keys), list(repos), since,
+        )
+        return [_run_facts(row) for row in rows]
+
+    async def save(
+        self, record: Record, embed: Callable[[Record], Awaitable[Vector]]
+    ) -> tuple[int, Vector] | None:
+        """Store `record` as the next version of itself if it changed, and return the version
+        to index and announce with its vector; None when there is nothing to do (unchanged
+        and already announced, as on every replay)."""
+        current = await self._connection.fetchrow(
+            "SELECT version, title, text, body, tags, related_ids, announced_at FROM records"
+            " WHERE record_id = $1 FOR UPDATE",
+            record.record_id,
+        )
+        unchanged = current is not None and (
+            current["title"], current["text"], current["body"], tuple(current["tags"]),
+            tuple(current["related_ids"]),
+        ) == (record.title, record.text, record.body, record.tags, record.related_ids)
+        if unchanged and current is not None:
+            if current["announced_at"] is not None:
+                return None
+            return int(current["version"]), await embed(record)
+        vector = await embed(record)
+        if current is None:
+            version = 1
+            await self._connection.execute(
+                f"INSERT INTO records ({_RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7,"
+                " $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+                *_record_args(record, vector),
+            )
+        else:
+            version = int(current["version"]) + 1
+            await self._connection.execute(
+                """
+                UPDATE records SET title = $2, text = $3, body = $4, tags = $5,
+                       related_ids = $6, provenance = $7, source_event_id = $8,
+                       embedding = $9, version = $10, updated_at = now(), announced_at = NULL
+                WHERE record_id = $1
+                """,
+                record.record_id, record.title, record.text, record.body, list(record.tags),
+                list(record.related_ids), record.provenance.model_dump(),
+                record.provenance.source_event_id, vector, version,
+            )
+        await self._connection.execute(
+            "INSERT INTO record_versions (record_id, version, text, body, event_id)"
+            " VALUES ($1, $2, $3, $4, $5)",
+            record.record_id, version, record.text, record.body,
+            record.provenance.source_event_id,
+        )
+        return version, vector
+
+
+_RUN_FACTS = (
+    "r.run_id, r.task_key, r.repo, r.status, r.finished_at, d.body AS digest"
+)
+_DIGEST_OF_RUN = (
+    "LEFT JOIN records d ON d.namespace = r.namespace AND d.run_ref = r.run_id"
+    " AND d.record_kind = 'run_digest'"
+)
+
+
+def _run_facts(row: Mapping[str, Any]) -> RunFacts:
+    digest: Mapping[str, Any] = row["digest"] or {}
+    return RunFacts(
+        run_id=row["run_id"],
+        task_key=row["task_key"],
+        repo=row["repo"],
+        status=row["status"],
+        finished_at=row["finished_at"],
+        commits=tuple(digest.get("commits", ())),
+        pull_requests=tuple(digest.get("pull_requests", ())),
+        files_changed=tuple(digest.get("files_changed", ())),
+        key_changes=tuple(item["text"] for item in digest.get("key_changes", ())),
+    )
 
 
 def _record_args(record: Record, vector: Vector) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streams.batches import run_in_stages
 from streams.config import Settings
+from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.memory_intake import MemoryWriter
 from streams.messages import Outbound
 from streams.run_intake import RunLedger
@@ -86,6 +87,14 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         except BadQuery as exc:
             return web.json({"error": str(exc)}, status=400)
         return web.json(await search(runtime, query))
+
+    @app.page("/v1/fix-patterns")
+    async def fix_patterns_view(web: View, request: Request) -> Response:
+        try:
+            query = FixPatternQuery.from_params(request.query)
+        except BadQuery as exc:
+            return web.json({"error": str(exc)}, status=400)
+        return web.json(await find_fix_patterns(runtime, query))
 
     @app.page("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:

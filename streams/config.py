@@ -33,6 +33,13 @@ class Settings:
     commit_interval_s: float = 1.0
     # How soon a crashed worker's partitions move to the others (heartbeats every third).
     session_timeout_s: float = 30.0
+    # A run without a task_key fixes an error met in the same repo at most this long before.
+    fix_window_h: float = 24.0
+    # The optional LLM hook (an OpenAI-compatible chat endpoint); off while the URL is empty.
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
+    llm_timeout_s: float = 10.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,6 +64,11 @@ class Settings:
             max_event_bytes=int(get("MAX_EVENT_BYTES", str(cls.max_event_bytes))),
             commit_interval_s=float(get("COMMIT_INTERVAL_S", str(cls.commit_interval_s))),
             session_timeout_s=float(get("SESSION_TIMEOUT_S", str(cls.session_timeout_s))),
+            fix_window_h=float(get("FIX_WINDOW_H", str(cls.fix_window_h))),
+            llm_url=get("LLM_URL", cls.llm_url),
+            llm_model=get("LLM_MODEL", cls.llm_model),
+            llm_api_key=get("LLM_API_KEY", cls.llm_api_key),
+            llm_timeout_s=float(get("LLM_TIMEOUT_S", str(cls.llm_timeout_s))),
         )
 
 

@@ -64,4 +64,22 @@ class Metrics:
             ["topic"],
             registry=r,
         )
+        self.error_occurrences = Counter(
+            "memstream_error_occurrences_total",
+            "Errors met in runs, by stack-trace dialect of their signature.",
+            ["dialect"],
+            registry=r,
+        )
+        self.fix_pattern_versions = Counter(
+            "memstream_fix_pattern_versions_total",
+            "Fix pattern versions written (created, or updated with new facts).",
+            ["change"],
+            registry=r,
+        )
+        self.llm_hook = Counter(
+            "memstream_llm_hook_total",
+            "Calls of the optional LLM hook, by use and outcome (used, fallback).",
+            ["use", "outcome"],
+            registry=r,
+        )
         self.up = Gauge("memstream_worker_up", "1 while the worker runs.", registry=r)

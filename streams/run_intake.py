@@ -1,5 +1,6 @@
 """`runs.events` → the run ledger in Postgres → on run.finished, a run digest → embed →
-index → `memory.updated`."""
+index → `memory.updated`; errors met → signatures → fix patterns, rebuilt when an error
+recurs or a run that may have fixed one succeeds."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from processors.digests import build_digest, digest_record
+from processors.fix_patterns import ErrorOccurrence, error_occurrences
 from processors.intake import Rejected, Rejection, parse_event
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from schemas.records import Record
 from stores.repository import RunEventRow
+from streams.fix_pattern_refresh import refresh_fix_patterns
+from streams.llm_hook import digest_prose
 from streams.messages import InboundMessage
 from streams.runtime import Runtime, persist_and_announce, send_dead_letters, until_done
 
@@ -62,6 +66,7 @@ async def record_run_events(
     )
     rows: list[RunEventRow] = []
     finished: list[tuple[RunFinished, Provenance]] = []
+    occurrences: list[ErrorOccurrence] = []
     for message, event in parsed:
         run = (event.namespace, event.payload.run_id)
         if isinstance(event, RunStarted):
@@ -80,6 +85,7 @@ async def record_run_events(
         ))
         if isinstance(event, RunFinished):
             finished.append((event, provenance))
+        occurrences.extend(error_occurrences(event, provenance))
 
     await send_dead_letters(runtime, dead)
     if rows:
@@ -90,6 +96,12 @@ async def record_run_events(
             )
         for row in rows:
             metrics.events.labels(TOPIC, row.type, "stored").inc()
+    if occurrences:
+        with runtime.stage("postgres"):
+            await until_done(
+                lambda: runtime.repository.append_error_occurrences(occurrences),
+                what="error occurrences", topic=TOPIC, metrics=metrics,
+            )
     if finished:
         digests = await until_done(
             lambda: _digests(runtime, finished), what="digest build", topic=TOPIC,
@@ -99,6 +111,27 @@ async def record_run_events(
             lambda: persist_and_announce(runtime, digests), what="storing digests", topic=TOPIC,
             metrics=metrics,
         )
+    # Digests first: a fix pattern shows what its fixing runs changed, from their digests.
+    if occurrences or finished:
+        await until_done(
+            lambda: _refresh(runtime, occurrences, finished), what="fix patterns",
+            topic=TOPIC, metrics=metrics,
+        )
+
+
+async def _refresh(
+    runtime: Runtime,
+    occurrences: Sequence[ErrorOccurrence],
+    finished: Sequence[tuple[RunFinished, Provenance]],
+) -> None:
+    succeeded = [
+        (end.namespace, end.payload.run_id)
+        for end, _ in finished
+        if end.payload.status == "succeeded"
+    ]
+    keys = {(o.namespace, o.signature.signature_id) for o in occurrences}
+    keys |= await runtime.repository.signatures_fixable_by(succeeded, runtime.fix_window)
+    await refresh_fix_patterns(runtime, keys)
 
 
 async def _digests(
@@ -109,5 +142,7 @@ async def _digests(
     for end, provenance in finished:
         ledger = await runtime.repository.run_ledger(end.namespace, end.payload.run_id)
         events = [RUN_EVENT_TYPES[row["type"]].model_validate(row) for row in ledger]
-        records.append(digest_record(build_digest(events), provenance, end))
+        digest = build_digest(events)
+        prose = await digest_prose(runtime.llm, digest, runtime.metrics)
+        records.append(digest_record(digest, provenance, rewritten=prose))
     return records

@@ -9,13 +9,14 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, TypeVar
 
 import numpy as np
 
 from embedder.model import Embedder
 from processors.embedding_text import embedding_text
+from processors.fix_patterns import DEFAULT_FIX_WINDOW
 from processors.ids import change_event_id
 from processors.intake import Rejection
 from schemas.events import ChangeKind, MemoryUpdated
@@ -24,6 +25,7 @@ from stores.index_payload import index_payload
 from stores.repository import Repository, Vector
 from stores.vector_index import IndexPoint, VectorIndex
 from streams.dead_letters import dead_letter
+from streams.llm_hook import ChatEndpoint
 from streams.messages import InboundMessage, Outbound, seconds_since
 from streams.metrics import Metrics
 
@@ -47,6 +49,9 @@ class Runtime:
     metrics: Metrics
     producer: Producer
     max_event_bytes: int
+    fix_window: timedelta = DEFAULT_FIX_WINDOW
+    # The optional LLM hook; None keeps every text deterministic.
+    llm: ChatEndpoint | None = None
 
     async def embed(self, texts: Sequence[str]) -> Vector:
         if not texts:

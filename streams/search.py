@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stores.repository import Vector
 from streams.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -56,44 +57,64 @@ class SearchQuery:
                    params.get("related_id") or None, params.get("agent_id") or None)
 
 
-async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
-    vector = (await runtime.embed([query.query]))[0]
-    degraded = False
+@dataclass(frozen=True)
+class Nearest:
+    scored: list[tuple[str, float]]
+    # True when the index failed and Postgres answered.
+    degraded: bool
+
+
+async def nearest(
+    runtime: Runtime, vector: Vector, query: SearchQuery
+) -> Nearest:
+    """The query's nearest records from the index, or from Postgres when the index fails."""
     try:
         hits = await runtime.index.search(
             vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
             record_kinds=query.record_kinds or None, related_id=query.related_id,
             agent_id=query.agent_id,
         )
-        scored = [(hit.record_id, hit.score) for hit in hits]
+        return Nearest([(hit.record_id, hit.score) for hit in hits], degraded=False)
     except Exception:
         # Fail open: memory must never make its caller fail while Postgres can answer.
         log.exception("index search failed; answering from Postgres")
-        degraded = True
-        scored = await runtime.repository.vector_search(
-            vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
-            record_kinds=query.record_kinds or None, related_id=query.related_id,
-            agent_id=query.agent_id,
-        )
-    rows = await runtime.repository.records_by_id(query.namespace, [rid for rid, _ in scored])
+    scored = await runtime.repository.vector_search(
+        vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
+        record_kinds=query.record_kinds or None, related_id=query.related_id,
+        agent_id=query.agent_id,
+    )
+    return Nearest(scored, degraded=True)
+
+
+def hit(row: Mapping[str, Any], score: float | None) -> dict[str, Any]:
+    """A record as search answers show it."""
+    return {
+        "record_id": row["record_id"],
+        "kind": row["record_kind"],
+        "title": row["title"],
+        "text": row["text"],
+        "score": None if score is None else round(score, 4),
+        "created_at": row["created_at"].isoformat(),
+        "source_ref": row["source_ref"],
+        "scope": row["scope"],
+        "tags": list(row["tags"]),
+        "related_ids": list(row["related_ids"]),
+    }
+
+
+async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
+    vector = (await runtime.embed([query.query]))[0]
+    found = await nearest(runtime, vector, query)
+    rows = await runtime.repository.records_by_id(
+        query.namespace, [rid for rid, _ in found.scored]
+    )
     return {
         "namespace": query.namespace,
         "query": query.query,
-        "degraded": degraded,
+        "degraded": found.degraded,
         "hits": [
-            {
-                "record_id": record_id,
-                "kind": rows[record_id]["record_kind"],
-                "title": rows[record_id]["title"],
-                "text": rows[record_id]["text"],
-                "score": round(score, 4),
-                "created_at": rows[record_id]["created_at"].isoformat(),
-                "source_ref": rows[record_id]["source_ref"],
-                "scope": rows[record_id]["scope"],
-                "tags": list(rows[record_id]["tags"]),
-                "related_ids": list(rows[record_id]["related_ids"]),
-            }
-            for record_id, score in scored
+            hit(rows[record_id], score)
+            for record_id, score in found.scored
             # A point whose record is gone from Postgres is stale: the index is rebuildable.
             if record_id in rows
         ],

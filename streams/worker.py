@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
+from datetime import timedelta
 from typing import Any
 
 import faust
@@ -18,6 +19,7 @@ from stores.repository import Repository
 from stores.vector_index import open_index
 from streams.app import FaustProducer, create_app, faust_dir, wire
 from streams.config import Settings
+from streams.llm_hook import ChatEndpoint
 from streams.metrics import Metrics
 from streams.runtime import Runtime
 from streams.topics import ensure_topics, load_topic_specs
@@ -44,6 +46,9 @@ async def open_runtime(settings: Settings, producer: FaustProducer) -> Runtime:
         metrics=Metrics(),
         producer=producer,
         max_event_bytes=settings.max_event_bytes,
+        fix_window=timedelta(hours=settings.fix_window_h),
+        llm=ChatEndpoint(settings.llm_url, settings.llm_model, settings.llm_api_key,
+                         settings.llm_timeout_s) if settings.llm_url else None,
     )
 
 
@@ -60,6 +65,8 @@ def main() -> None:
     async def close_stores() -> None:
         await runtime.index.close()
         await runtime.repository.close()
+        if runtime.llm is not None:
+            await runtime.llm.close()
 
     @app.on_before_shutdown.connect
     def on_shutdown(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:

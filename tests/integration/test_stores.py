@@ -128,11 +128,11 @@ async def _fetchval(dsn: str, sql: str) -> Any:
 
 async def test_migrations_apply_once_even_when_started_together(fresh_dsn: str) -> None:
     results = await asyncio.gather(*(apply_migrations(fresh_dsn) for _ in range(3)))
-    assert sorted(results) == [[], [], ["0001_init"]]
+    assert sorted(results) == [[], [], ["0001_init", "0002_run_history"]]
     assert await apply_migrations(fresh_dsn) == []
     connection = await asyncpg.connect(fresh_dsn)
     try:
-        assert await connection.fetchval("SELECT count(*) FROM schema_migrations") == 1
+        assert await connection.fetchval("SELECT count(*) FROM schema_migrations") == 2
         tables = {r["tablename"] for r in await connection.fetch(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"run_events", "records", "record_versions", "schema_migrations"} <= tables
@@ -147,6 +147,38 @@ async def test_edited_migration_is_refused(fresh_dsn: str, tmp_path: Path) -> No
     (tmp_path / "0001_init.sql").write_text(original + "\n-- edited\n")
     with pytest.raises(MigrationError, match="changed after it was applied"):
         await apply_migrations(fresh_dsn, tmp_path)
+
+
+async def test_the_run_history_migration_fills_runs_from_the_ledger(
+    fresh_dsn: str, tmp_path: Path
+) -> None:
+    (tmp_path / "0001_init.sql").write_text((MIGRATIONS_DIR / "0001_init.sql").read_text())
+    assert await apply_migrations(fresh_dsn, tmp_path) == ["0001_init"]
+    connection = await asyncpg.connect(fresh_dsn)
+    try:
+        await connection.executemany(
+            "INSERT INTO run_events (event_id, namespace, run_id, type, occurred_at, producer,"
+            " payload, source_topic, source_partition, source_offset)"
+            " VALUES ($1, 'ns', $2, $3, $4::text::timestamptz, 'p', $5::text::jsonb, 't', 0, 0)",
+            [
+                ("a1", "run-a", "run.started", "2026-11-01T10:00:00Z",
+                 '{"task_key": "T-1", "repo": "acme/web"}'),
+                ("a2", "run-a", "run.finished", "2026-11-01T10:05:00Z", '{"status": "failed"}'),
+                ("b1", "run-b", "run.started", "2026-11-01T11:00:00Z", "{}"),
+            ],
+        )
+        (tmp_path / "0002_run_history.sql").write_text(
+            (MIGRATIONS_DIR / "0002_run_history.sql").read_text())
+        assert await apply_migrations(fresh_dsn, tmp_path) == ["0002_run_history"]
+        rows = await connection.fetch(
+            "SELECT run_id, task_key, repo, status, finished_at IS NOT NULL AS finished"
+            " FROM runs ORDER BY run_id")
+    finally:
+        await connection.close()
+    assert [tuple(row) for row in rows] == [
+        ("run-a", "T-1", "acme/web", "failed", True),
+        ("run-b", None, None, None, False),
+    ]
 
 
 async def test_failed_migration_leaves_nothing_behind(fresh_dsn: str, tmp_path: Path) -> None:

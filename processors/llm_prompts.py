@@ -1,0 +1,35 @@
+"""What the optional LLM hook is asked, and which answers are kept.
+
+The hook only rewrites prose; facts, ids and evidence stay deterministic. An answer that is
+empty or over budget is refused, and the caller keeps the deterministic text.
+"""
+
+from __future__ import annotations
+
+from processors.condense import approx_tokens
+from processors.digests import DIGEST_TOKEN_CAP, RunDigest
+from processors.redaction import redact_secrets
+
+ChatMessage = dict[str, str]
+
+_DIGEST_SYSTEM = (
+    "You rewrite run digests of software agents into clear, compact prose for other agents."
+    " Keep every fact, name, error and file exactly; add nothing; keep the headings Outcome,"
+    " Key changes, Decisions, Gotchas and Next steps when they have content."
+    f" At most {DIGEST_TOKEN_CAP * 3} characters. Answer with the digest only."
+)
+
+
+def digest_rewrite_request(digest: RunDigest) -> list[ChatMessage]:
+    return [
+        {"role": "system", "content": _DIGEST_SYSTEM},
+        {"role": "user", "content": digest.summary_text()},
+    ]
+
+
+def accepted_prose(reply: str, cap_tokens: int = DIGEST_TOKEN_CAP) -> str | None:
+    """The reply as stored (secrets redacted), or None when it cannot replace the text."""
+    text = reply.strip()
+    if not text or approx_tokens(text) > cap_tokens:
+        return None
+    return redact_secrets(text).text

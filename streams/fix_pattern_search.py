@@ -1,0 +1,81 @@
+"""`GET /v1/fix-patterns`: what fixed this error before.
+
+The error text's signature is computed as the pipeline computes it, so the fix pattern of
+the very same signature comes first; then the nearest other fix patterns by meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from processors.fix_patterns import fix_pattern_title
+from processors.ids import fix_pattern_record_id
+from processors.signatures import signature_of
+from streams.runtime import Runtime
+from streams.search import MAX_LIMIT, BadQuery, SearchQuery, hit, nearest
+
+MAX_ERROR_CHARS = 32000
+
+
+@dataclass(frozen=True)
+class FixPatternQuery:
+    namespace: str
+    error: str
+    limit: int = 5
+    min_score: float = 0.5
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> FixPatternQuery:
+        namespace = params.get("namespace", "").strip()
+        if not namespace:
+            raise BadQuery("namespace is required")
+        error = params.get("error", "").strip()
+        if not error:
+            raise BadQuery("error is required: the error message or traceback to look up")
+        if len(error) > MAX_ERROR_CHARS:
+            raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
+        try:
+            limit = int(params.get("limit", cls.limit))
+            min_score = float(params.get("min_score", cls.min_score))
+        except ValueError as exc:
+            raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
+        if not -1.0 <= min_score <= 1.0:
+            raise BadQuery("min_score must be between -1 and 1")
+        return cls(namespace, error, limit, min_score)
+
+
+async def find_fix_patterns(runtime: Runtime, query: FixPatternQuery) -> dict[str, Any]:
+    signature = signature_of(query.error)
+    exact_id = fix_pattern_record_id(query.namespace, signature.signature_id)
+    title = fix_pattern_title(signature)
+    vector = (await runtime.embed([title]))[0]
+    found = await nearest(runtime, vector, SearchQuery(
+        query.namespace, title, limit=query.limit + 1, min_score=query.min_score,
+        record_kinds=("fix_pattern",),
+    ))
+    similar = [(rid, score) for rid, score in found.scored if rid != exact_id][: query.limit]
+    rows = await runtime.repository.records_by_id(
+        query.namespace, [exact_id, *(rid for rid, _ in similar)]
+    )
+    matches = [(exact_id, "exact", None)] + [(rid, "similar", s) for rid, s in similar]
+    return {
+        "namespace": query.namespace,
+        "signature": {
+            "signature_id": signature.signature_id,
+            "dialect": signature.dialect,
+            "exception_type": signature.exception_type,
+            "template": signature.template,
+            "frames": list(signature.frames),
+        },
+        "degraded": found.degraded,
+        "fix_patterns": [
+            {**hit(rows[rid], score), "match": match, "version": rows[rid]["version"],
+             **rows[rid]["body"]}
+            for rid, match, score in matches
+            if rid in rows
+        ],
+    }

@@ -1,0 +1,145 @@
+"""The optional LLM hook against a local fake of an OpenAI-compatible chat endpoint: its
+prose is used when usable, and every failure falls back to the deterministic digest."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from harness.stack import free_port
+from processors.digests import RunDigest, build_digest
+from schemas.events import RUN_EVENT_TYPES
+from streams.llm_hook import ChatEndpoint, LLMHookError, digest_prose
+from streams.metrics import Metrics
+
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+Reply = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class FakeChat:
+    """Answers POST /v1/chat/completions with whatever `reply` makes of the request."""
+
+    reply: Reply
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        return await self.reply(body)
+
+
+def chat_answer(content: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+
+
+def answering(status: int = 200, **json_or_text: Any) -> Reply:
+    async def reply(body: dict[str, Any]) -> web.StreamResponse:
+        if "text" in json_or_text:
+            return web.Response(text=json_or_text["text"], status=status)
+        return web.json_response(json_or_text["json"], status=status)
+
+    return reply
+
+
+async def too_late(body: dict[str, Any]) -> web.StreamResponse:
+    await asyncio.sleep(3)
+    return web.json_response(chat_answer("too late"))
+
+
+@pytest.fixture
+async def fake_chat() -> AsyncIterator[tuple[FakeChat, str]]:
+    fake = FakeChat(reply=answering(json=chat_answer("ok")))
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    yield fake, f"http://127.0.0.1:{port}/v1"
+    await runner.cleanup()
+
+
+def digest() -> RunDigest:
+    def event(n: int, type_: str, **payload: Any) -> Any:
+        return RUN_EVENT_TYPES[type_].model_validate({
+            "event_id": f"e{n}", "type": type_, "namespace": "team-a",
+            "occurred_at": T0 + timedelta(seconds=n), "producer": "tests",
+            "payload": {"run_id": "run-1", **payload},
+        })
+
+    return build_digest([
+        event(0, "run.started", intent="Fix the flaky login test"),
+        event(1, "run.step", kind="decision", text="Mock the clock."),
+        event(2, "run.finished", status="succeeded", commits=["abc123"]),
+    ])
+
+
+async def test_usable_prose_from_the_endpoint_is_used(
+    fake_chat: tuple[FakeChat, str]
+) -> None:
+    fake, url = fake_chat
+    fake.reply = answering(json=chat_answer("  The login test was fixed.  "))
+    metrics = Metrics()
+    endpoint = ChatEndpoint(url, "small-model", "sk-test", timeout_s=2)
+    try:
+        prose = await digest_prose(endpoint, digest(), metrics)
+    finally:
+        await endpoint.close()
+    assert prose == "The login test was fixed."
+    (request,) = fake.requests
+    assert request["model"] == "small-model"
+    assert request["messages"][1]["content"] == digest().summary_text()
+    assert fake.headers[0]["Authorization"] == "Bearer sk-test"
+    assert metrics.llm_hook.labels("digest", "used")._value.get() == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        answering(status=503, json={"error": "overloaded"}),
+        answering(text="not json"),
+        answering(json={"choices": []}),
+        answering(json=chat_answer(None)),
+        answering(json=chat_answer("   ")),
+        answering(json=chat_answer("too long " * 2000)),
+        too_late,
+    ],
+    ids=["error-status", "not-json", "no-choices", "no-content", "empty", "over-cap", "timeout"],
+)
+async def test_any_failure_of_the_hook_keeps_the_deterministic_digest(
+    fake_chat: tuple[FakeChat, str], reply: Reply
+) -> None:
+    fake, url = fake_chat
+    fake.reply = reply
+    metrics = Metrics()
+    endpoint = ChatEndpoint(url, "small-model", "", timeout_s=0.5)
+    try:
+        assert await digest_prose(endpoint, digest(), metrics) is None
+    finally:
+        await endpoint.close()
+    assert metrics.llm_hook.labels("digest", "fallback")._value.get() == 1
+
+
+async def test_an_unreachable_endpoint_is_a_hook_error() -> None:
+    endpoint = ChatEndpoint(f"http://127.0.0.1:{free_port()}/v1", "m", "", timeout_s=1)
+    try:
+        with pytest.raises(LLMHookError):
+            await endpoint.complete([{"role": "user", "content": "hi"}])
+    finally:
+        await endpoint.close()
+
+
+async def test_without_an_endpoint_the_hook_is_off() -> None:
+    metrics = Metrics()
+    assert await digest_prose(None, digest(), metrics) is None
+    assert metrics.llm_hook.labels("digest", "fallback")._value.get() == 0
