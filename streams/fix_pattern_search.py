@@ -14,7 +14,7 @@ from processors.fix_patterns import fix_pattern_title
 from processors.ids import fix_pattern_record_id
 from processors.signatures import signature_of
 from streams.runtime import Runtime
-from streams.search import MAX_LIMIT, BadQuery, SearchQuery, hit, nearest
+from streams.search import BadQuery, SearchQuery, hit, limits, nearest, required
 
 MAX_ERROR_CHARS = 32000
 
@@ -28,24 +28,11 @@ class FixPatternQuery:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> FixPatternQuery:
-        namespace = params.get("namespace", "").strip()
-        if not namespace:
-            raise BadQuery("namespace is required")
-        error = params.get("error", "").strip()
-        if not error:
-            raise BadQuery("error is required: the error message or traceback to look up")
+        namespace = required(params, "namespace")
+        error = required(params, "error", ": the error message or traceback to look up")
         if len(error) > MAX_ERROR_CHARS:
             raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
-        try:
-            limit = int(params.get("limit", cls.limit))
-            min_score = float(params.get("min_score", cls.min_score))
-        except ValueError as exc:
-            raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
-        if not 1 <= limit <= MAX_LIMIT:
-            raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
-        if not -1.0 <= min_score <= 1.0:
-            raise BadQuery("min_score must be between -1 and 1")
-        return cls(namespace, error, limit, min_score)
+        return cls(namespace, error, *limits(params, cls.limit, cls.min_score))
 
 
 async def find_fix_patterns(runtime: Runtime, query: FixPatternQuery) -> dict[str, Any]:

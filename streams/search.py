@@ -34,21 +34,11 @@ class SearchQuery:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], kinds: list[str]) -> SearchQuery:
-        namespace = params.get("namespace", "").strip()
-        if not namespace:
-            raise BadQuery("namespace is required")
+        namespace = required(params, "namespace")
         query = params.get("query", params.get("q", "")).strip()
         if not query:
             raise BadQuery("query is required")
-        try:
-            limit = int(params.get("limit", cls.limit))
-            min_score = float(params.get("min_score", cls.min_score))
-        except ValueError as exc:
-            raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
-        if not 1 <= limit <= MAX_LIMIT:
-            raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
-        if not -1.0 <= min_score <= 1.0:
-            raise BadQuery("min_score must be between -1 and 1")
+        limit, min_score = limits(params, cls.limit, cls.min_score)
         wanted = tuple(dict.fromkeys(k for item in kinds for k in item.split(",") if k))
         unknown = set(wanted) - RECORD_KINDS
         if unknown:
@@ -100,6 +90,27 @@ def hit(row: Mapping[str, Any], score: float | None) -> dict[str, Any]:
         "tags": list(row["tags"]),
         "related_ids": list(row["related_ids"]),
     }
+
+
+def required(params: Mapping[str, str], name: str, what: str = "") -> str:
+    value = params.get(name, "").strip()
+    if not value:
+        raise BadQuery(f"{name} is required{what}")
+    return value
+
+
+def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int, float]:
+    """`limit` and `min_score` from the request, checked, with these defaults."""
+    try:
+        limit = int(params.get("limit", limit))
+        min_score = float(params.get("min_score", min_score))
+    except ValueError as exc:
+        raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
+    if not -1.0 <= min_score <= 1.0:
+        raise BadQuery("min_score must be between -1 and 1")
+    return limit, min_score
 
 
 async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 import pytest
 
+from streams.fix_pattern_search import FixPatternQuery
 from streams.search import BadQuery, SearchQuery
 
 
@@ -30,3 +31,23 @@ def test_kinds_may_repeat_or_be_comma_separated() -> None:
 def test_unusable_requests_say_why(params: dict[str, str], kinds: list[str], message: str) -> None:
     with pytest.raises(BadQuery, match=message):
         SearchQuery.from_params(params, kinds)
+
+
+def test_a_fix_pattern_lookup_takes_the_error_text_and_the_same_limits() -> None:
+    query = FixPatternQuery.from_params(
+        {"namespace": "a", "error": "KeyError: 'x'", "limit": "3", "min_score": "0.4"})
+    assert (query.error, query.limit, query.min_score) == ("KeyError: 'x'", 3, 0.4)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"error": "boom"}, "namespace is required"),
+        ({"namespace": "a", "error": "  "}, "error is required"),
+        ({"namespace": "a", "error": "x" * 40000}, "longer than"),
+        ({"namespace": "a", "error": "boom", "limit": "0"}, "limit must be between"),
+    ],
+)
+def test_a_fix_pattern_lookup_refuses_bad_parameters(params: dict[str, str], message: str) -> None:
+    with pytest.raises(BadQuery, match=message):
+        FixPatternQuery.from_params(params)
