@@ -3,8 +3,9 @@
     python -m bench [--events 3000] [--search-points 100000]
 
 The embedder alone (int8 vs fp32 in the same run, their parity), error signatures per second
-on one core, digest build and fix pattern rebuild times, then the pipeline on a real local
-stack (see bench/pipeline_bench.py for what each figure means). The index backends alone:
+on one core, digest build and fix pattern rebuild times, consolidation of 10k memories, then
+the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means).
+The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`.
 """
@@ -15,6 +16,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+from bench.consolidation_bench import run_consolidation_bench
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
@@ -41,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("int8 vs fp32 mean cosine", f"{embedder['mean_cosine']:.4f}", ">= 0.99"),
         *signature_rows(run_signature_bench()),
         *run_history_bench(),
+        *run_consolidation_bench(),
     ]
     width = 62
     print(f"{'measure':<{width}}  {'value':>16}  target")

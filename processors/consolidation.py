@@ -1,0 +1,519 @@
+"""Consolidation: find the memories that say the same thing and merge each group into one.
+
+`find_clusters` groups duplicates within a partition (namespace, scope, owner, record kind,
+memory type): PCA to 64 dimensions, HDBSCAN, then a guard in the original embedding space that
+keeps a member only when it is close to the cluster's medoid and to the rest of the cluster, and
+names no numbers or code identifiers that contradict the others'. `merge_cluster` turns one
+cluster into one replacement memory: the medoid's text as the canonical statement, plus the
+sentences of the others that are not near-duplicates of a kept one.
+
+Everything here is a pure function of its inputs: the same memories and vectors give the same
+clusters and the same replacement (text, id and all), whatever order they come in, so that a
+re-run of the same trigger changes nothing.
+
+Measured on bench/data/consolidation_eval.jsonl (`python -m bench.consolidation_eval`): see
+bench/data/README.md for the figures and the settings tried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import hdbscan
+import numpy as np
+import numpy.typing as npt
+from threadpoolctl import threadpool_limits
+
+from schemas.events import MAX_RELATED_IDS, MemoryType, RecordKind, ReviewState, Scope
+
+FloatMatrix = npt.NDArray[np.float64]
+PartitionKey = tuple[str, Scope, str | None, RecordKind, MemoryType | None]
+
+# What a memory.write accepts: a merge must stay writable as one memory.
+MAX_TEXT_CHARS = 8000
+MAX_TAGS = 20
+_REVIEW_STRENGTH: Mapping[ReviewState, int] = {"approved": 2, "draft": 1, "deprecated": 0}
+# Norm under which a PCA-projected row is the centre itself, the rest being float noise.
+_CENTRE = 1e-9
+
+
+@dataclass(frozen=True)
+class ConsolidationCandidate:
+    """One live record as consolidation sees it; its vector is passed alongside."""
+
+    record_id: str
+    namespace: str
+    scope: Scope
+    agent_id: str | None
+    record_kind: RecordKind
+    memory_type: MemoryType | None
+    text: str
+    title: str | None
+    tags: tuple[str, ...]
+    related_ids: tuple[str, ...]
+    review_state: ReviewState
+    # Provenance ids: the events the record came from, or the records a merge replaced.
+    source_event_ids: tuple[str, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ConsolidationSettings:
+    """How duplicates are found. The defaults are the one configuration measured on the
+    evaluation set (bench/data/README.md); each field says what moving it does."""
+
+    # PCA target. HDBSCAN on the raw 384-d vectors took 47 s for 10k against 9 s (issue 4),
+    # for clusters as good (measured on the set: precision 0.978, recall 0.743 at 384-d).
+    reduce_dims: int = 64
+    # 2: a pair of duplicates is the most common case and must be able to form a cluster.
+    min_cluster_size: int = 2
+    # Neighbours a point needs to be dense, itself not counted: 2 already leaves an isolated
+    # pair of duplicates as noise (measured at 10k: 58% of planted pairs found, against 99.8%).
+    min_samples: int = 1
+    # "eom" with a single cluster allowed also finds the one pair in a partition of three;
+    # "leaf" finds none below five memories and loses 2 points of recall on the set.
+    cluster_selection: Literal["leaf", "eom"] = "eom"
+    # A density cluster larger than this is a topic, not a group of duplicates: it is
+    # clustered again on its own, which also bounds the guard's cost (cubic at worst). A
+    # larger group of near-identical memories is merged in parts, and the parts next time.
+    max_group_size: int = 100
+    # Guard, in the original space: a member's cosine to the medoid ...
+    medoid_cosine: float = 0.70
+    # ... and its mean cosine to the other members. Lower raises recall and costs precision
+    # fast: same-topic distinct facts sit at 0.75-0.9 with this embedding model.
+    mean_cosine: float = 0.75
+    # Token-set Jaccard (content words) from which two sentences are the same fact.
+    sentence_jaccard: float = 0.65
+
+    def __post_init__(self) -> None:
+        if self.reduce_dims < 1 or self.min_samples < 1:
+            raise ValueError("reduce_dims and min_samples must be at least 1")
+        if not 2 <= self.min_cluster_size <= self.max_group_size:
+            raise ValueError("min_cluster_size must be at least 2 (a cluster is a merge) and "
+                             "at most max_group_size")
+        if not (-1 <= self.medoid_cosine <= 1 and -1 <= self.mean_cosine <= 1):
+            raise ValueError("cosine thresholds lie in [-1, 1]")
+        if not 0 < self.sentence_jaccard <= 1:
+            raise ValueError("sentence_jaccard lies in (0, 1]")
+
+
+@dataclass(frozen=True)
+class MergedMemory:
+    """The replacement of one cluster: written as a new memory, its members superseded by it."""
+
+    record_id: str
+    namespace: str
+    scope: Scope
+    agent_id: str | None
+    record_kind: RecordKind
+    memory_type: MemoryType | None
+    title: str | None
+    text: str
+    tags: tuple[str, ...]
+    related_ids: tuple[str, ...]
+    review_state: ReviewState
+    medoid_id: str
+    # Sorted: the records this one supersedes.
+    member_ids: tuple[str, ...]
+    source_event_ids: tuple[str, ...]
+    # The newest member's, so that a re-run builds the very same record.
+    created_at: datetime
+
+    @property
+    def provenance(self) -> tuple[str, ...]:
+        """Every member record id, then every source event id of the members."""
+        return self.member_ids + self.source_event_ids
+
+
+def partition_key(candidate: ConsolidationCandidate) -> PartitionKey:
+    """Clusters never cross this: namespaces are isolated, a personal vault is its owner's,
+    and a lesson is not merged into a decision however alike they read."""
+    return (candidate.namespace, candidate.scope, candidate.agent_id, candidate.record_kind,
+            candidate.memory_type)
+
+
+def merged_record_id(namespace: str, member_ids: Iterable[str]) -> str:
+    """The replacement's id, the same whatever order the members come in."""
+    # The unit separator cannot occur in a namespace or a record id (as in processors/ids.py).
+    parts = ("merged", namespace, *sorted(member_ids))
+    return f"mem_{hashlib.sha256(chr(31).join(parts).encode()).hexdigest()[:24]}"
+
+
+def reduce(vectors: npt.ArrayLike, dims: int = 64) -> FloatMatrix:
+    """PCA projection of the rows onto their `dims` main axes (fewer when the rows span
+    fewer): numpy SVD of the centred rows' scatter matrix, each axis signed so that its
+    largest loading is positive, which makes the result the same from run to run."""
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"vectors must be a 2-d array, got shape {matrix.shape}")
+    centred = matrix - matrix.mean(axis=0)
+    # n centred rows span at most n - 1 directions; the others are noise of arbitrary sign.
+    keep = max(0, min(dims, matrix.shape[0] - 1, matrix.shape[1]))
+    # One BLAS thread: on a busy 2-core machine the threaded pool spins and stalls (measured
+    # for 10k x 384: 0.08 s steady on one thread, 0.1-1.8 s on two).
+    with threadpool_limits(limits=1, user_api="blas"):
+        # The scatter matrix (d x d) has the rows' axes and is 8x faster to decompose than
+        # the rows; only the leading axes are kept, where squaring the condition number
+        # costs no precision that matters.
+        _, _, axes = np.linalg.svd(centred.T @ centred)
+        axes = axes[:keep]
+        signs = np.sign(axes[np.arange(keep), np.argmax(np.abs(axes), axis=1)])
+        projected: FloatMatrix = centred @ (axes * signs[:, None]).T
+    return projected
+
+
+def find_clusters(candidates: Sequence[ConsolidationCandidate], vectors: npt.ArrayLike,
+                  settings: ConsolidationSettings | None = None, *,
+                  timings: dict[str, float] | None = None) -> list[list[int]]:
+    """Groups of duplicates, as indices into `candidates` (rows of `vectors`): members sorted,
+    groups sorted by their first member; a memory in no group has no duplicate.
+
+    `timings`, when given, receives the seconds spent in "reduce", "hdbscan" and "guard".
+    """
+    settings = settings or ConsolidationSettings()
+    spent = timings if timings is not None else {}
+    for step in ("reduce", "hdbscan", "guard"):
+        spent[step] = 0.0
+    unit = _unit_rows(vectors, len(candidates))
+    partitions: dict[PartitionKey, list[int]] = {}
+    for index, candidate in enumerate(candidates):
+        partitions.setdefault(partition_key(candidate), []).append(index)
+    anchors = [_anchors(candidate.text) for candidate in candidates]
+    record_ids = [candidate.record_id for candidate in candidates]
+    clusters: list[list[int]] = []
+    for members in partitions.values():
+        found = _density_clusters(unit[members], settings, spent)
+        started = time.perf_counter()
+        for rows in found:
+            clusters.extend(_guard([members[row] for row in rows], unit, anchors, record_ids,
+                                   settings))
+        spent["guard"] += time.perf_counter() - started
+    return sorted(sorted(cluster) for cluster in clusters)
+
+
+def merge_cluster(members: Sequence[ConsolidationCandidate], vectors: npt.ArrayLike,
+                  settings: ConsolidationSettings | None = None) -> MergedMemory:
+    """One replacement memory for a cluster (at least two members of one partition)."""
+    settings = settings or ConsolidationSettings()
+    if len(members) < 2:
+        raise ValueError("a merge needs at least two members")
+    if len({partition_key(member) for member in members}) != 1:
+        raise ValueError("a cluster must not cross namespaces, scopes, owners, kinds or types")
+    if len({member.record_id for member in members}) != len(members):
+        raise ValueError("a record appears twice in the cluster")
+    medoid = _medoid(_cosines(_unit_rows(vectors, len(members))),
+                     [member.record_id for member in members])
+    # The medoid, then the others oldest first: "first appearance" follows time.
+    others = sorted((member for i, member in enumerate(members) if i != medoid),
+                    key=lambda member: (member.created_at, member.record_id))
+    ordered = [members[medoid], *others]
+    head = ordered[0]
+    member_ids = tuple(sorted(member.record_id for member in members))
+    return MergedMemory(
+        record_id=merged_record_id(head.namespace, member_ids),
+        namespace=head.namespace,
+        scope=head.scope,
+        agent_id=head.agent_id,
+        record_kind=head.record_kind,
+        memory_type=head.memory_type,
+        title=next((member.title for member in ordered if member.title), None),
+        text=_merged_text(head.text, [member.text for member in ordered[1:]],
+                          settings.sentence_jaccard),
+        tags=tuple(dict.fromkeys(tag for member in ordered for tag in member.tags))[:MAX_TAGS],
+        related_ids=_related_ids(ordered, set(member_ids)),
+        review_state=max((member.review_state for member in members),
+                         key=_REVIEW_STRENGTH.__getitem__),
+        medoid_id=head.record_id,
+        member_ids=member_ids,
+        source_event_ids=tuple(dict.fromkeys(
+            source for member in ordered for source in member.source_event_ids)),
+        created_at=max(member.created_at for member in members),
+    )
+
+
+def pending_supersessions(candidates: Sequence[ConsolidationCandidate]) -> dict[str, str]:
+    """Live records that a live merge already replaces: record id -> the merge's id.
+
+    A merge names the records it replaced among its provenance ids. A run that stopped after
+    writing a merge but before superseding its members leaves both live, and clustering them
+    again would merge the merge: supersede these and leave them out of clustering instead,
+    and the re-run finishes the interrupted one.
+    """
+    live = {candidate.record_id for candidate in candidates}
+    return dict(sorted(
+        (source, candidate.record_id) for candidate in candidates
+        for source in candidate.source_event_ids
+        if source in live and source != candidate.record_id))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text: split at line breaks and at . ! ? before a capital or digit."""
+    return [part.strip() for part in _SENTENCE_BREAK.split(text) if part.strip()]
+
+
+def near_duplicate(first: str, second: str, jaccard: float) -> bool:
+    """Whether two sentences state the same fact, by a lexical measure alone: their content
+    words overlap (token-set Jaccard >= `jaccard`), both or neither is negated, and they
+    name no conflicting anchors."""
+    first_words, second_words = _content_words(first), _content_words(second)
+    union = first_words | second_words
+    if not union or len(first_words & second_words) / len(union) < jaccard:
+        return False
+    if bool(first_words & _NEGATIONS) != bool(second_words & _NEGATIONS):
+        return False
+    return not _conflict(_anchors(first), _anchors(second))
+
+
+# ---------------------------------------------------------------------------- clustering
+
+
+def _unit_rows(vectors: npt.ArrayLike, rows: int) -> FloatMatrix:
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != rows:
+        raise ValueError(f"expected one vector per candidate ({rows}), got shape {matrix.shape}")
+    norms = np.linalg.norm(matrix, axis=1)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        raise ValueError("every candidate needs a usable vector (finite, non-zero)")
+    unit: FloatMatrix = matrix / norms[:, None]
+    return unit
+
+
+def _density_clusters(unit: FloatMatrix, settings: ConsolidationSettings,
+                      spent: dict[str, float], *, whole: bool = True) -> list[list[int]]:
+    """HDBSCAN's clusters of the rows, as row indices; noise belongs to none. `whole`: the
+    rows may form one single cluster (they are a partition, not a cluster already)."""
+    if len(unit) < settings.min_cluster_size:
+        return []
+    started = time.perf_counter()
+    reduced = reduce(unit, settings.reduce_dims)
+    # A row at the centre (up to float noise) has no direction to normalise to.
+    central = np.linalg.norm(reduced, axis=1) < _CENTRE
+    reduced_at = time.perf_counter()
+    spent["reduce"] += reduced_at - started
+    if central.all():
+        # All rows identical: one group, whatever its size (the guard's work is linear then).
+        return [list(range(len(unit)))]
+    # Back on the unit sphere, Euclidean distance orders pairs as cosine does (measured:
+    # raw recall 0.95 against 0.86 on the un-normalised projection).
+    reduced[~central] /= np.linalg.norm(reduced[~central], axis=1)[:, None]
+    reduced[central] = 0.0
+    labels = hdbscan.HDBSCAN(
+        min_cluster_size=settings.min_cluster_size,
+        min_samples=settings.min_samples,
+        cluster_selection_method=settings.cluster_selection,
+        # Without it a partition that is one group of duplicates (two alike memories alone
+        # in their partition) would stay noise. Within a cluster, it must not be the answer:
+        # that guarantees each re-clustering returns smaller clusters.
+        allow_single_cluster=whole,
+        # Exact minimum spanning tree (Boruvka's is approximate), and the fastest measured
+        # on 10k x 64: 6.6 s against 8.6-9.3 s for the Boruvka variants.
+        algorithm="prims_kdtree",
+    ).fit_predict(reduced)
+    spent["hdbscan"] += time.perf_counter() - reduced_at
+    clusters: dict[int, list[int]] = {}
+    for row, label in enumerate(labels.tolist()):
+        if label >= 0:
+            clusters.setdefault(label, []).append(row)
+    found: list[list[int]] = []
+    for rows in clusters.values():
+        if len(rows) <= settings.max_group_size:
+            found.append(rows)
+        else:
+            found += [[rows[row] for row in sub]
+                      for sub in _density_clusters(unit[rows], settings, spent, whole=False)]
+    return found
+
+
+def _guard(cluster: list[int], unit: FloatMatrix, anchors: Sequence[_Anchors],
+           record_ids: Sequence[str], settings: ConsolidationSettings) -> list[list[int]]:
+    """Split a density cluster into groups that pass the guard, in the original space.
+
+    HDBSCAN groups by topic as readily as by fact. A group keeps the medoid and the members
+    within `medoid_cosine` of it that name no anchor conflicting with it; then, worst first,
+    loses members whose mean cosine to the others is under `mean_cosine` or that conflict
+    with another member. The members left out are tried again as a group of their own.
+    """
+    groups: list[list[int]] = []
+    pending = [cluster]
+    while pending:
+        members = pending.pop()
+        kept = _guarded_rows(unit[members], [anchors[member] for member in members],
+                             [record_ids[member] for member in members], settings)
+        if len(kept) > 1:
+            groups.append([members[row] for row in kept])
+            kept_rows = set(kept)
+            left_out = [member for row, member in enumerate(members) if row not in kept_rows]
+        else:
+            # A medoid kept alone is close to nothing: the others regroup without it.
+            left_out = [member for row, member in enumerate(members) if row != kept[0]]
+        if len(left_out) > 1:
+            pending.append(left_out)
+    return groups
+
+
+def _guarded_rows(unit: FloatMatrix, anchors: Sequence[_Anchors], record_ids: Sequence[str],
+                  settings: ConsolidationSettings) -> list[int]:
+    """The rows of one candidate group that pass the guard; the medoid's always do.
+
+    O(n^2) for n rows: the sums of cosines to the kept rows and the count of conflicting kept
+    rows are updated as rows are dropped, rather than recomputed.
+    """
+    similarity = _cosines(unit)
+    medoid = _medoid(similarity, record_ids)
+    kept = np.array([row == medoid or (
+        similarity[medoid, row] >= settings.medoid_cosine
+        and not _conflict(anchors[medoid], anchors[row])) for row in range(len(unit))])
+    with_anchors = [row for row in range(len(unit))
+                    if anchors[row].numbers or anchors[row].identifiers]
+    conflicting: dict[int, list[int]] = {row: [] for row in range(len(unit))}
+    for position, row in enumerate(with_anchors):
+        for other in with_anchors[position + 1:]:
+            if _conflict(anchors[row], anchors[other]):
+                conflicting[row].append(other)
+                conflicting[other].append(row)
+    conflicts = np.array([sum(kept[other] for other in conflicting[row])
+                          for row in range(len(unit))])
+    sums = similarity[:, kept].sum(axis=1) - np.diag(similarity)
+    while kept.sum() > 1:
+        means = sums / (kept.sum() - 1)
+        violating = kept & ((means < settings.mean_cosine) | (conflicts > 0))
+        violating[medoid] = False
+        if not violating.any():
+            break
+        worst = min(np.flatnonzero(violating).tolist(),
+                    key=lambda row: (float(means[row]), record_ids[row]))
+        kept[worst] = False
+        sums -= similarity[:, worst]
+        for other in conflicting[worst]:
+            conflicts[other] -= 1
+    return np.flatnonzero(kept).tolist()
+
+
+def _cosines(unit: FloatMatrix) -> FloatMatrix:
+    # Symmetrised: A @ A.T need not be bit-symmetric, and ties must not depend on row order.
+    product = unit @ unit.T
+    symmetric: FloatMatrix = (product + product.T) / 2
+    return symmetric
+
+
+def _medoid(similarity: FloatMatrix, record_ids: Sequence[str]) -> int:
+    """The row with the highest mean cosine to the others. Ties (to 1e-9, so that float
+    noise from the input order cannot decide them) go to the smallest record id."""
+    if len(similarity) == 1:
+        return 0
+    means = (similarity.sum(axis=1) - np.diag(similarity)) / (len(similarity) - 1)
+    return min(range(len(similarity)),
+               key=lambda row: (-round(float(means[row]), 9), record_ids[row]))
+
+
+# ---------------------------------------------------------------------------- anchors
+
+
+@dataclass(frozen=True)
+class _Anchors:
+    numbers: frozenset[str]
+    identifiers: frozenset[str]
+
+
+# A number as written in prose: 1,050  0.60  $50k  80%  24-hour. Not inside a word (BM25).
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:(k)\b|(%)|(?![\w]))", re.I)
+# "one" is left out: it is a pronoun as often as a number ("update that one").
+_NUMBER_WORDS = {
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20",
+    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
+    "eighty": "80", "ninety": "90",
+}
+# snake_case, dotted names (auth.py, memory.events), camelCase and PascalCase with an inner
+# capital (JWTManager, PendingDiff), letters followed by digits (RS256, int8, Q3).
+_IDENTIFIER = re.compile(
+    r"\b(?:[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+"
+    r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]+[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*"
+    r"|[A-Za-z]+\d[A-Za-z0-9]*)\b")
+# Dotted single letters are prose, not code: e.g, i.e, U.S.
+_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+
+
+def _anchors(text: str) -> _Anchors:
+    """The numbers and code identifiers a text names, normalised: "ten", "10" and "10.0"
+    are one number, "80%" is 0.8, "$50k" is 50000."""
+    numbers: set[str] = set()
+    for match in _NUMBER.finditer(text):
+        value = float(match.group(1).replace(",", ""))
+        if match.group(2):
+            value *= 1000
+        elif match.group(3):
+            value /= 100
+        numbers.add(f"{value:g}")
+    numbers.update(_NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
+                   if word in _NUMBER_WORDS)
+    identifiers = {match.group(0).lower() for match in _IDENTIFIER.finditer(text)
+                   if not _ABBREVIATION.fullmatch(match.group(0))}
+    return _Anchors(frozenset(numbers), frozenset(identifiers))
+
+
+def _conflict(first: _Anchors, second: _Anchors) -> bool:
+    """Two texts that both name numbers (or identifiers) and share none state different
+    facts, however alike they read: "retries 3 times" is not "retries 5 times". The
+    embedding model puts such pairs at cosine 0.85-0.9, above most true paraphrases."""
+    return any(mine and theirs and not mine & theirs for mine, theirs in (
+        (first.numbers, second.numbers), (first.identifiers, second.identifiers)))
+
+
+# ---------------------------------------------------------------------------- merging
+
+_SENTENCE_BREAK = re.compile(r"\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_WORD = re.compile(r"[a-z0-9]+(?:[_.'][a-z0-9]+)*")
+# Function words carry no fact; without them, Jaccard compares what the sentences say.
+# Negations stay: "writes are not mandatory" is another fact than "writes are mandatory".
+_STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "for", "from", "if", "in", "into",
+    "is", "it", "its", "may", "must", "of", "on", "or", "so", "than", "that", "the", "then",
+    "this", "to", "was", "were", "when", "with",
+})
+_NEGATIONS = frozenset({
+    "not", "no", "never", "without", "cannot", "can't", "don't", "doesn't", "isn't",
+    "aren't", "won't", "mustn't", "shouldn't", "didn't", "wasn't", "weren't",
+})
+
+
+def _content_words(sentence: str) -> set[str]:
+    return {word for word in _WORD.findall(sentence.lower()) if word not in _STOP_WORDS}
+
+
+def _merged_text(canonical: str, others: Sequence[str], jaccard: float) -> str:
+    """The canonical statement, then a line per other member with its distinct facts (its
+    sentences that are not near-duplicates of one kept before), within MAX_TEXT_CHARS: facts
+    that do not fit are left out, and provenance still names their records."""
+    kept = sentences(canonical)
+    lines = [canonical.strip()]
+    used = len(lines[0])
+    for text in others:
+        facts = []
+        for sentence in sentences(text):
+            if not any(near_duplicate(sentence, seen, jaccard) for seen in kept):
+                kept.append(sentence)
+                facts.append(sentence)
+        line = " ".join(facts)
+        if line and used + 1 + len(line) <= MAX_TEXT_CHARS:
+            lines.append(line)
+            used += 1 + len(line)
+    return "\n".join(lines)
+
+
+def _related_ids(ordered: Sequence[ConsolidationCandidate], members: set[str]) -> tuple[str, ...]:
+    """At most MAX_RELATED_IDS, the most often named first, ties by first appearance; the
+    members themselves are left out (they are superseded by the merge)."""
+    counts = Counter(related for member in ordered for related in dict.fromkeys(
+        member.related_ids) if related not in members)
+    first_seen = {related: position for position, related in enumerate(dict.fromkeys(
+        related for member in ordered for related in member.related_ids))}
+    ranked = sorted(counts, key=lambda related: (-counts[related], first_seen[related]))
+    return tuple(ranked[:MAX_RELATED_IDS])

@@ -1,0 +1,319 @@
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from processors.consolidation import (
+    MAX_TEXT_CHARS,
+    ConsolidationCandidate,
+    ConsolidationSettings,
+    find_clusters,
+    merge_cluster,
+    merged_record_id,
+    near_duplicate,
+    partition_key,
+    pending_supersessions,
+    reduce,
+    sentences,
+)
+from schemas.events import MAX_RELATED_IDS
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+DIM = 384
+Vectors = npt.NDArray[np.float64]
+
+
+def candidate(record_id: str, text: str = "", **fields: object) -> ConsolidationCandidate:
+    base = ConsolidationCandidate(
+        record_id=record_id, namespace="team-a", scope="shared", agent_id=None,
+        record_kind="memory", memory_type="fact", text=text or "Something worth keeping.",
+        title=None, tags=(), related_ids=(), review_state="approved",
+        source_event_ids=(f"e-{record_id}",), created_at=T0)
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def directions(count: int, seed: int = 1) -> Vectors:
+    """`count` orthonormal directions: memories that have nothing in common."""
+    q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(DIM, count)))
+    return q.T
+
+
+def near(direction: Vectors, cosine: float, away: Vectors) -> Vectors:
+    """A unit vector at `cosine` to `direction`, turned towards `away` (orthogonal to it)."""
+    turned: Vectors = cosine * direction + np.sqrt(1 - cosine**2) * away
+    return turned
+
+
+def duplicates_among_unrelated(pairs: int, singles: int) -> Vectors:
+    """`pairs` pairs of duplicates (cosine 0.95), then `singles` unrelated memories."""
+    axes = directions(2 * pairs + singles)
+    rows = []
+    for k in range(pairs):
+        rows += [axes[2 * k], near(axes[2 * k], 0.95, axes[2 * k + 1])]
+    rows += list(axes[2 * pairs:])
+    return np.array(rows)
+
+
+# ---------------------------------------------------------------------------- partitions
+
+
+def test_clusters_never_cross_namespaces_scopes_owners_kinds_or_types() -> None:
+    same = "Deploys to staging need the VPN."
+    variants: list[dict[str, object]] = [
+        {}, {"namespace": "team-b"}, {"scope": "personal", "agent_id": "ann"},
+        {"scope": "personal", "agent_id": "bob"}, {"record_kind": "run_digest"},
+        {"memory_type": "lesson"},
+    ]
+    candidates = [candidate(f"m{n}", same, **fields) for n, fields in enumerate(variants)]
+    candidates.append(candidate("m-dup", same))
+    vectors = np.tile(directions(1)[0], (len(candidates), 1))
+
+    clusters = find_clusters(candidates, vectors)
+
+    assert clusters == [[0, len(candidates) - 1]]
+    assert len({partition_key(c) for c in candidates}) == len(variants)
+
+
+def test_a_merge_refuses_members_of_two_partitions() -> None:
+    members = [candidate("a"), candidate("b", memory_type="lesson")]
+    with pytest.raises(ValueError, match="must not cross"):
+        merge_cluster(members, directions(2))
+
+
+# ---------------------------------------------------------------------------- reduction
+
+
+def test_pca_is_deterministic() -> None:
+    vectors = np.random.default_rng(3).normal(size=(200, DIM))
+    first = reduce(vectors)
+    assert first.shape == (200, 64)
+    assert np.array_equal(first, reduce(vectors.copy()))
+    # The axes are signed by the data, not by the solver: negated rows, negated projection.
+    assert np.allclose(reduce(-vectors), -first)
+
+
+def test_pca_does_not_depend_on_row_order() -> None:
+    vectors = np.random.default_rng(4).normal(size=(120, DIM))
+    order = np.random.default_rng(5).permutation(120)
+    assert np.allclose(reduce(vectors)[order], reduce(vectors[order]), atol=1e-9)
+
+
+def test_pca_of_few_rows_keeps_the_directions_they_span() -> None:
+    vectors = np.random.default_rng(6).normal(size=(5, DIM))
+    assert reduce(vectors, dims=64).shape == (5, 4)
+    assert reduce(vectors, dims=2).shape == (5, 2)
+
+
+# ---------------------------------------------------------------------------- clustering
+
+
+def test_two_duplicates_alone_in_their_partition_are_one_cluster() -> None:
+    vectors = duplicates_among_unrelated(pairs=1, singles=0)
+    assert find_clusters([candidate("a"), candidate("b")], vectors) == [[0, 1]]
+
+
+def test_pairs_of_duplicates_among_unrelated_memories_are_found() -> None:
+    vectors = duplicates_among_unrelated(pairs=5, singles=30)
+    candidates = [candidate(f"m{n:02d}") for n in range(len(vectors))]
+    assert find_clusters(candidates, vectors) == [[2 * k, 2 * k + 1] for k in range(5)]
+
+
+def test_a_density_cluster_larger_than_a_group_is_clustered_again() -> None:
+    # HDBSCAN takes 200 of these 240 memories as one cluster: a topic, not a duplicate group.
+    vectors = duplicates_among_unrelated(pairs=20, singles=200)
+    candidates = [candidate(f"m{n:03d}") for n in range(len(vectors))]
+    assert find_clusters(candidates, vectors) == [[2 * k, 2 * k + 1] for k in range(20)]
+
+
+def test_many_identical_memories_are_one_cluster() -> None:
+    axes = directions(130)
+    vectors = np.array([axes[0]] * 120 + list(axes[1:]))
+    candidates = [candidate(f"m{n:03d}") for n in range(len(vectors))]
+    assert find_clusters(candidates, vectors) == [list(range(120))]
+
+
+def test_the_output_is_sorted_and_the_same_whatever_the_input_order() -> None:
+    vectors = duplicates_among_unrelated(pairs=4, singles=12)
+    candidates = [candidate(f"m{n:02d}") for n in range(len(vectors))]
+    order = np.random.default_rng(8).permutation(len(vectors)).tolist()
+    clusters = find_clusters(candidates, vectors)
+    shuffled = find_clusters([candidates[i] for i in order], vectors[order])
+    assert clusters == sorted(clusters) and all(c == sorted(c) for c in clusters)
+    assert {frozenset(candidates[i].record_id for i in c) for c in clusters} == {
+        frozenset(candidates[order[i]].record_id for i in c) for c in shuffled}
+
+
+def test_a_member_far_from_the_others_is_split_off() -> None:
+    axes = directions(3)
+    close = near(axes[0], 0.97, axes[1])
+    # 0.7 to both: HDBSCAN may take it in, the guard (mean cosine 0.75) does not.
+    loose = near(axes[0], 0.7, axes[2])
+    clusters = find_clusters([candidate("a"), candidate("b"), candidate("c")],
+                             np.array([axes[0], close, loose]))
+    assert clusters == [[0, 1]]
+
+
+def test_memories_naming_different_numbers_or_identifiers_are_not_merged() -> None:
+    texts = ["The importer retries 3 times before giving up.",
+             "The importer retries 5 times before giving up.",
+             "Call sync_active_memory after each task.",
+             "Call retrieve_memories after each task."]
+    axes = directions(4)
+    vectors = np.array([axes[0], near(axes[0], 0.98, axes[1]),
+                        axes[2], near(axes[2], 0.98, axes[3])])
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, vectors) == []
+
+
+def test_the_same_number_written_differently_is_no_conflict() -> None:
+    texts = ["Keep at most 10 related ids per memory.", "Keep at most ten related ids.",
+             "Rotate at 80% of the budget.", "Rotation happens at 0.8 of the budget."]
+    axes = directions(4)
+    vectors = np.array([axes[0], near(axes[0], 0.95, axes[1]),
+                        axes[2], near(axes[2], 0.95, axes[3])])
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, vectors) == [[0, 1], [2, 3]]
+
+
+def test_abbreviations_are_not_identifiers() -> None:
+    texts = ["Keep retries short, e.g. a few seconds.", "Keep the retries in sync_job.py short."]
+    axes = directions(2)
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, np.array([axes[0], near(axes[0], 0.95, axes[1])])) == [
+        [0, 1]]
+
+
+def test_unusable_vectors_and_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="usable vector"):
+        find_clusters([candidate("a"), candidate("b")], np.zeros((2, DIM)))
+    with pytest.raises(ValueError, match="one vector per candidate"):
+        find_clusters([candidate("a")], np.ones((2, DIM)))
+    with pytest.raises(ValueError, match="min_cluster_size"):
+        ConsolidationSettings(min_cluster_size=1)
+
+
+# ---------------------------------------------------------------------------- merging
+
+
+def three_alike() -> tuple[list[ConsolidationCandidate], Vectors]:
+    """m2 is the medoid: m1 and m3 are each closer to it than to one another."""
+    axes = directions(3)
+    vectors = np.array([near(axes[0], 0.9, axes[1]), axes[0], near(axes[0], 0.9, axes[2])])
+    members = [
+        candidate("m1", "Deploys to staging need the VPN. The bastion host rejects other "
+                  "traffic.", tags=("ops", "vpn"), related_ids=("r1", "r2", "m2"),
+                  review_state="draft", title="VPN", created_at=T0 + timedelta(hours=2),
+                  source_event_ids=("e1",)),
+        candidate("m2", "Staging deploys need the VPN.", tags=("deploy", "ops"),
+                  related_ids=("r2", "r3"), review_state="deprecated", title="Staging deploys",
+                  created_at=T0, source_event_ids=("e2", "e2b")),
+        candidate("m3", "Deploys to staging need the VPN; the bastion host logs every "
+                  "connection for 90 days.", tags=("audit",), related_ids=("r3", "r2", "r4"),
+                  created_at=T0 + timedelta(hours=1), source_event_ids=("e3",)),
+    ]
+    return members, vectors
+
+
+def test_the_medoid_text_is_the_canonical_statement_followed_by_distinct_facts() -> None:
+    members, vectors = three_alike()
+    merged = merge_cluster(members, vectors)
+    assert merged.medoid_id == "m2"
+    assert merged.text.splitlines() == [
+        "Staging deploys need the VPN.",
+        # m3 (older than m1): its sentence names a fact the canonical one does not.
+        "Deploys to staging need the VPN; the bastion host logs every connection for 90 days.",
+        # m1: its first sentence is a near-duplicate of the canonical one, its second is new.
+        "The bastion host rejects other traffic.",
+    ]
+    assert merged.title == "Staging deploys"
+
+
+def test_tags_related_ids_provenance_and_review_state_follow_the_rules() -> None:
+    members, vectors = three_alike()
+    merged = merge_cluster(members, vectors)
+    assert merged.tags == ("deploy", "ops", "audit", "vpn")
+    # r2 three times, r3 twice, then r4 and r1 by first appearance (m2, m3, m1); m2 is a member.
+    assert merged.related_ids == ("r2", "r3", "r4", "r1")
+    assert merged.member_ids == ("m1", "m2", "m3")
+    assert merged.source_event_ids == ("e2", "e2b", "e3", "e1")
+    assert merged.provenance == ("m1", "m2", "m3", "e2", "e2b", "e3", "e1")
+    assert merged.review_state == "approved"
+    assert merged.created_at == T0 + timedelta(hours=2)
+
+
+def test_related_ids_are_capped_most_frequent_first() -> None:
+    axes = directions(2)
+    many = tuple(f"r{n:02d}" for n in range(15))
+    members = [candidate("a", related_ids=many),
+               candidate("b", related_ids=("r14", "r13"))]
+    merged = merge_cluster(members, np.array([axes[0], near(axes[0], 0.9, axes[1])]))
+    assert len(merged.related_ids) == MAX_RELATED_IDS
+    assert merged.related_ids[:2] == ("r13", "r14")
+    assert merged.related_ids[2:] == many[:8]
+
+
+def test_ties_for_the_medoid_go_to_the_smallest_record_id() -> None:
+    axes = directions(2)
+    vectors = np.array([axes[0], near(axes[0], 0.9, axes[1])])
+    members = [candidate("mem_b", "Second."), candidate("mem_a", "First.")]
+    assert merge_cluster(members, vectors).medoid_id == "mem_a"
+    assert merge_cluster(members[::-1], vectors[::-1]).medoid_id == "mem_a"
+
+
+def test_the_replacement_is_the_same_whatever_the_member_order() -> None:
+    members, vectors = three_alike()
+    merged = merge_cluster(members, vectors)
+    assert merge_cluster(members[::-1], vectors[::-1]) == merged
+    assert merged.record_id == merged_record_id("team-a", ["m3", "m1", "m2"])
+    assert merged.record_id.startswith("mem_") and len(merged.record_id) == 28
+    assert merged_record_id("team-b", ["m1", "m2", "m3"]) != merged.record_id
+    assert merged_record_id("team-a", ["m1", "m2"]) != merged.record_id
+
+
+def test_the_merged_text_stays_within_what_a_memory_write_accepts() -> None:
+    axes = directions(12)
+    members = [candidate(f"m{n:02d}", f"Fact {n} is about subject {n}. " + "x" * 999)
+               for n in range(12)]
+    vectors = np.array([near(axes[0], 0.99, axes[n]) if n else axes[0] for n in range(12)])
+    assert len(merge_cluster(members, vectors).text) <= MAX_TEXT_CHARS
+
+
+def test_a_merge_needs_two_distinct_members() -> None:
+    with pytest.raises(ValueError, match="at least two"):
+        merge_cluster([candidate("a")], directions(1))
+    with pytest.raises(ValueError, match="twice"):
+        merge_cluster([candidate("a"), candidate("a")], directions(2))
+
+
+# ---------------------------------------------------------------------------- sentences
+
+
+def test_sentences_split_at_line_breaks_and_sentence_ends_only() -> None:
+    assert sentences("Use auth.py line 87. Then retry.\nDone!  Next") == [
+        "Use auth.py line 87.", "Then retry.", "Done!", "Next"]
+
+
+@pytest.mark.parametrize(("first", "second", "expected"), [
+    ("Deploys to staging need the VPN.", "Staging deploys need the VPN.", True),
+    ("Retry 10 times before giving up.", "Retry ten times before giving up.", True),
+    ("Retry 10 times before giving up.", "Retry 12 times before giving up.", False),
+    ("Memory writes are mandatory.", "Memory writes are not mandatory.", False),
+    ("Deploys to staging need the VPN.", "Deploys to production need a change ticket.", False),
+])
+def test_near_duplicate_sentences(first: str, second: str, expected: bool) -> None:
+    assert near_duplicate(first, second, ConsolidationSettings().sentence_jaccard) is expected
+
+
+# ---------------------------------------------------------------------------- re-runs
+
+
+def test_a_merge_whose_members_are_still_live_is_finished_not_merged_again() -> None:
+    members, vectors = three_alike()
+    merged = merge_cluster(members, vectors)
+    as_live = candidate(merged.record_id, merged.text, source_event_ids=merged.provenance)
+    other = candidate("m9")
+    assert pending_supersessions([*members, as_live, other]) == {
+        "m1": merged.record_id, "m2": merged.record_id, "m3": merged.record_id}
+    assert pending_supersessions([as_live, other]) == {}
