@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from stores.qdrant_edge_index import EdgeIndex
-from stores.vector_index import DIM, IndexPoint, VectorIndex, open_index
+from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, open_index
 
 BATCH = 512
 KINDS = ("memory", "run_digest", "fix_pattern")
@@ -111,8 +111,7 @@ async def _search(
     latencies: list[float] = []
     for i, query in enumerate(queries):
         began = time.perf_counter()
-        hits = await index.search(query, namespace=f"ns-{i % n_namespaces}", limit=10,
-                                  min_score=-1.0)
+        hits = await index.search(query, SearchScope(f"ns-{i % n_namespaces}", 10, -1.0))
         latencies.append(time.perf_counter() - began)
         if len(hits) != 10:
             raise AssertionError(f"expected 10 hits, got {len(hits)}")

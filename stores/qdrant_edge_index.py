@@ -34,10 +34,10 @@ from stores.vector_index import (
     KEYWORD_FIELDS,
     IndexHit,
     IndexPoint,
+    SearchScope,
     Vector,
     Visibility,
     as_vector,
-    check_search,
     point_id,
     prepare_points,
 )
@@ -146,27 +146,16 @@ class EdgeIndex:
                 shard.flush()
                 self._dirty_since = None
 
-    async def search(
-        self,
-        vector: Vector,
-        *,
-        namespace: str,
-        limit: int,
-        min_score: float,
-        record_kinds: Sequence[str] | None = None,
-        related_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[IndexHit]:
-        check_search(namespace, limit, min_score)
+    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
         query = as_vector(vector, self._dim).tolist()
-        search_filter = _filter(namespace, record_kinds, related_id,
-                                Visibility(agent_id, time.time()))
+        search_filter = _filter(scope.namespace, scope.record_kinds, scope.related_id,
+                                Visibility(scope.agent_id, time.time()))
         points = self._open_shard().query(
             qe.QueryRequest(
-                limit=limit,
+                limit=scope.limit,
                 query=qe.Query.Nearest(query),
                 filter=search_filter,
-                score_threshold=min_score,
+                score_threshold=scope.min_score,
                 with_payload=True,
             )
         )

@@ -21,10 +21,10 @@ from stores.vector_index import (
     KEYWORD_FIELDS,
     IndexHit,
     IndexPoint,
+    SearchScope,
     Vector,
     Visibility,
     as_vector,
-    check_search,
     point_id,
     prepare_points,
 )
@@ -138,25 +138,14 @@ class QdrantClientIndex:
             wait=True,
         )
 
-    async def search(
-        self,
-        vector: Vector,
-        *,
-        namespace: str,
-        limit: int,
-        min_score: float,
-        record_kinds: Sequence[str] | None = None,
-        related_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[IndexHit]:
-        check_search(namespace, limit, min_score)
+    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
         response = await self._client.query_points(
             self._collection,
             query=as_vector(vector, self._dim).tolist(),
-            query_filter=_filter(namespace, record_kinds, related_id,
-                                 Visibility(agent_id, time.time())),
-            limit=limit,
-            score_threshold=min_score,
+            query_filter=_filter(scope.namespace, scope.record_kinds, scope.related_id,
+                                 Visibility(scope.agent_id, time.time())),
+            limit=scope.limit,
+            score_threshold=scope.min_score,
             with_payload=True,
         )
         return [_hit(point.payload or {}, point.score) for point in response.points]

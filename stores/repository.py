@@ -22,6 +22,7 @@ from processors.signatures import ErrorSignature
 from schemas.events import Provenance
 from schemas.records import Record
 from stores.pgvector import register_vector_codec
+from stores.vector_index import SearchScope
 
 Vector = NDArray[np.float32]
 
@@ -290,17 +291,7 @@ class Repository:
         )
         return {row["record_id"]: row for row in rows}
 
-    async def vector_search(
-        self,
-        vector: Vector,
-        *,
-        namespace: str,
-        limit: int,
-        min_score: float,
-        record_kinds: Sequence[str] | None = None,
-        related_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[tuple[str, float]]:
+    async def vector_search(self, vector: Vector, scope: SearchScope) -> list[tuple[str, float]]:
         """Exact cosine search in Postgres, the fallback when the index is unreachable, with
         the index's rules: live, visible to `agent_id`, not expired."""
         rows = await self._pool.fetch(
@@ -315,8 +306,8 @@ class Repository:
               AND (expires_at IS NULL OR expires_at > now())
             ORDER BY embedding <=> $2 LIMIT $6
             """,
-            namespace, vector, list(record_kinds) if record_kinds else None, related_id,
-            min_score, limit, agent_id,
+            scope.namespace, vector, list(scope.record_kinds) or None, scope.related_id,
+            scope.min_score, scope.limit, scope.agent_id,
         )
         return [(row["record_id"], float(row["score"])) for row in rows]
 

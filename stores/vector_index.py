@@ -61,6 +61,28 @@ class IndexHit:
 
 
 @dataclass(frozen=True)
+class SearchScope:
+    """What one search may return and how much: the `limit` nearest records of `namespace`
+    with cosine similarity >= `min_score`, optionally only of these kinds / only those
+    listing `related_id`; personal records only to their owner `agent_id`."""
+
+    namespace: str
+    limit: int
+    min_score: float
+    record_kinds: tuple[str, ...] = ()
+    related_id: str | None = None
+    agent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.namespace:
+            raise ValueError("namespace is required: searches never cross namespaces")
+        if self.limit < 1:
+            raise ValueError(f"limit must be at least 1, got {self.limit}")
+        if math.isnan(self.min_score):
+            raise ValueError("min_score is NaN")
+
+
+@dataclass(frozen=True)
 class Visibility:
     """What a search may return: shared records and the personal ones of `agent_id`, none
     expired at `now` (epoch seconds)."""
@@ -80,22 +102,11 @@ class VectorIndex(Protocol):
     async def delete(self, record_ids: Sequence[str]) -> None:
         """Delete the points of these records; unknown ids are ignored."""
 
-    async def search(
-        self,
-        vector: Vector,
-        *,
-        namespace: str,
-        limit: int,
-        min_score: float,
-        record_kinds: Sequence[str] | None = None,
-        related_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[IndexHit]:
-        """The `limit` nearest points of `namespace` with cosine similarity >= `min_score`,
-        best first, optionally only of these kinds / only those listing `related_id`.
+    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
+        """The points within `scope`, best first.
 
-        Only what the caller may see: shared records, and the personal ones of `agent_id`;
-        never a record whose `expires_at` has passed."""
+        Only what the caller may see: shared records, and the personal ones of the scope's
+        `agent_id`; never a record whose `expires_at` has passed."""
 
     async def count(self, namespace: str | None = None) -> int:
         """Exact number of points, in one namespace or in all."""
@@ -154,15 +165,6 @@ def prepare_points(points: Sequence[IndexPoint], dim: int) -> list[PreparedPoint
                       {**point.payload, "record_id": point.record_id})
         for point, vector in zip(points, vectors, strict=True)
     ]
-
-
-def check_search(namespace: str, limit: int, min_score: float) -> None:
-    if not namespace:
-        raise ValueError("namespace is required: searches never cross namespaces")
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
-    if math.isnan(min_score):
-        raise ValueError("min_score is NaN")
 
 
 def open_index(

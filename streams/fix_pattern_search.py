@@ -13,8 +13,17 @@ from typing import Any
 from processors.fix_patterns import fix_pattern_title
 from processors.ids import fix_pattern_record_id
 from processors.signatures import signature_of
+from stores.vector_index import SearchScope
 from streams.runtime import Runtime
-from streams.search import BadQuery, SearchQuery, hit, limits, nearest, required
+from streams.search import (
+    DEFAULT_LIMIT,
+    DEFAULT_MIN_SCORE,
+    BadQuery,
+    hit,
+    limits,
+    nearest,
+    required,
+)
 
 MAX_ERROR_CHARS = 32000
 
@@ -23,8 +32,8 @@ MAX_ERROR_CHARS = 32000
 class FixPatternQuery:
     namespace: str
     error: str
-    limit: int = 5
-    min_score: float = 0.5
+    limit: int = DEFAULT_LIMIT
+    min_score: float = DEFAULT_MIN_SCORE
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> FixPatternQuery:
@@ -40,9 +49,9 @@ async def find_fix_patterns(runtime: Runtime, query: FixPatternQuery) -> dict[st
     exact_id = fix_pattern_record_id(query.namespace, signature.signature_id)
     title = fix_pattern_title(signature)
     vector = (await runtime.embed([title]))[0]
-    found = await nearest(runtime, vector, SearchQuery(
-        query.namespace, title, limit=query.limit + 1, min_score=query.min_score,
-        record_kinds=("fix_pattern",),
+    # One more than asked: the exact match may be among the nearest.
+    found = await nearest(runtime, vector, SearchScope(
+        query.namespace, query.limit + 1, query.min_score, record_kinds=("fix_pattern",),
     ))
     similar = [(rid, score) for rid, score in found.scored if rid != exact_id][: query.limit]
     rows = await runtime.repository.records_by_id(

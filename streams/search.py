@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from stores.repository import Vector
+from stores.vector_index import SearchScope
 from streams.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 MAX_LIMIT = 100
+DEFAULT_LIMIT = 5
+DEFAULT_MIN_SCORE = 0.5
 RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
 
 
@@ -23,14 +26,8 @@ class BadQuery(ValueError):
 
 @dataclass(frozen=True)
 class SearchQuery:
-    namespace: str
     query: str
-    limit: int = 5
-    min_score: float = 0.5
-    record_kinds: tuple[str, ...] = ()
-    related_id: str | None = None
-    # Personal memories are returned to their owner only.
-    agent_id: str | None = None
+    scope: SearchScope
 
     @classmethod
     def from_params(cls, params: Mapping[str, str], kinds: list[str]) -> SearchQuery:
@@ -38,13 +35,16 @@ class SearchQuery:
         query = params.get("query", params.get("q", "")).strip()
         if not query:
             raise BadQuery("query is required")
-        limit, min_score = limits(params, cls.limit, cls.min_score)
+        limit, min_score = limits(params, DEFAULT_LIMIT, DEFAULT_MIN_SCORE)
         wanted = tuple(dict.fromkeys(k for item in kinds for k in item.split(",") if k))
         unknown = set(wanted) - RECORD_KINDS
         if unknown:
             raise BadQuery(f"unknown kind {sorted(unknown)}; known: {sorted(RECORD_KINDS)}")
-        return cls(namespace, query, limit, min_score, wanted,
-                   params.get("related_id") or None, params.get("agent_id") or None)
+        # Personal memories are returned to their owner (agent_id) only.
+        return cls(query, SearchScope(
+            namespace, limit, min_score, wanted, params.get("related_id") or None,
+            params.get("agent_id") or None,
+        ))
 
 
 @dataclass(frozen=True)
@@ -54,26 +54,16 @@ class Nearest:
     degraded: bool
 
 
-async def nearest(
-    runtime: Runtime, vector: Vector, query: SearchQuery
-) -> Nearest:
-    """The query's nearest records from the index, or from Postgres when the index fails."""
+async def nearest(runtime: Runtime, vector: Vector, scope: SearchScope) -> Nearest:
+    """The nearest records within `scope` from the index, or from Postgres when the index
+    fails."""
     try:
-        hits = await runtime.index.search(
-            vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
-            record_kinds=query.record_kinds or None, related_id=query.related_id,
-            agent_id=query.agent_id,
-        )
+        hits = await runtime.index.search(vector, scope)
         return Nearest([(hit.record_id, hit.score) for hit in hits], degraded=False)
     except Exception:
         # Fail open: memory must never make its caller fail while Postgres can answer.
         log.exception("index search failed; answering from Postgres")
-    scored = await runtime.repository.vector_search(
-        vector, namespace=query.namespace, limit=query.limit, min_score=query.min_score,
-        record_kinds=query.record_kinds or None, related_id=query.related_id,
-        agent_id=query.agent_id,
-    )
-    return Nearest(scored, degraded=True)
+    return Nearest(await runtime.repository.vector_search(vector, scope), degraded=True)
 
 
 def hit(row: Mapping[str, Any], score: float | None) -> dict[str, Any]:
@@ -115,12 +105,12 @@ def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int
 
 async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
     vector = (await runtime.embed([query.query]))[0]
-    found = await nearest(runtime, vector, query)
+    found = await nearest(runtime, vector, query.scope)
     rows = await runtime.repository.records_by_id(
-        query.namespace, [rid for rid, _ in found.scored]
+        query.scope.namespace, [rid for rid, _ in found.scored]
     )
     return {
-        "namespace": query.namespace,
+        "namespace": query.scope.namespace,
         "query": query.query,
         "degraded": found.degraded,
         "hits": [

@@ -20,6 +20,7 @@ from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.ids import digest_record_id, memory_record_id
 from stores.repository import Repository
+from stores.vector_index import SearchScope
 from streams.metrics import Metrics
 from streams.runtime import Runtime
 from streams.search import SearchQuery, search
@@ -187,7 +188,8 @@ async def test_search_falls_back_to_postgres_when_the_index_is_down(
                       embedder=embedder, metrics=Metrics(), producer=None,  # type: ignore[arg-type]
                       max_event_bytes=1024)
     try:
-        answer = await search(runtime, SearchQuery(namespace, "how do I connect to staging?"))
+        answer = await search(runtime, SearchQuery(
+            "how do I connect to staging?", SearchScope(namespace, limit=5, min_score=0.5)))
     finally:
         embedder.close()
         await repository.close()

@@ -23,7 +23,7 @@ from stores.local_postgres import LocalPostgres, throwaway_postgres
 from stores.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
 from stores.qdrant_edge_index import EdgeIndex
 from stores.reindex import connect_with_vectors, reindex
-from stores.vector_index import DIM, IndexPoint, VectorIndex, open_index, point_id
+from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, open_index, point_id
 
 pytestmark = pytest.mark.integration
 
@@ -196,7 +196,7 @@ async def test_upserting_a_record_twice_keeps_one_point(index: VectorIndex) -> N
     await index.upsert([IndexPoint("rec-1", first, payload("ns-a", tags=["v1"]))])
     await index.upsert([IndexPoint("rec-1", second, payload("ns-a", tags=["v2"]))])
     assert await index.count() == 1
-    [hit] = await index.search(second, namespace="ns-a", limit=5, min_score=0.9)
+    [hit] = await index.search(second, SearchScope("ns-a", limit=5, min_score=0.9))
     assert hit.record_id == "rec-1"
     assert hit.payload["tags"] == ["v2"]
     assert hit.payload["record_id"] == "rec-1"
@@ -210,14 +210,14 @@ async def test_namespaces_never_mix(index: VectorIndex) -> None:
         IndexPoint("b-1", vector, payload("ns-b")),
         IndexPoint("b-2", near(vector, 0.8), payload("ns-b")),
     ])
-    hits = await index.search(vector, namespace="ns-a", limit=10, min_score=-1.0)
+    hits = await index.search(vector, SearchScope("ns-a", limit=10, min_score=-1.0))
     assert [h.record_id for h in hits] == ["a-1"]
-    hits = await index.search(vector, namespace="ns-b", limit=10, min_score=-1.0)
+    hits = await index.search(vector, SearchScope("ns-b", limit=10, min_score=-1.0))
     assert [h.record_id for h in hits] == ["b-1", "b-2"]
-    assert await index.search(vector, namespace="ns-c", limit=10, min_score=-1.0) == []
+    assert await index.search(vector, SearchScope("ns-c", limit=10, min_score=-1.0)) == []
     assert (await index.count("ns-a"), await index.count("ns-b"), await index.count()) == (1, 2, 3)
     with pytest.raises(ValueError, match="namespace"):
-        await index.search(vector, namespace="", limit=10, min_score=0.0)
+        await index.search(vector, SearchScope("", limit=10, min_score=0.0))
     with pytest.raises(ValueError, match="namespace"):
         await index.upsert([IndexPoint("x", vector, {"record_kind": "memory"})])
 
@@ -230,23 +230,23 @@ async def test_min_score_and_filters(index: VectorIndex) -> None:
                    payload("ns", record_kind="run_digest", related_ids=["err-1", "err-2"])),
         IndexPoint("far-fix", near(query, 0.3), payload("ns", record_kind="fix_pattern")),
     ])
-    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0)
+    hits = await index.search(query, SearchScope("ns", limit=10, min_score=-1.0))
     assert [h.record_id for h in hits] == ["close-memory", "mid-digest", "far-fix"]
     assert [round(h.score, 3) for h in hits] == [0.9, 0.7, 0.3]
 
-    hits = await index.search(query, namespace="ns", limit=10, min_score=0.5)
+    hits = await index.search(query, SearchScope("ns", limit=10, min_score=0.5))
     assert [h.record_id for h in hits] == ["close-memory", "mid-digest"]
-    hits = await index.search(query, namespace="ns", limit=1, min_score=0.5)
+    hits = await index.search(query, SearchScope("ns", limit=1, min_score=0.5))
     assert [h.record_id for h in hits] == ["close-memory"]
 
-    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0,
-                              record_kinds=["run_digest", "fix_pattern"])
+    hits = await index.search(query, SearchScope(
+        "ns", limit=10, min_score=-1.0, record_kinds=("run_digest", "fix_pattern")))
     assert [h.record_id for h in hits] == ["mid-digest", "far-fix"]
-    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0,
-                              related_id="err-2")
+    hits = await index.search(query, SearchScope(
+        "ns", limit=10, min_score=-1.0, related_id="err-2"))
     assert [h.record_id for h in hits] == ["mid-digest"]
-    hits = await index.search(query, namespace="ns", limit=10, min_score=-1.0,
-                              record_kinds=["memory"], related_id="err-1")
+    hits = await index.search(query, SearchScope(
+        "ns", limit=10, min_score=-1.0, record_kinds=("memory",), related_id="err-1"))
     assert [h.record_id for h in hits] == ["close-memory"]
 
 
@@ -267,8 +267,8 @@ async def test_personal_records_reach_their_owner_only_and_expired_ones_nobody(
     ])
 
     async def visible(agent_id: str | None) -> list[str]:
-        hits = await index.search(query, namespace="ns", limit=10, min_score=0.0,
-                                  agent_id=agent_id)
+        hits = await index.search(query, SearchScope(
+            "ns", limit=10, min_score=0.0, agent_id=agent_id))
         return [hit.record_id for hit in hits]
 
     assert await visible(None) == ["shared", "expiring-later"]
@@ -292,17 +292,17 @@ async def test_postgres_fallback_search_keeps_the_index_rules(migrated_dsn: str)
     ])
     repository = await Repository.connect(migrated_dsn)
     try:
-        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5)
+        found = await repository.vector_search(query, SearchScope("ns", limit=10, min_score=0.5))
         assert [record_id for record_id, _ in found] == ["close", "digest"]
         assert [round(score, 3) for _, score in found] == [0.9, 0.8]
-        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5,
-                                               agent_id="ann")
+        found = await repository.vector_search(
+            query, SearchScope("ns", limit=10, min_score=0.5, agent_id="ann"))
         assert [record_id for record_id, _ in found] == ["close", "ann-private", "digest"]
-        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5,
-                                               record_kinds=["run_digest"])
+        found = await repository.vector_search(
+            query, SearchScope("ns", limit=10, min_score=0.5, record_kinds=("run_digest",)))
         assert [record_id for record_id, _ in found] == ["digest"]
-        found = await repository.vector_search(query, namespace="ns", limit=10, min_score=0.5,
-                                               related_id="x")
+        found = await repository.vector_search(
+            query, SearchScope("ns", limit=10, min_score=0.5, related_id="x"))
         assert [record_id for record_id, _ in found] == ["close"]
     finally:
         await repository.close()
@@ -313,7 +313,7 @@ async def test_delete(index: VectorIndex) -> None:
     await index.upsert([IndexPoint(f"r{i}", v, payload("ns")) for i, v in enumerate(vectors)])
     await index.delete(["r1", "never-indexed"])
     assert await index.count("ns") == 2
-    assert await index.search(vectors[1], namespace="ns", limit=10, min_score=0.99) == []
+    assert await index.search(vectors[1], SearchScope("ns", limit=10, min_score=0.99)) == []
     ids = {i async for batch in index.iter_record_ids("ns", batch_size=1) for i in batch}
     assert ids == {"r0", "r2"}
 
@@ -331,7 +331,7 @@ async def test_edge_reopen_keeps_data(tmp_path: Path) -> None:
     await again.ensure_collection()
     try:
         assert (await again.count(), await again.count("ns1")) == (19, 10)
-        [hit] = await again.search(vectors[3], namespace="ns1", limit=1, min_score=0.99)
+        [hit] = await again.search(vectors[3], SearchScope("ns1", limit=1, min_score=0.99))
         assert hit.record_id == "r3"
     finally:
         await again.close()
@@ -431,10 +431,10 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     assert (report.indexed, report.missing_embedding, report.embedded, report.pruned) == (
         3, 1, 0, 1)
     assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
-    [personal] = await index.search(vectors[2], namespace="ns-b", limit=1, min_score=0.99,
-                                    agent_id="zed")
+    [personal] = await index.search(vectors[2], SearchScope(
+        "ns-b", limit=1, min_score=0.99, agent_id="zed"))
     assert (personal.record_id, personal.payload["agent_id"]) == ("m-3", "zed")
-    [hit] = await index.search(vectors[0], namespace="ns-a", limit=1, min_score=0.99)
+    [hit] = await index.search(vectors[0], SearchScope("ns-a", limit=1, min_score=0.99))
     assert hit.record_id == "m-1"
     assert hit.payload == {
         "record_id": "m-1", "namespace": "ns-a", "record_kind": "memory", "scope": "shared",
@@ -453,7 +453,7 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     report = await reindex(migrated_dsn, index, namespace="ns-a", embed=embed)
     assert (report.indexed, report.embedded, report.missing_embedding) == (3, 1, 0)
     assert embedded_texts == ["Title\ntext of no-vector"]
-    [hit] = await index.search(vectors[5], namespace="ns-a", limit=1, min_score=0.99)
+    [hit] = await index.search(vectors[5], SearchScope("ns-a", limit=1, min_score=0.99))
     assert hit.record_id == "no-vector"
     # Written back: the next rebuild needs no model.
     report = await reindex(migrated_dsn, index, namespace="ns-a")

@@ -6,14 +6,15 @@ from streams.search import BadQuery, SearchQuery
 
 def test_defaults_follow_the_contract() -> None:
     query = SearchQuery.from_params({"namespace": "a", "query": "vpn"}, [])
-    assert (query.limit, query.min_score, query.record_kinds, query.related_id) == (
+    scope = query.scope
+    assert (scope.limit, scope.min_score, scope.record_kinds, scope.related_id) == (
         5, 0.5, (), None)
 
 
 def test_kinds_may_repeat_or_be_comma_separated() -> None:
     query = SearchQuery.from_params({"namespace": "a", "query": "q"},
                                     ["memory,run_digest", "memory"])
-    assert query.record_kinds == ("memory", "run_digest")
+    assert query.scope.record_kinds == ("memory", "run_digest")
 
 
 @pytest.mark.parametrize(
