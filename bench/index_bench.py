@@ -92,6 +92,7 @@ async def _load(index: VectorIndex, n: int, n_namespaces: int, seed: int) -> dic
                 f"rec-{i}",
                 vectors[i - start],
                 {"namespace": f"ns-{i % n_namespaces}", "record_kind": KINDS[i % 3],
+                 "scope": "shared", "agent_id": None, "expires_at": None,
                  "tags": [f"t{i % 7}"], "related_ids": [f"rec-{i // 2}"],
                  "created_at": 1.7e9 + i},
             )
