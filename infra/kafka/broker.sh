@@ -440,11 +440,17 @@ PY
 }
 
 # ---------------------------------------------------------------- commands
-cmd_start() {
+# Jars in place, then hold the data directory's lock on fd 9 for the rest of the command, so
+# that two starts never race for the same directory (the broker itself closes fd 9).
+lock_data_dir() {
   cmd_fetch
   mkdir -p "$DATA"
   exec 9>"$DATA/.lock"
   flock 9
+}
+
+cmd_start() {
+  lock_data_dir
   local pid
   if pid="$(running_pid)"; then
     # already running: make sure it answers, print the address
@@ -480,10 +486,7 @@ cmd_start() {
 }
 
 cmd_run() {
-  cmd_fetch
-  mkdir -p "$DATA"
-  exec 9>"$DATA/.lock"
-  flock 9
+  lock_data_dir
   local pid
   if pid="$(running_pid)"; then
     die "already running (pid $pid, $(cat "$BOOTFILE")): '$0 stop' it first"
