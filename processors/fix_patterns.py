@@ -138,11 +138,17 @@ def error_occurrences(event: RunEvent, provenance: Provenance) -> list[ErrorOccu
             run_id=event.payload.run_id,
             origin=origin,
             occurred_at=event.occurred_at,
-            signature=signature_of(redacted),
+            signature=error_signature(redacted),
             message=condense(redacted, EXAMPLE_CHARS),
             provenance=provenance,
         )
     ]
+
+
+def error_signature(error: str) -> ErrorSignature:
+    """The signature of an error as fix patterns key it: of its text with secrets redacted,
+    as stored, so that looking up the raw error finds the pattern its occurrences made."""
+    return signature_of(redact_secrets(error).text)
 
 
 def build_fix_pattern(

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from processors.fix_patterns import fix_pattern_title
+from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
-from processors.signatures import signature_of
 from stores.vector_index import SearchScope
 from streams.runtime import Runtime
 from streams.search import (
@@ -45,7 +44,7 @@ class FixPatternQuery:
 
 
 async def find_fix_patterns(runtime: Runtime, query: FixPatternQuery) -> dict[str, Any]:
-    signature = signature_of(query.error)
+    signature = error_signature(query.error)
     exact_id = fix_pattern_record_id(query.namespace, signature.signature_id)
     title = fix_pattern_title(signature)
     vector = (await runtime.embed([title]))[0]

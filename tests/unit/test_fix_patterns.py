@@ -10,6 +10,7 @@ from processors.fix_patterns import (
     RunFacts,
     build_fix_pattern,
     error_occurrences,
+    error_signature,
     fix_pattern_record,
 )
 from processors.ids import digest_record_id, fix_pattern_record_id
@@ -70,6 +71,13 @@ def test_an_occurrence_example_is_redacted() -> None:
         provenance("e1"),
     )
     assert "abcdef123456" not in found.message
+
+
+def test_an_error_with_a_secret_is_looked_up_under_the_signature_it_was_stored_under() -> None:
+    text = "AuthError: login failed with password=hunter2hunter2 for db"
+    (stored,) = error_occurrences(event("run.step", kind="error", error=text), provenance("e1"))
+    assert error_signature(text) == stored.signature
+    assert "hunter2" not in stored.signature.template
 
 
 def test_the_next_succeeding_run_of_the_same_task_is_the_fix() -> None:
