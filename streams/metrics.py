@@ -66,7 +66,7 @@ class Metrics:
         )
         self.error_occurrences = Counter(
             "memstream_error_occurrences_total",
-            "Errors met in runs, by stack-trace dialect of their signature.",
+            "Errors consumed from runs (a replay counts again), by stack-trace dialect.",
             ["dialect"],
             registry=r,
         )

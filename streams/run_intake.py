@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from processors.digests import build_digest, digest_record
 from processors.fix_patterns import ErrorOccurrence, error_occurrences
+from processors.ids import digest_record_id
 from processors.intake import Rejected, Rejection, parse_event
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from schemas.records import Record
@@ -102,6 +103,8 @@ async def record_run_events(
                 lambda: runtime.repository.append_error_occurrences(occurrences),
                 what="error occurrences", topic=TOPIC, metrics=metrics,
             )
+        for occurrence in occurrences:
+            metrics.error_occurrences.labels(occurrence.signature.dialect).inc()
     if finished:
         digests = await until_done(
             lambda: _digests(runtime, finished), what="digest build", topic=TOPIC,
@@ -137,9 +140,16 @@ async def _refresh(
 async def _digests(
     runtime: Runtime, finished: Sequence[tuple[RunFinished, Provenance]]
 ) -> list[Record]:
-    """A digest per finished run, built from its whole ledger (this batch included)."""
+    """A digest per finished run not announced yet, built from its whole ledger (this batch
+    included). A replayed run.finished whose digest is out already costs no ledger read and
+    no LLM call."""
+    announced = await runtime.repository.announced_record_ids(
+        digest_record_id(end.namespace, end.payload.run_id) for end, _ in finished
+    )
     records = []
     for end, provenance in finished:
+        if digest_record_id(end.namespace, end.payload.run_id) in announced:
+            continue
         ledger = await runtime.repository.run_ledger(end.namespace, end.payload.run_id)
         events = [RUN_EVENT_TYPES[row["type"]].model_validate(row) for row in ledger]
         digest = build_digest(events)

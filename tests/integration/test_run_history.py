@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -115,6 +116,10 @@ async def test_two_failures_and_a_fix_become_one_signature_with_its_evidence(
     finally:
         await connection.close()
     assert signatures == 1
+    metrics = (await http.get("/metrics")).text
+    python_errors = re.search(
+        r'^memstream_error_occurrences_total\{dialect="python"\} (\S+)$', metrics, re.M)
+    assert python_errors is not None and float(python_errors.group(1)) >= 4
 
     # The fixing run's digest tells how it went, with its evidence.
     digest = await http.get("/v1/search", params={
