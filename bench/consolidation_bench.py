@@ -1,5 +1,6 @@
-"""Consolidation time for 10,000 memories: find_clusters (PCA, HDBSCAN, guard), then a merge
-per cluster, as one consolidation run does them. Embedding is not part of it.
+"""Consolidation time for 10,000 memories: find_clusters (PCA, HDBSCAN, the backgrounds of
+local scaling, guard), then a merge per cluster, as one consolidation run does them. Embedding
+is not part of it.
 
     python -m bench.consolidation_bench
 
@@ -101,6 +102,7 @@ class RunTimes:
 
     reduce: float
     hdbscan: float
+    neighbours: float
     guard: float
     merge: float
     total: float
@@ -118,8 +120,9 @@ def consolidate(candidates: Sequence[ConsolidationCandidate],
         merge_cluster([candidates[i] for i in cluster], vectors[cluster])
     finished = time.perf_counter()
     return RunTimes(reduce=timings["reduce"], hdbscan=timings["hdbscan"],
-                    guard=timings["guard"], merge=finished - clustered,
-                    total=finished - started, clusters=len(clusters))
+                    neighbours=timings["neighbours"], guard=timings["guard"],
+                    merge=finished - clustered, total=finished - started,
+                    clusters=len(clusters))
 
 
 def run_consolidation_bench(model_dir: Path = DEFAULT_OUT) -> list[tuple[str, str, str]]:
@@ -136,6 +139,7 @@ def run_consolidation_bench(model_dir: Path = DEFAULT_OUT) -> list[tuple[str, st
              TARGET),
             ("  PCA to 64 dimensions", f"{spent.reduce:.2f} s", ""),
             ("  HDBSCAN", f"{spent.hdbscan:.2f} s", ""),
+            ("  backgrounds (k-th nearest neighbour)", f"{spent.neighbours:.2f} s", ""),
             ("  guard (original space)", f"{spent.guard:.2f} s", ""),
             (f"  merge of {spent.clusters} clusters", f"{spent.merge:.2f} s", ""),
         ]

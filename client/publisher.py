@@ -22,6 +22,7 @@ from schemas.events import EVENT_TYPES
 
 RUNS_TOPIC = "runs.events"
 MEMORY_TOPIC = "memory.events"
+CONSOLIDATE_TOPIC = "memory.consolidate"
 
 
 def envelope(
@@ -76,6 +77,8 @@ class Publisher:
         )
         if event_type.startswith("run."):
             await self._kafka.send_and_wait(RUNS_TOPIC, value, key=payload["run_id"].encode())
+        elif event_type == "memory.consolidate":
+            await self._kafka.send_and_wait(CONSOLIDATE_TOPIC, value, key=namespace.encode())
         else:
             await self._kafka.send_and_wait(MEMORY_TOPIC, value, key=namespace.encode())
         return event_id
@@ -88,6 +91,12 @@ class Publisher:
             "memory.write", namespace, {"text": text, **fields}, event_id=event_id
         )
         return memory_record_id(namespace, event_id)
+
+    async def request_consolidation(self, namespace: str, *, event_id: str | None = None) -> str:
+        """Ask the workers to consolidate the namespace now, whatever the trigger rules say;
+        return the request's event_id, which its maintenance report will carry."""
+        return await self.publish("memory.consolidate", namespace, {"reason": "manual"},
+                                  event_id=event_id)
 
     async def run_started(self, namespace: str, *, run_id: str, **fields: Any) -> str:
         return await self.publish("run.started", namespace, {"run_id": run_id, **fields})

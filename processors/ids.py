@@ -25,3 +25,10 @@ def fix_pattern_record_id(namespace: str, signature_id: str) -> str:
 
 def change_event_id(record_id: str, version: int, change: str) -> str:
     return f"chg_{_digest(record_id, str(version), change)}"
+
+
+
+def consolidate_request_id(namespace: str, basis: str) -> str:
+    """A counted request is named by what it is one of (its day, or the report it follows),
+    so that asking again re-sends the same request instead of a new one."""
+    return f"cns_{_digest('consolidate', namespace, basis)}"

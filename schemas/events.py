@@ -162,6 +162,24 @@ class MemoryWrite(_EnvelopeFields):
     payload: MemoryWritePayload
 
 
+class ConsolidatePayload(_Strict):
+    reason: Literal["new_memories", "manual"] = Field(
+        description="new_memories: the windowed counts reached the threshold (the short-circuit "
+        "rules apply); manual: an operator asked (they do not)."
+    )
+    new_memories: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Memories counted since the namespace's previous trigger."
+    )
+
+
+class ConsolidateRequest(_EnvelopeFields):
+    """On `memory.consolidate`, keyed by namespace: consolidate this namespace's memories.
+    Its event_id identifies the run: a re-delivered request changes nothing."""
+
+    type: Literal["memory.consolidate"]
+    payload: ConsolidatePayload
+
+
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 MemoryEvent = MemoryWrite
 
@@ -173,7 +191,12 @@ RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
     "run.finished": RunFinished,
 }
 MEMORY_EVENT_TYPES: dict[str, type[MemoryWrite]] = {"memory.write": MemoryWrite}
-EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent]] = {**RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES}
+CONSOLIDATE_EVENT_TYPES: dict[str, type[ConsolidateRequest]] = {
+    "memory.consolidate": ConsolidateRequest,
+}
+EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest]] = {
+    **RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES, **CONSOLIDATE_EVENT_TYPES,
+}
 
 ChangeKind = Literal["created", "updated", "merged", "superseded", "deprecated"]
 RecordKind = Literal["run_digest", "memory", "fix_pattern"]

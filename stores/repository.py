@@ -17,6 +17,7 @@ import asyncpg
 import numpy as np
 from numpy.typing import NDArray
 
+from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import ErrorOccurrence, RunFacts
 from processors.signatures import ErrorSignature
 from schemas.events import Provenance
@@ -62,16 +63,41 @@ _RECORD_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class ConsolidationFacts:
+    reports_today: int
+    # Live memories stored since the last report (all of them when there is none).
+    new_since_report: int
+    last_report_id: str | None
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    record: Record
+    vector: Vector | None
+    version: int
+    superseded_by: str | None
+
+
+DEFAULT_COUNT_WINDOW = TriggerRules().window
+DEFAULT_KEEP_WINDOWS = TriggerRules().keep_windows_for
+
+
 class Repository:
     """Lookups by lists of ids join on `unnest(ids)`: with `= ANY(ids)` beside a namespace
     filter the planner scanned the whole namespace (6 ms at 100k records, 0.8 ms joined)."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, count_window: timedelta = DEFAULT_COUNT_WINDOW,
+                 keep_windows_for: timedelta = DEFAULT_KEEP_WINDOWS) -> None:
         self._pool = pool
+        self._count_window = count_window
+        self._keep_windows_for = keep_windows_for
 
     @classmethod
-    async def connect(cls, dsn: str) -> Repository:
-        return cls(await create_pool(dsn))
+    async def connect(cls, dsn: str, *, count_window: timedelta = DEFAULT_COUNT_WINDOW,
+                      keep_windows_for: timedelta = DEFAULT_KEEP_WINDOWS) -> Repository:
+        return cls(await create_pool(dsn), count_window=count_window,
+                   keep_windows_for=keep_windows_for)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -244,7 +270,8 @@ class Repository:
         return {row["record_id"] for row in rows}
 
     async def insert_records(self, records: Sequence[tuple[Record, Vector]]) -> None:
-        """Store new records and their first version in one transaction; existing ones stay."""
+        """Store new records and their first version in one transaction; existing ones stay.
+        The new memories among them are counted in their namespace's current window."""
         async with self._pool.acquire() as connection, connection.transaction():
             await connection.executemany(
                 f"""
@@ -266,6 +293,27 @@ class Repository:
                      record.provenance.source_event_id)
                     for record, _ in records
                 ],
+            )
+            # stored_at defaults to now(), the transaction's start: it tells the rows this
+            # transaction inserted from those a replay found already stored.
+            await connection.execute(
+                """
+                WITH fresh AS (
+                    SELECT namespace, count(*) AS n FROM unnest($1::text[]) AS wanted (id)
+                    JOIN records ON records.record_id = wanted.id
+                    WHERE record_kind = 'memory' AND stored_at = now() GROUP BY namespace),
+                counted AS (
+                    INSERT INTO memory_window_counts (namespace, window_start, memories)
+                    SELECT namespace, to_timestamp(floor(extract(epoch FROM now()) / $2) * $2),
+                           n FROM fresh
+                    ON CONFLICT (namespace, window_start)
+                    DO UPDATE SET memories = memory_window_counts.memories + excluded.memories)
+                DELETE FROM memory_window_counts
+                WHERE namespace IN (SELECT namespace FROM fresh)
+                  AND window_start < now() - $3::interval
+                """,
+                [record.record_id for record, _ in records],
+                self._count_window.total_seconds(), self._keep_windows_for,
             )
 
     async def mark_announced(self, record_ids: Sequence[str]) -> None:
@@ -319,6 +367,221 @@ class Repository:
             namespace,
         )
         return {row["record_kind"]: int(row["n"]) for row in rows}
+
+
+    # -- consolidation -------------------------------------------------------------------
+
+    async def live_memories(self, namespace: str) -> list[tuple[Record, Vector | None]]:
+        """The namespace's memories that search can return (not superseded, not deprecated,
+        not expired), with their stored vectors; ordered by id, so a plan does not depend on
+        the order Postgres happens to return rows in."""
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {_RECORD_COLUMNS} FROM records
+            WHERE namespace = $1 AND record_kind = 'memory' AND superseded_by IS NULL
+              AND review_state <> 'deprecated' AND (expires_at IS NULL OR expires_at > now())
+            ORDER BY record_id
+            """,
+            namespace,
+        )
+        return [(_record_of(row), row["embedding"]) for row in rows]
+
+    async def stored_records(self, namespace: str,
+                             record_ids: Sequence[str]) -> list[StoredRecord]:
+        """The records with these ids in the namespace, as stored now, in id order."""
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {_RECORD_COLUMNS}, version, superseded_by
+            FROM unnest($2::text[]) AS wanted (id)
+            JOIN records ON records.record_id = wanted.id
+            WHERE namespace = $1 ORDER BY record_id
+            """,
+            namespace, list(record_ids),
+        )
+        return [StoredRecord(_record_of(row), row["embedding"], int(row["version"]),
+                             row["superseded_by"]) for row in rows]
+
+    async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        """Keep vectors computed again for records that had none."""
+        await self._pool.executemany(
+            "UPDATE records SET embedding = $2 WHERE record_id = $1", list(vectors)
+        )
+
+    async def consolidation_facts(self, namespace: str) -> ConsolidationFacts:
+        """What the short-circuit rules ask of a namespace."""
+        row = await self._pool.fetchrow(
+            """
+            WITH last AS (
+                SELECT report_id, finished_at FROM maintenance_reports WHERE namespace = $1
+                ORDER BY finished_at DESC, report_id LIMIT 1)
+            SELECT
+                (SELECT count(*) FROM maintenance_reports WHERE namespace = $1
+                   AND finished_at >= date_trunc('day', now() AT TIME ZONE 'UTC')
+                                      AT TIME ZONE 'UTC') AS today,
+                (SELECT count(*) FROM records WHERE namespace = $1 AND record_kind = 'memory'
+                   AND superseded_by IS NULL
+                   AND stored_at > coalesce((SELECT finished_at FROM last), '-infinity'))
+                   AS new,
+                (SELECT report_id FROM last) AS last_report_id
+            """,
+            namespace,
+        )
+        assert row is not None  # a SELECT without FROM returns one row
+        return ConsolidationFacts(int(row["today"]), int(row["new"]), row["last_report_id"])
+
+    async def claim_consolidation_request(
+        self, namespace: str, basis: str, request_id: str, new_memories: int
+    ) -> bool:
+        """Claim the namespace's one request of this basis; True when it is to be sent (just
+        claimed, or claimed before and never sent)."""
+        row = await self._pool.fetchrow(
+            """
+            INSERT INTO consolidation_requests (namespace, basis, request_id, new_memories)
+            VALUES ($1, $2, $3, $4)
+            ON CONFLICT (namespace, basis) DO UPDATE SET namespace = excluded.namespace
+            RETURNING sent_at
+            """,
+            namespace, basis, request_id, new_memories,
+        )
+        assert row is not None  # an upsert with RETURNING always returns its row
+        return row["sent_at"] is None
+
+    async def mark_request_sent(self, namespace: str, basis: str) -> None:
+        await self._pool.execute(
+            "UPDATE consolidation_requests SET sent_at = now()"
+            " WHERE namespace = $1 AND basis = $2 AND sent_at IS NULL",
+            namespace, basis,
+        )
+
+    async def consolidation_counts(self, namespace: str) -> dict[str, Any]:
+        """The namespace's windows of new memories (newest first), the facts the rules ask,
+        and its latest counted request."""
+        async with self._pool.acquire() as connection:
+            windows = await connection.fetch(
+                "SELECT window_start, memories FROM memory_window_counts"
+                " WHERE namespace = $1 AND window_start >= now() - $2::interval"
+                " ORDER BY window_start DESC",
+                namespace, self._keep_windows_for,
+            )
+            request = await connection.fetchrow(
+                "SELECT request_id, basis, new_memories, claimed_at, sent_at"
+                " FROM consolidation_requests WHERE namespace = $1"
+                " ORDER BY claimed_at DESC LIMIT 1",
+                namespace,
+            )
+        return {"windows": [dict(window) for window in windows],
+                "last_request": None if request is None else dict(request)}
+
+    async def maintenance_report(self, report_id: str) -> dict[str, Any] | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {_REPORT_COLUMNS} FROM maintenance_reports WHERE report_id = $1", report_id
+        )
+        return None if row is None else dict(row)
+
+    async def maintenance_reports(self, namespace: str, limit: int) -> list[dict[str, Any]]:
+        """The namespace's reports, newest first."""
+        rows = await self._pool.fetch(
+            f"SELECT {_REPORT_COLUMNS} FROM maintenance_reports WHERE namespace = $1"
+            " ORDER BY finished_at DESC, report_id LIMIT $2",
+            namespace, limit,
+        )
+        return [dict(row) for row in rows]
+
+    async def apply_consolidation(
+        self, report: Mapping[str, Any], merges: Sequence[tuple[Record, Vector]],
+        superseded: Mapping[str, str],
+    ) -> dict[str, int] | None:
+        """Carry out a consolidation in one transaction: store the replacements (and their
+        first version), point every superseded record at its replacement as a new version
+        of it, and write the report. Returns the superseded records' new versions; None when
+        the report already exists (the request was carried out before: nothing changes)."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            inserted = await connection.fetchval(
+                """
+                INSERT INTO maintenance_reports (report_id, namespace, reason, started_at,
+                    memories, clusters, merged_ids, new_ids, timings)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                ON CONFLICT (report_id) DO NOTHING RETURNING report_id
+                """,
+                report["report_id"], report["namespace"], report["reason"],
+                report["started_at"], report["memories"], report["clusters"],
+                list(report["merged_ids"]), list(report["new_ids"]), report["timings"],
+            )
+            if inserted is None:
+                return None
+            await connection.executemany(
+                f"""
+                INSERT INTO records ({_RECORD_COLUMNS})
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                        $16, $17, $18, $19, $20, $21)
+                ON CONFLICT (record_id) DO NOTHING
+                """,
+                [_record_args(record, vector) for record, vector in merges],
+            )
+            await connection.executemany(
+                "INSERT INTO record_versions (record_id, version, text, body, event_id)"
+                " VALUES ($1, 1, $2, $3, $4) ON CONFLICT (record_id, version) DO NOTHING",
+                [(record.record_id, record.text, record.body, report["report_id"])
+                 for record, _ in merges],
+            )
+            rows = await connection.fetch(
+                """
+                UPDATE records SET superseded_by = wanted.by, version = version + 1,
+                       updated_at = now()
+                FROM unnest($1::text[], $2::text[]) AS wanted (id, by)
+                WHERE records.record_id = wanted.id AND records.namespace = $3
+                  AND records.superseded_by IS NULL
+                RETURNING records.record_id, records.version, records.text, records.body,
+                          records.superseded_by
+                """,
+                list(superseded), list(superseded.values()), report["namespace"],
+            )
+            await connection.executemany(
+                "INSERT INTO record_versions (record_id, version, text, body, event_id)"
+                " VALUES ($1, $2, $3, $4, $5)",
+                [(row["record_id"], row["version"], row["text"],
+                  {**row["body"], "superseded_by": row["superseded_by"]}, report["report_id"])
+                 for row in rows],
+            )
+            return {row["record_id"]: int(row["version"]) for row in rows}
+
+    async def mark_report_announced(self, report_id: str, timings: Mapping[str, float]) -> None:
+        """The report is done: its replacements are searchable and announced. `timings`
+        adds the seconds of those last steps."""
+        await self._pool.execute(
+            "UPDATE maintenance_reports SET announced_at = now(), timings = timings || $2"
+            " WHERE report_id = $1",
+            report_id, dict(timings),
+        )
+
+    async def record_lineage(self, namespace: str, record_id: str) -> dict[str, Any] | None:
+        """A record, its version history and the records it superseded (a replacement's
+        members stay stored, hidden from search and reachable from here)."""
+        async with self._pool.acquire() as connection:
+            row = await connection.fetchrow(
+                f"SELECT {_RECORD_COLUMNS}, version, superseded_by FROM records"
+                " WHERE namespace = $1 AND record_id = $2",
+                namespace, record_id,
+            )
+            if row is None:
+                return None
+            versions = await connection.fetch(
+                "SELECT version, text, body, event_id, changed_at FROM record_versions"
+                " WHERE record_id = $1 ORDER BY version",
+                record_id,
+            )
+            superseded = await connection.fetch(
+                "SELECT record_id, version, title, text FROM records"
+                " WHERE superseded_by = $1 AND namespace = $2 ORDER BY record_id",
+                record_id, namespace,
+            )
+        return {
+            "record": _record_of(row).model_dump(mode="json"),
+            "version": int(row["version"]),
+            "superseded_by": row["superseded_by"],
+            "versions": [dict(version) for version in versions],
+            "supersedes": [dict(member) for member in superseded],
+        }
 
 
 class FixPatternSession:
@@ -426,6 +689,11 @@ class FixPatternSession:
         return version, vector
 
 
+_REPORT_COLUMNS = (
+    "report_id, namespace, reason, started_at, finished_at, memories, clusters, merged_ids,"
+    " new_ids, timings, announced_at"
+)
+
 _RUN_FACTS = (
     "r.run_id, r.task_key, r.repo, r.status, r.finished_at, d.body AS digest"
 )
@@ -447,6 +715,20 @@ def _run_facts(row: Mapping[str, Any]) -> RunFacts:
         pull_requests=tuple(digest.get("pull_requests", ())),
         files_changed=tuple(digest.get("files_changed", ())),
         key_changes=tuple(item["text"] for item in digest.get("key_changes", ())),
+    )
+
+
+def _record_of(row: Mapping[str, Any]) -> Record:
+    return Record(
+        record_id=row["record_id"], namespace=row["namespace"],
+        record_kind=row["record_kind"], scope=row["scope"], agent_id=row["agent_id"],
+        title=row["title"], text=row["text"], body=row["body"],
+        memory_type=row["memory_type"], tags=tuple(row["tags"]),
+        related_ids=tuple(row["related_ids"]), tier=row["tier"],
+        review_state=row["review_state"], trust_class=row["trust_class"],
+        source_ref=row["source_ref"], run_ref=row["run_ref"],
+        provenance=Provenance.model_validate(row["provenance"]),
+        created_at=row["created_at"], expires_at=row["expires_at"],
     )
 
 

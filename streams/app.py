@@ -11,14 +11,21 @@ import faust
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from streams.batches import run_in_stages
+from streams.batches import inbound, run_in_stages
 from streams.config import Settings
+from streams.consolidation_requests import consolidation_counts
+from streams.consolidator import Consolidator
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
+from streams.json_values import jsonable
 from streams.memory_intake import MemoryWriter
 from streams.messages import Outbound
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search
+
+# Maintenance reports listed per request, by default and at most.
+REPORTS_LIMIT = 20
+MAX_REPORTS_LIMIT = 200
 
 
 def faust_dir(settings: Settings) -> Path:
@@ -74,6 +81,14 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         await run_in_stages(stream, MemoryWriter(runtime), batch_max=settings.batch_max,
                             within_s=settings.batch_within_s)
 
+    consolidator = Consolidator(runtime)
+
+    @app.agent(raw_topic("memory.consolidate"), name="consolidator")
+    async def consolidate(stream: faust.StreamT[bytes]) -> None:
+        # One request at a time: a namespace is never consolidated twice at once.
+        async for event in stream.events():
+            await consolidator.consolidate_message(inbound(event))
+
     @app.agent(raw_topic("runs.events"), name="run-ledger")
     async def run_ledger(stream: faust.StreamT[bytes]) -> None:
         await run_in_stages(stream, RunLedger(runtime), batch_max=settings.batch_max,
@@ -95,6 +110,36 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         except BadQuery as exc:
             return web.json({"error": str(exc)}, status=400)
         return web.json(await find_fix_patterns(runtime, query))
+
+    @app.page("/v1/consolidation/counts")
+    async def counts_view(web: View, request: Request) -> Response:
+        namespace = request.query.get("namespace", "").strip()
+        if not namespace:
+            return web.json({"error": "namespace is required"}, status=400)
+        return web.json(jsonable(await consolidation_counts(runtime, namespace)))
+
+    @app.page("/v1/consolidation/reports")
+    async def reports_view(web: View, request: Request) -> Response:
+        namespace = request.query.get("namespace", "").strip()
+        try:
+            limit = int(request.query.get("limit", str(REPORTS_LIMIT)))
+        except ValueError:
+            limit = 0
+        if not namespace or not 1 <= limit <= MAX_REPORTS_LIMIT:
+            return web.json({"error": "namespace is required and limit lies in "
+                                      f"1..{MAX_REPORTS_LIMIT}"}, status=400)
+        reports = await runtime.repository.maintenance_reports(namespace, limit)
+        return web.json({"namespace": namespace, "reports": [jsonable(r) for r in reports]})
+
+    @app.page("/v1/records/{record_id}")
+    async def record_view(web: View, request: Request, record_id: str) -> Response:
+        namespace = request.query.get("namespace", "").strip()
+        if not namespace:
+            return web.json({"error": "namespace is required"}, status=400)
+        lineage = await runtime.repository.record_lineage(namespace, record_id)
+        if lineage is None:
+            return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+        return web.json(jsonable(lineage))
 
     @app.page("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:
@@ -132,3 +177,4 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
             generate_latest(runtime.metrics.registry),
             content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4",
         )
+

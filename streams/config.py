@@ -40,6 +40,12 @@ class Settings:
     llm_model: str = ""
     llm_api_key: str = ""
     llm_timeout_s: float = 10.0
+    # Consolidation triggers: the tumbling window of the per-namespace counts, how long
+    # closed windows are kept, and the seed's short-circuit rules.
+    count_window_s: float = 1800.0
+    count_keep_s: float = 86400.0
+    consolidate_min_new: int = 10
+    consolidate_once_per_day: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -69,7 +75,20 @@ class Settings:
             llm_model=get("LLM_MODEL", cls.llm_model),
             llm_api_key=get("LLM_API_KEY", cls.llm_api_key),
             llm_timeout_s=float(get("LLM_TIMEOUT_S", str(cls.llm_timeout_s))),
+            count_window_s=float(get("COUNT_WINDOW_S", str(cls.count_window_s))),
+            count_keep_s=float(get("COUNT_KEEP_S", str(cls.count_keep_s))),
+            consolidate_min_new=int(get("CONSOLIDATE_MIN_NEW", str(cls.consolidate_min_new))),
+            consolidate_once_per_day=_flag(get("CONSOLIDATE_ONCE_PER_DAY", "true")),
         )
+
+
+def _flag(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {raw!r}")
 
 
 def local_kafka_address(env: Mapping[str, str]) -> str | None:

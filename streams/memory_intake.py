@@ -16,6 +16,7 @@ from processors.memories import check_references, memory_record
 from schemas.events import MEMORY_EVENT_TYPES
 from schemas.records import Record
 from stores.repository import Vector
+from streams.consolidation_requests import request_due_consolidations
 from streams.messages import InboundMessage
 from streams.runtime import (
     Runtime,
@@ -93,6 +94,10 @@ class MemoryWriter:
         )
         for record in prepared.accepted:
             self._in_flight[record.namespace].discard(record.record_id)
+        runtime.metrics.consolidation_counted.inc(len(prepared.todo))
+        await until_done(
+            lambda: request_due_consolidations(runtime, {r.namespace for r in prepared.todo}),
+            what="requesting consolidation", topic=TOPIC, metrics=runtime.metrics)
         events = runtime.metrics.events
         events.labels(TOPIC, "memory.write", "stored").inc(len(prepared.todo))
         events.labels(TOPIC, "memory.write", "duplicate").inc(

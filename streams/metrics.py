@@ -7,6 +7,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# A consolidation of 10k memories takes seconds (bench/consolidation_bench.py).
+_CONSOLIDATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 60.0, 120.0)
 
 
 class Metrics:
@@ -80,6 +82,42 @@ class Metrics:
             "memstream_llm_hook_total",
             "Calls of the optional LLM hook, by use and outcome (used, fallback).",
             ["use", "outcome"],
+            registry=r,
+        )
+        self.consolidation_counted = Counter(
+            "memstream_consolidation_counted_total",
+            "New memories counted toward their namespace's next consolidation.",
+            registry=r,
+        )
+        self.consolidation_requests = Counter(
+            "memstream_consolidation_requests_total",
+            "Consolidation requests sent to memory.consolidate, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.consolidation_runs = Counter(
+            "memstream_consolidation_runs_total",
+            "Consolidation requests handled, by reason and outcome (consolidated, "
+            "report_today, too_few_new_memories, already_done).",
+            ["reason", "outcome"],
+            registry=r,
+        )
+        self.consolidation_clusters = Counter(
+            "memstream_consolidation_clusters_total",
+            "Clusters of duplicates merged into one replacement memory each.",
+            registry=r,
+        )
+        self.consolidation_superseded = Counter(
+            "memstream_consolidation_superseded_total",
+            "Memories superseded by a replacement.",
+            registry=r,
+        )
+        self.consolidation_seconds = Histogram(
+            "memstream_consolidation_seconds",
+            "Seconds per consolidation phase (load, embed, cluster, merge, store, index, "
+            "announce) and in all (total).",
+            ["phase"],
+            buckets=_CONSOLIDATION_BUCKETS,
             registry=r,
         )
         self.up = Gauge("memstream_worker_up", "1 while the worker runs.", registry=r)

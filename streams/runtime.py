@@ -8,13 +8,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, TypeVar
 
 import numpy as np
 
 from embedder.model import Embedder
+from processors.consolidation import ConsolidationSettings
+from processors.consolidation_trigger import TriggerRules
 from processors.embedding_text import embedding_text
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
 from processors.ids import change_event_id
@@ -52,6 +54,8 @@ class Runtime:
     fix_window: timedelta = DEFAULT_FIX_WINDOW
     # The optional LLM hook; None keeps every text deterministic.
     llm: ChatEndpoint | None = None
+    trigger_rules: TriggerRules = field(default_factory=TriggerRules)
+    consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
 
     async def embed(self, texts: Sequence[str]) -> Vector:
         if not texts:

@@ -14,6 +14,7 @@ from typing import Any
 import faust
 
 from embedder.model import Embedder
+from processors.consolidation_trigger import TriggerRules
 from stores.migrate import apply_migrations
 from stores.repository import Repository
 from stores.vector_index import open_index
@@ -28,6 +29,9 @@ log = logging.getLogger("memstream.worker")
 
 
 async def open_runtime(settings: Settings, producer: FaustProducer) -> Runtime:
+    rules = TriggerRules(settings.consolidate_min_new, settings.consolidate_once_per_day,
+                         timedelta(seconds=settings.count_window_s),
+                         timedelta(seconds=settings.count_keep_s))
     created = await ensure_topics(settings.kafka_bootstrap, load_topic_specs())
     if created:
         log.info("created topics: %s", ", ".join(created))
@@ -40,7 +44,8 @@ async def open_runtime(settings: Settings, producer: FaustProducer) -> Runtime:
         Embedder.load, settings.model_dir, threads=settings.embed_threads
     )
     return Runtime(
-        repository=await Repository.connect(settings.pg_dsn),
+        repository=await Repository.connect(settings.pg_dsn, count_window=rules.window,
+                                            keep_windows_for=rules.keep_windows_for),
         index=index,
         embedder=embedder,
         metrics=Metrics(),
@@ -49,6 +54,7 @@ async def open_runtime(settings: Settings, producer: FaustProducer) -> Runtime:
         fix_window=timedelta(hours=settings.fix_window_h),
         llm=ChatEndpoint(settings.llm_url, settings.llm_model, settings.llm_api_key,
                          settings.llm_timeout_s) if settings.llm_url else None,
+        trigger_rules=rules,
     )
 
 

@@ -318,9 +318,11 @@ async def test_a_worker_killed_mid_stream_loses_and_duplicates_nothing(
 ) -> None:
     total = 2000
     key = namespace.encode()
+    # Every text names numbers no other names: consolidation, which these 2000 writes
+    # trigger, must find nothing to merge, so that every memory stays live.
     await produce(stack.broker.bootstrap, "memory.events", [
-        (key, event("memory.write", namespace, {"text": f"Observation {n}: build {n % 37} "
-                                                        f"took {n % 11} minutes."}))
+        (key, event("memory.write", namespace, {"text": f"Observation {n}: build {n + 5000} "
+                                                        f"took {n + 9000} seconds."}))
         for n in range(total)
     ])
     await updates.wait_for(lambda messages: len(updated_ids(messages, namespace)) >= 300, 120)

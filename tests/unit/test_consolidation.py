@@ -10,9 +10,11 @@ from processors.consolidation import (
     ConsolidationCandidate,
     ConsolidationSettings,
     find_clusters,
+    locally_scaled,
     merge_cluster,
     merged_record_id,
     near_duplicate,
+    neighbour_cosines,
     partition_key,
     pending_supersessions,
     reduce,
@@ -185,6 +187,83 @@ def test_abbreviations_are_not_identifiers() -> None:
         [0, 1]]
 
 
+# ---------------------------------------------------------------------------- local scaling
+
+
+def test_neighbour_cosines_are_the_cosine_to_the_k_th_nearest_other_row() -> None:
+    axes = directions(5)
+    vectors = np.array([axes[0], near(axes[0], 0.9, axes[1]), near(axes[0], 0.5, axes[2]),
+                        axes[3], axes[4]])
+    assert np.allclose(neighbour_cosines(vectors, [0], 1), [0.9], atol=1e-6)
+    assert np.allclose(neighbour_cosines(vectors, [0, 1], 2), [0.5, 0.45], atol=1e-6)
+    assert np.allclose(neighbour_cosines(vectors, [0, 3], 3), [0.0, 0.0], atol=1e-6)
+    order = [4, 2, 0, 3, 1]
+    assert np.allclose(neighbour_cosines(vectors[order], [2, 4], 2), [0.5, 0.45], atol=1e-6)
+    with pytest.raises(ValueError, match="rank"):
+        neighbour_cosines(vectors, [0], 5)
+
+
+def test_local_scaling_lowers_cosines_in_a_crowd_and_raises_them_where_sparse() -> None:
+    settings = ConsolidationSettings(local_scaling=0.3, reference_cosine=0.6)
+    similarity = np.array([[1.0, 0.8, 0.8], [0.8, 1.0, 0.8], [0.8, 0.8, 1.0]])
+    scaled = locally_scaled(similarity, np.array([0.9, 0.7, 0.2]), settings)
+    # Mean backgrounds 0.8, 0.55 and 0.45 against the reference 0.6.
+    assert scaled[0, 1] == pytest.approx(0.8 - 0.3 * 0.2)
+    assert scaled[0, 2] == pytest.approx(0.8 + 0.3 * 0.05)
+    assert scaled[1, 2] == pytest.approx(0.8 + 0.3 * 0.15)
+    assert np.array_equal(scaled, scaled.T)
+    assert np.array_equal(locally_scaled(similarity, np.full(3, 0.6), settings), similarity)
+
+
+def isolated_or_crowded_pair(crowded: bool) -> tuple[list[ConsolidationCandidate], Vectors]:
+    """Two memories at cosine 0.74 stating one fact, then either unrelated memories or six
+    distinct facts of the same kind, at 0.85 to each other and to the pair (the embedding
+    model puts same-topic facts that close)."""
+    axes = directions(16)
+    texts = ["The importer retries 7 times before giving up.",
+             "Before giving up, the importer makes 7 attempts."]
+    if not crowded:
+        vectors = [axes[0], near(axes[0], 0.74, axes[1]), *axes[2:8]]
+        texts += [f"Unrelated fact number {n}." for n in range(6)]
+    else:
+        topic = 0.85
+        centre, spread = np.sqrt(topic) * axes[0], np.sqrt(1 - topic)
+        # cos(a, b) = topic + (1 - topic) * cos(a's and b's own directions) = 0.74.
+        own = (0.74 - topic) / (1 - topic)
+        vectors = [centre + spread * axes[10], centre + spread * near(axes[10], own, axes[11]),
+                   *(centre + spread * axes[2 + n] for n in range(6)), *axes[12:16]]
+        texts += [f"The {service} retries {count} times before giving up." for service, count
+                  in zip(("exporter", "indexer", "mailer", "scheduler", "crawler", "uploader"),
+                         (2, 3, 4, 5, 6, 8), strict=True)]
+        texts += [f"Unrelated fact number {n}." for n in range(4)]
+    return [candidate(f"m{n:02d}", text) for n, text in enumerate(texts)], np.array(vectors)
+
+
+def test_an_isolated_pair_is_merged_at_a_cosine_that_a_crowded_topic_refuses() -> None:
+    candidates, vectors = isolated_or_crowded_pair(crowded=False)
+    assert find_clusters(candidates, vectors) == [[0, 1]]
+    # Plain cosine, as before local scaling, needed 0.75 everywhere.
+    plain = ConsolidationSettings(mean_cosine=0.75, local_scaling=0.0)
+    assert find_clusters(candidates, vectors, plain) == []
+
+    candidates, vectors = isolated_or_crowded_pair(crowded=True)
+    assert np.allclose((vectors @ vectors.T)[0, 1:8], [0.74] + [0.85] * 6)
+    assert find_clusters(candidates, vectors) == []
+    # The same threshold on plain cosines takes the pair: the crowd is what refuses it.
+    unscaled = replace(ConsolidationSettings(), local_scaling=0.0)
+    assert find_clusters(candidates, vectors, unscaled) == [[0, 1]]
+
+
+@pytest.mark.parametrize(("cosine", "expected"), [(0.95, [[0, 1]]), (0.6, [])])
+def test_a_partition_too_small_for_a_background_is_judged_on_plain_cosine(
+        cosine: float, expected: list[list[int]]) -> None:
+    axes = directions(4)
+    vectors = np.array([axes[0], near(axes[0], cosine, axes[1]), axes[2], axes[3]])
+    candidates = [candidate(f"m{n}") for n in range(4)]
+    assert len(candidates) <= ConsolidationSettings().neighbour_rank
+    assert find_clusters(candidates, vectors) == expected
+
+
 def test_unusable_vectors_and_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="usable vector"):
         find_clusters([candidate("a"), candidate("b")], np.zeros((2, DIM)))
@@ -192,6 +271,12 @@ def test_unusable_vectors_and_settings_are_refused() -> None:
         find_clusters([candidate("a")], np.ones((2, DIM)))
     with pytest.raises(ValueError, match="min_cluster_size"):
         ConsolidationSettings(min_cluster_size=1)
+    with pytest.raises(ValueError, match="local_scaling"):
+        ConsolidationSettings(local_scaling=-0.1)
+    with pytest.raises(ValueError, match="neighbour_rank"):
+        ConsolidationSettings(neighbour_rank=0)
+    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
+        ConsolidationSettings(reference_cosine=1.5)
 
 
 # ---------------------------------------------------------------------------- merging

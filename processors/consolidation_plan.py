@@ -1,0 +1,120 @@
+"""A consolidation run as a pure plan: which live memories merge into which replacements.
+
+The consolidator (streams/consolidator.py) loads a namespace's live memories and vectors,
+asks `plan_consolidation` what to do, and carries the plan out in one Postgres transaction.
+The same memories give the same plan (ids and texts included), so a re-run of a request that
+was already carried out finds every replacement in place and changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from processors.consolidation import (
+    ConsolidationCandidate,
+    ConsolidationSettings,
+    MergedMemory,
+    find_clusters,
+    merge_cluster,
+    pending_supersessions,
+)
+from processors.memories import wiki_links
+from schemas.events import Provenance, Tier
+from schemas.records import Record
+
+# A merge is kept as long as its most durable member would have been.
+_TIER_DURABILITY: Mapping[Tier, int] = {"active": 0, "short_term": 1, "long_term": 2}
+
+
+@dataclass(frozen=True)
+class ConsolidationPlan:
+    memories: int
+    merges: list[MergedMemory]
+    # Live records that an earlier, interrupted run already merged: record id -> its merge.
+    interrupted: dict[str, str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def superseded(self) -> dict[str, str]:
+        """Every record this plan supersedes -> the record that replaces it."""
+        replaced = {member: merge.record_id for merge in self.merges
+                    for member in merge.member_ids}
+        return {**self.interrupted, **replaced}
+
+
+def candidate_of(record: Record) -> ConsolidationCandidate:
+    """How consolidation sees a stored memory. A merge's sources are the records it replaced
+    and their sources, so that `pending_supersessions` can tell an interrupted run."""
+    merged_from = tuple(record.body.get("merged_from", ()))
+    sources = merged_from + tuple(record.body.get("source_event_ids", ())) if merged_from \
+        else (record.provenance.source_event_id,)
+    return ConsolidationCandidate(
+        record_id=record.record_id, namespace=record.namespace, scope=record.scope,
+        agent_id=record.agent_id, record_kind=record.record_kind,
+        memory_type=record.memory_type, text=record.text, title=record.title,
+        tags=record.tags, related_ids=record.related_ids, review_state=record.review_state,
+        source_event_ids=sources, created_at=record.created_at,
+    )
+
+
+def plan_consolidation(records: Sequence[Record], vectors: npt.ArrayLike,
+                       settings: ConsolidationSettings | None = None) -> ConsolidationPlan:
+    """Cluster the live memories of one namespace and merge each cluster."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    candidates = [candidate_of(record) for record in records]
+    interrupted = pending_supersessions(candidates)
+    rows = [row for row, candidate in enumerate(candidates)
+            if candidate.record_id not in interrupted]
+    timings: dict[str, float] = {}
+    clusters = find_clusters([candidates[row] for row in rows], matrix[rows], settings,
+                             timings=timings)
+    started = time.perf_counter()
+    merges = [merge_cluster([candidates[rows[i]] for i in cluster],
+                            matrix[[rows[i] for i in cluster]], settings)
+              for cluster in clusters]
+    timings["merge"] = time.perf_counter() - started
+    return ConsolidationPlan(len(records), merges, interrupted, timings)
+
+
+def merged_record(merge: MergedMemory, members: Sequence[Record],
+                  provenance: Provenance) -> Record:
+    """The replacement as a stored memory: derived by the consolidation request that
+    `provenance` names, kept as long as its longest-lived member."""
+    expiries = [member.expires_at for member in members]
+    return Record(
+        record_id=merge.record_id,
+        namespace=merge.namespace,
+        record_kind=merge.record_kind,
+        scope=merge.scope,
+        agent_id=merge.agent_id,
+        title=merge.title,
+        text=merge.text,
+        body={
+            "merged_from": list(merge.member_ids),
+            "medoid_id": merge.medoid_id,
+            "source_event_ids": list(merge.source_event_ids),
+            "wiki_links": wiki_links(merge.text),
+        },
+        memory_type=merge.memory_type,
+        tags=merge.tags,
+        related_ids=merge.related_ids,
+        tier=max((member.tier for member in members), key=_TIER_DURABILITY.__getitem__),
+        review_state=merge.review_state,
+        trust_class="derived",
+        provenance=provenance,
+        created_at=merge.created_at,
+        expires_at=None if None in expiries else max(e for e in expiries if e is not None),
+    )
+
+
+def report_clusters(plan: ConsolidationPlan) -> list[dict[str, Any]]:
+    """The report's view of each merge: the new id, its members, the medoid, the size."""
+    return [{"new_id": merge.record_id, "members": list(merge.member_ids),
+             "medoid_id": merge.medoid_id, "size": len(merge.member_ids)}
+            for merge in plan.merges]

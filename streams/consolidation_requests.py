@@ -1,0 +1,79 @@
+"""After a batch of memories is stored: ask for the consolidation of each namespace that the
+trigger rules say is due, once per basis (processors/consolidation_trigger.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from processors.consolidation_trigger import request_basis, skip_reason, window_start
+from processors.ids import consolidate_request_id
+from schemas.events import ConsolidatePayload, ConsolidateRequest
+from streams.messages import Outbound
+from streams.runtime import Runtime
+
+CONSOLIDATE_TOPIC = "memory.consolidate"
+PRODUCER = "memstream.consolidation-trigger"
+
+
+async def request_due_consolidations(runtime: Runtime, namespaces: Iterable[str]) -> None:
+    """Claim and send the request of each due namespace; a claimed request the broker never
+    acknowledged is sent again (same id: the consolidator runs it once)."""
+    repository = runtime.repository
+    rules = runtime.trigger_rules
+    now = datetime.now(UTC)
+    for namespace in sorted(set(namespaces)):
+        facts = await repository.consolidation_facts(namespace)
+        if skip_reason(reports_today=facts.reports_today,
+                       new_since_report=facts.new_since_report, rules=rules) is not None:
+            continue
+        basis = request_basis(now.date(), facts.last_report_id, rules)
+        request_id = consolidate_request_id(namespace, basis)
+        if not await repository.claim_consolidation_request(namespace, basis, request_id,
+                                                            facts.new_since_report):
+            continue
+        await runtime.producer.produce(
+            [consolidate_request(namespace, request_id, facts.new_since_report, now)])
+        await repository.mark_request_sent(namespace, basis)
+        runtime.metrics.consolidation_requests.labels("new_memories").inc()
+        runtime.metrics.produced.labels(CONSOLIDATE_TOPIC).inc()
+
+
+def consolidate_request(namespace: str, request_id: str, new_memories: int,
+                        now: datetime) -> Outbound:
+    request = ConsolidateRequest(
+        event_id=request_id,
+        type="memory.consolidate",
+        namespace=namespace,
+        occurred_at=now,
+        producer=PRODUCER,
+        payload=ConsolidatePayload(reason="new_memories", new_memories=new_memories),
+    )
+    return Outbound(topic=CONSOLIDATE_TOPIC, key=namespace.encode(),
+                    value=request.model_dump_json().encode())
+
+
+async def consolidation_counts(runtime: Runtime, namespace: str) -> dict[str, Any]:
+    """What the trigger sees of a namespace: its windows of new memories, the facts the rules
+    ask, whether it is due, and its latest counted request."""
+    rules = runtime.trigger_rules
+    facts = await runtime.repository.consolidation_facts(namespace)
+    counts = await runtime.repository.consolidation_counts(namespace)
+    current = window_start(datetime.now(UTC), rules.window)
+    windows = counts["windows"]
+    return {
+        "namespace": namespace,
+        "window_s": rules.window.total_seconds(),
+        "current_window": {"start": current, "memories": next(
+            (w["memories"] for w in windows if w["window_start"] == current), 0)},
+        "windows": windows,
+        "new_since_report": facts.new_since_report,
+        "reports_today": facts.reports_today,
+        "last_report_id": facts.last_report_id,
+        "skip_reason": skip_reason(reports_today=facts.reports_today,
+                                   new_since_report=facts.new_since_report, rules=rules),
+        "last_request": counts["last_request"],
+        "rules": {"min_new_memories": rules.min_new_memories,
+                  "once_per_day": rules.once_per_day},
+    }
