@@ -82,11 +82,13 @@ def plan_consolidation(records: Sequence[Record], vectors: npt.ArrayLike,
     return ConsolidationPlan(len(records), merges, interrupted, timings)
 
 
-def merged_record(merge: MergedMemory, members: Sequence[Record],
-                  provenance: Provenance) -> Record:
+def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Provenance,
+                  *, rewritten: str | None = None) -> Record:
     """The replacement as a stored memory: derived by the consolidation request that
-    `provenance` names, kept as long as its longest-lived member."""
+    `provenance` names, kept as long as its longest-lived member. `rewritten`: the optional
+    LLM hook's text in place of the deterministic merge (which the body keeps)."""
     expiries = [member.expires_at for member in members]
+    text = rewritten or merge.text
     return Record(
         record_id=merge.record_id,
         namespace=merge.namespace,
@@ -94,12 +96,13 @@ def merged_record(merge: MergedMemory, members: Sequence[Record],
         scope=merge.scope,
         agent_id=merge.agent_id,
         title=merge.title,
-        text=merge.text,
+        text=text,
         body={
             "merged_from": list(merge.member_ids),
             "medoid_id": merge.medoid_id,
             "source_event_ids": list(merge.source_event_ids),
-            "wiki_links": wiki_links(merge.text),
+            "wiki_links": wiki_links(text),
+            **({"deterministic_text": merge.text} if rewritten else {}),
         },
         memory_type=merge.memory_type,
         tags=merge.tags,

@@ -6,6 +6,8 @@ empty or over budget is refused, and the caller keeps the deterministic text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from processors.condense import approx_tokens
 from processors.digests import DIGEST_TOKEN_CAP, RunDigest
 from processors.redaction import redact_secrets
@@ -24,6 +26,24 @@ def digest_rewrite_request(digest: RunDigest) -> list[ChatMessage]:
     return [
         {"role": "system", "content": _DIGEST_SYSTEM},
         {"role": "user", "content": digest.summary_text()},
+    ]
+
+
+# A merged memory is stored as a memory.write would be: at most 8000 characters.
+MERGE_TOKEN_CAP = 2000
+_MERGE_SYSTEM = (
+    "You merge memories of software agents that state the same thing into one memory."
+    " Keep every distinct fact, name, number and identifier exactly; add nothing; say each"
+    " fact once. Plain prose, no heading. Answer with the merged memory only."
+)
+
+
+def merge_rewrite_request(texts: Sequence[str]) -> list[ChatMessage]:
+    """The members' texts, medoid first, one per numbered line."""
+    listed = "\n".join(f"{n}. {' '.join(text.split())}" for n, text in enumerate(texts, 1))
+    return [
+        {"role": "system", "content": _MERGE_SYSTEM},
+        {"role": "user", "content": listed},
     ]
 
 

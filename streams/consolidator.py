@@ -34,6 +34,7 @@ from schemas.records import Record
 from stores.index_payload import index_payload
 from stores.repository import Repository, Vector
 from stores.vector_index import IndexPoint
+from streams.llm_hook import merge_prose
 from streams.messages import InboundMessage
 from streams.runtime import UPDATES_TOPIC, Runtime, announcement, send_dead_letters, until_done
 
@@ -139,8 +140,13 @@ class Consolidator:
         planned = await plan_namespace(repository, runtime.embed, request.namespace,
                                        runtime.consolidation, runtime.embedder.dimension)
         plan = planned.plan
-        merges = [merged_record(merge, [planned.records[m] for m in merge.member_ids],
-                                provenance) for merge in plan.merges]
+        merges = []
+        for merge in plan.merges:
+            members = [planned.records[member] for member in merge.member_ids]
+            medoid_first = sorted(members, key=lambda m: m.record_id != merge.medoid_id)
+            rewritten = await merge_prose(runtime.llm, [m.text for m in medoid_first],
+                                          runtime.metrics)
+            merges.append(merged_record(merge, members, provenance, rewritten=rewritten))
         timings = dict(planned.timings)
         with _timed(timings, "embed"):
             merge_vectors = await runtime.embed(

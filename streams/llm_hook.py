@@ -14,7 +14,13 @@ from typing import Any
 import httpx
 
 from processors.digests import RunDigest
-from processors.llm_prompts import ChatMessage, accepted_prose, digest_rewrite_request
+from processors.llm_prompts import (
+    MERGE_TOKEN_CAP,
+    ChatMessage,
+    accepted_prose,
+    digest_rewrite_request,
+    merge_rewrite_request,
+)
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -62,4 +68,21 @@ async def digest_prose(
                     digest.run_id, exc)
         prose = None
     metrics.llm_hook.labels("digest", "fallback" if prose is None else "used").inc()
+    return prose
+
+
+async def merge_prose(
+    llm: ChatEndpoint | None, texts: Sequence[str], metrics: Metrics
+) -> str | None:
+    """The hook's text for a merged memory (`texts`: the members', medoid first), or None to
+    keep the deterministic merge."""
+    if llm is None:
+        return None
+    try:
+        prose = accepted_prose(await llm.complete(merge_rewrite_request(texts)),
+                               cap_tokens=MERGE_TOKEN_CAP)
+    except LLMHookError as exc:
+        log.warning("LLM hook failed for a merge; keeping the deterministic text: %s", exc)
+        prose = None
+    metrics.llm_hook.labels("merge", "fallback" if prose is None else "used").inc()
     return prose

@@ -15,7 +15,7 @@ from aiohttp import web
 from harness.stack import free_port
 from processors.digests import RunDigest, build_digest
 from schemas.events import RUN_EVENT_TYPES
-from streams.llm_hook import ChatEndpoint, LLMHookError, digest_prose
+from streams.llm_hook import ChatEndpoint, LLMHookError, digest_prose, merge_prose
 from streams.metrics import Metrics
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -143,3 +143,24 @@ async def test_without_an_endpoint_the_hook_is_off() -> None:
     metrics = Metrics()
     assert await digest_prose(None, digest(), metrics) is None
     assert metrics.llm_hook.labels("digest", "fallback")._value.get() == 0
+
+
+async def test_a_merge_is_rewritten_by_the_hook_or_kept_as_merged(
+    fake_chat: tuple[FakeChat, str]
+) -> None:
+    fake, url = fake_chat
+    texts = ["Deploys need the VPN.", "A deploy needs the office VPN\nup."]
+    metrics = Metrics()
+    endpoint = ChatEndpoint(url, "small-model", "", timeout_s=2)
+    try:
+        fake.reply = answering(json=chat_answer("Deploys need the office VPN up."))
+        assert await merge_prose(endpoint, texts, metrics) == "Deploys need the office VPN up."
+        fake.reply = answering(status=500, json={"error": "down"})
+        assert await merge_prose(endpoint, texts, metrics) is None
+    finally:
+        await endpoint.close()
+    assert fake.requests[0]["messages"][1]["content"] == \
+        "1. Deploys need the VPN.\n2. A deploy needs the office VPN up."
+    assert metrics.llm_hook.labels("merge", "used")._value.get() == 1
+    assert metrics.llm_hook.labels("merge", "fallback")._value.get() == 1
+    assert await merge_prose(None, texts, metrics) is None

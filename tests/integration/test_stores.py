@@ -127,15 +127,19 @@ async def _fetchval(dsn: str, sql: str) -> Any:
 
 
 async def test_migrations_apply_once_even_when_started_together(fresh_dsn: str) -> None:
+    every = [path.stem for path in sorted(MIGRATIONS_DIR.glob("*.sql"))]
+    assert every[:3] == ["0001_init", "0002_run_history", "0003_consolidation"]
     results = await asyncio.gather(*(apply_migrations(fresh_dsn) for _ in range(3)))
-    assert sorted(results) == [[], [], ["0001_init", "0002_run_history"]]
+    assert sorted(results) == [[], [], every]
     assert await apply_migrations(fresh_dsn) == []
     connection = await asyncpg.connect(fresh_dsn)
     try:
-        assert await connection.fetchval("SELECT count(*) FROM schema_migrations") == 2
+        assert await connection.fetchval("SELECT count(*) FROM schema_migrations") == len(every)
         tables = {r["tablename"] for r in await connection.fetch(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-        assert {"run_events", "records", "record_versions", "schema_migrations"} <= tables
+        assert {"run_events", "records", "record_versions", "schema_migrations",
+                "maintenance_reports", "memory_window_counts",
+                "consolidation_requests"} <= tables
     finally:
         await connection.close()
 
@@ -479,3 +483,57 @@ async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn
         index_payload({k: v for k, v in dumped.items() if k != "namespace"})
     assert index_payload(dumped | {"created_at": dumped["created_at"] + timedelta(seconds=1)})[
         "created_at"] == index_payload(dumped)["created_at"] + 1
+
+
+async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: str) -> None:
+    from schemas.events import Provenance
+    from schemas.records import Record
+    from stores.repository import Repository
+
+    def memory(record_id: str) -> Record:
+        return Record(record_id=record_id, namespace="ns", record_kind="memory",
+                      text=f"memory {record_id}", created_at=datetime.now(UTC),
+                      provenance=Provenance(source_event_id=f"e-{record_id}",
+                                            source_topic="memory.events", source_partition=0,
+                                            source_offset=0, producer="tests"))
+
+    members = [memory("m1"), memory("m2"), memory("m3")]
+    vectors = unit_vectors(4)
+    repository = await Repository.connect(migrated_dsn)
+    try:
+        stored = list(zip(members, vectors[:3], strict=True))
+        await repository.insert_records(stored)
+        await repository.insert_records(stored)  # a replay: stored and counted once
+        counts = await repository.consolidation_counts("ns")
+        assert [w["memories"] for w in counts["windows"]] == [3]
+        facts = await repository.consolidation_facts("ns")
+        assert (facts.reports_today, facts.new_since_report, facts.last_report_id) == (0, 3, None)
+
+        merged = memory("merged")
+        report = {"report_id": "cns_1", "namespace": "ns", "reason": "manual",
+                  "started_at": datetime.now(UTC), "memories": 3,
+                  "clusters": [{"new_id": "merged", "members": ["m1", "m2"]}],
+                  "merged_ids": ["m1", "m2"], "new_ids": ["merged"], "timings": {"load": 0.1}}
+        superseded = {"m1": "merged", "m2": "merged"}
+        assert await repository.apply_consolidation(
+            report, [(merged, vectors[3])], superseded) == {"m1": 2, "m2": 2}
+        assert await repository.apply_consolidation(
+            report, [(merged, vectors[3])], superseded) is None, "the same request again"
+
+        lineage = await repository.record_lineage("ns", "merged")
+        assert lineage is not None
+        assert [m["record_id"] for m in lineage["supersedes"]] == ["m1", "m2"]
+        old = await repository.record_lineage("ns", "m1")
+        assert old is not None and old["superseded_by"] == "merged"
+        assert [v["version"] for v in old["versions"]] == [1, 2]
+        assert old["versions"][1]["body"]["superseded_by"] == "merged"
+        live = [record.record_id for record, _ in await repository.live_memories("ns")]
+        assert live == ["m3", "merged"]
+        facts = await repository.consolidation_facts("ns")
+        assert (facts.reports_today, facts.new_since_report, facts.last_report_id) == (
+            1, 0, "cns_1"), "the replacement is not a new memory"
+        assert await repository.claim_consolidation_request("ns", "day:x", "cns_2", 10)
+        await repository.mark_request_sent("ns", "day:x")
+        assert not await repository.claim_consolidation_request("ns", "day:x", "cns_2", 12)
+    finally:
+        await repository.close()

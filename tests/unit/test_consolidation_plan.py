@@ -95,3 +95,14 @@ def test_a_merge_is_seen_with_what_it_replaced_so_an_interrupted_run_is_finished
 def test_an_empty_namespace_plans_nothing() -> None:
     plan = plan_consolidation([], np.zeros((0, DIM)))
     assert plan.memories == 0 and plan.merges == [] and plan.superseded == {}
+
+
+def test_a_rewritten_text_replaces_the_merge_and_the_body_keeps_the_merge() -> None:
+    members = [memory("m1", "Deploys need the VPN."), memory("m2", "Deploys need the VPN!")]
+    a = axes(1)[0]
+    (merge,) = plan_consolidation(members, np.array([a, a])).merges
+    record = merged_record(merge, members, REQUEST, rewritten="Deploys need the [[VPN]].")
+    assert record.text == "Deploys need the [[VPN]]."
+    assert record.body["deterministic_text"] == merge.text
+    assert record.body["wiki_links"] == ["VPN"]
+    assert "deterministic_text" not in merged_record(merge, members, REQUEST).body
