@@ -9,6 +9,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # Debian packages: kcat (a non-Python Kafka client, used by the tests and the README).
 need_apt=()
 command -v kcat >/dev/null || need_apt+=(kcat)
+# The live check of the dashboards and alert rules runs a real Prometheus (and promtool).
+command -v promtool >/dev/null || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

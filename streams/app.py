@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
 import faust
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -15,14 +20,21 @@ from streams.batches import inbound, run_in_stages
 from streams.config import Settings
 from streams.consolidation_requests import consolidation_counts
 from streams.consolidator import Consolidator
+from streams.consumer_lag import ConsumerLagProbe
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.json_values import jsonable
 from streams.memory_intake import MemoryWriter
 from streams.messages import Outbound
+from streams.metrics import Metrics
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search
 
+log = logging.getLogger(__name__)
+
+ViewHandler = Callable[..., Awaitable[Response]]
+# The topics the worker consumes, whose lag it reports.
+INPUT_TOPICS = frozenset({"memory.events", "runs.events", "memory.consolidate"})
 # Maintenance reports listed per request, by default and at most.
 REPORTS_LIMIT = 20
 MAX_REPORTS_LIMIT = 200
@@ -30,6 +42,27 @@ MAX_REPORTS_LIMIT = 200
 
 def faust_dir(settings: Settings) -> Path:
     return settings.data_dir / "faust" / settings.app_id
+
+
+def timed_view(route: str, metrics: Metrics) -> Callable[[ViewHandler], ViewHandler]:
+    """Observe a view's latency by route template and status code."""
+
+    def decorate(handler: ViewHandler) -> ViewHandler:
+        @wraps(handler)
+        async def timed(web: View, request: Request, **kwargs: Any) -> Response:
+            started = time.perf_counter()
+            status = 500
+            try:
+                response = await handler(web, request, **kwargs)
+                status = response.status
+                return response
+            finally:
+                metrics.http_seconds.labels(route, str(status)).observe(
+                    time.perf_counter() - started)
+
+        return timed
+
+    return decorate
 
 
 def create_app(settings: Settings) -> faust.App:
@@ -69,8 +102,23 @@ class FaustProducer:
         await asyncio.gather(*pending)
 
 
-def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
-    """Attach the agents and web views to `app`."""
+def wire(app: faust.App, settings: Settings, runtime: Runtime,
+         lag_probe: ConsumerLagProbe) -> None:
+    """Attach the agents, the timers and the web views to `app`."""
+
+    def observed(route: str) -> Callable[[ViewHandler], ViewHandler]:
+        return timed_view(route, runtime.metrics)
+
+    async def measure_consumer_lag() -> None:
+        assigned = [TopicPartition(tp.topic, tp.partition) for tp in app.consumer.assignment()
+                    if tp.topic in INPUT_TOPICS]
+        try:
+            await lag_probe.measure(assigned)
+        except KafkaError as exc:
+            # A metric must not take the worker down; the next tick tries again.
+            log.warning("could not measure consumer lag: %s", exc)
+
+    app.timer(interval=settings.lag_interval_s)(measure_consumer_lag)
 
     def raw_topic(name: str) -> faust.TopicT:
         return app.topic(name, key_type=bytes, value_type=bytes, value_serializer="raw",
@@ -95,6 +143,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
                             within_s=settings.batch_within_s)
 
     @app.page("/v1/search")
+    @observed("/v1/search")
     async def search_view(web: View, request: Request) -> Response:
         query_params: Any = request.query
         try:
@@ -104,6 +153,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return web.json(await search(runtime, query))
 
     @app.page("/v1/fix-patterns")
+    @observed("/v1/fix-patterns")
     async def fix_patterns_view(web: View, request: Request) -> Response:
         try:
             query = FixPatternQuery.from_params(request.query)
@@ -112,6 +162,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return web.json(await find_fix_patterns(runtime, query))
 
     @app.page("/v1/consolidation/counts")
+    @observed("/v1/consolidation/counts")
     async def counts_view(web: View, request: Request) -> Response:
         namespace = request.query.get("namespace", "").strip()
         if not namespace:
@@ -119,6 +170,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return web.json(jsonable(await consolidation_counts(runtime, namespace)))
 
     @app.page("/v1/consolidation/reports")
+    @observed("/v1/consolidation/reports")
     async def reports_view(web: View, request: Request) -> Response:
         namespace = request.query.get("namespace", "").strip()
         try:
@@ -132,6 +184,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return web.json({"namespace": namespace, "reports": [jsonable(r) for r in reports]})
 
     @app.page("/v1/records/{record_id}")
+    @observed("/v1/records/{record_id}")
     async def record_view(web: View, request: Request, record_id: str) -> Response:
         namespace = request.query.get("namespace", "").strip()
         if not namespace:
@@ -142,6 +195,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return web.json(jsonable(lineage))
 
     @app.page("/v1/stats")
+    @observed("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:
         namespace = request.query.get("namespace", "").strip()
         if not namespace:
@@ -153,6 +207,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         })
 
     @app.page("/healthz")
+    @observed("/healthz")
     async def health_view(web: View, request: Request) -> Response:
         checks: dict[str, str] = {}
         try:
@@ -171,6 +226,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime) -> None:
         return web.json({"status": status, **checks}, status=200 if healthy else 503)
 
     @app.page("/metrics")
+    @observed("/metrics")
     async def metrics_view(web: View, request: Request) -> Response:
         # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
         return web.bytes(

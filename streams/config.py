@@ -46,6 +46,8 @@ class Settings:
     count_keep_s: float = 86400.0
     consolidate_min_new: int = 10
     consolidate_once_per_day: bool = True
+    # How often the consumer lag of the worker's partitions is read from the broker.
+    lag_interval_s: float = 5.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -79,6 +81,7 @@ class Settings:
             count_keep_s=float(get("COUNT_KEEP_S", str(cls.count_keep_s))),
             consolidate_min_new=int(get("CONSOLIDATE_MIN_NEW", str(cls.consolidate_min_new))),
             consolidate_once_per_day=_flag(get("CONSOLIDATE_ONCE_PER_DAY", "true")),
+            lag_interval_s=float(get("LAG_INTERVAL_S", str(cls.lag_interval_s))),
         )
 
 

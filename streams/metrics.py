@@ -1,7 +1,10 @@
-"""Prometheus metrics of one worker. Labels are bounded: topic, type, outcome, reason, stage;
-never a namespace or a record id."""
+"""Prometheus metrics of one worker. Labels are bounded: topic, partition, type, outcome,
+reason, stage, route, status; never a namespace or a record id."""
 
 from __future__ import annotations
+
+import platform
+from importlib.metadata import version
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -120,4 +123,24 @@ class Metrics:
             buckets=_CONSOLIDATION_BUCKETS,
             registry=r,
         )
+        self.consumer_lag = Gauge(
+            "memstream_consumer_lag",
+            "Messages of an input topic partition assigned to this worker that its consumer "
+            "group has not committed yet (end offset minus committed offset).",
+            ["topic", "partition"],
+            registry=r,
+        )
+        self.http_seconds = Histogram(
+            "memstream_http_request_seconds",
+            "Seconds per HTTP request, by route template and status code.",
+            ["route", "status"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
         self.up = Gauge("memstream_worker_up", "1 while the worker runs.", registry=r)
+        self.build_info = Gauge(
+            "memstream_build_info", "Always 1; the labels say what runs.",
+            ["version", "python", "faust"], registry=r,
+        )
+        self.build_info.labels(version("memstream"), platform.python_version(),
+                               version("faust-streaming")).set(1)

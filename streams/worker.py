@@ -20,6 +20,7 @@ from stores.repository import Repository
 from stores.vector_index import open_index
 from streams.app import FaustProducer, create_app, faust_dir, wire
 from streams.config import Settings
+from streams.consumer_lag import ConsumerLagProbe
 from streams.llm_hook import ChatEndpoint
 from streams.metrics import Metrics
 from streams.runtime import Runtime
@@ -65,10 +66,12 @@ def main() -> None:
     asyncio.set_event_loop(loop)
     app = create_app(settings)
     runtime = loop.run_until_complete(open_runtime(settings, FaustProducer(app)))
-    wire(app, settings, runtime)
+    lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, settings.app_id, runtime.metrics)
+    wire(app, settings, runtime, lag_probe)
     runtime.metrics.up.set(1)
 
     async def close_stores() -> None:
+        await lag_probe.close()
         await runtime.index.close()
         await runtime.repository.close()
         if runtime.llm is not None:

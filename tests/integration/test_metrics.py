@@ -1,0 +1,61 @@
+"""The worker's own metrics on the real stack: consumer lag per partition, HTTP latency by
+route and status, build info."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness.kafka_io import produce, wait_caught_up
+from harness.stack import Stack, Worker
+from tests.integration.conftest import event
+
+pytestmark = pytest.mark.integration
+
+
+def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {tuple(sorted(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == name}
+
+
+async def test_consumer_lag_is_reported_per_partition_and_drains_to_zero(
+    stack: Stack, worker: Worker, http: httpx.AsyncClient, namespace: str,
+) -> None:
+    await produce(stack.broker.bootstrap, "memory.events", [
+        (namespace.encode(), event("memory.write", namespace, {"text": f"Lag probe {n}."}))
+        for n in range(20)])
+    await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
+    deadline = time.monotonic() + 30
+    while True:
+        lag = samples((await http.get("/metrics")).text, "memstream_consumer_lag")
+        topics = {dict(labels)["topic"] for labels in lag}
+        if topics == {"memory.events", "runs.events", "memory.consolidate"} and \
+                all(value == 0 for value in lag.values()):
+            break
+        assert time.monotonic() < deadline, f"lag never drained: {lag}"
+        await asyncio.sleep(0.5)
+    partitions = {dict(labels)["partition"] for labels in lag}
+    assert partitions == {"0", "1", "2", "3"}, "one series per partition the worker owns"
+
+
+async def test_http_latency_is_observed_by_route_template_and_status(
+    worker: Worker, http: httpx.AsyncClient, namespace: str,
+) -> None:
+    await http.get("/v1/stats", params={"namespace": namespace})
+    await http.get("/v1/stats")
+    await http.get("/v1/records/mem_nothing", params={"namespace": namespace})
+    text = (await http.get("/metrics")).text
+    counts = samples(text, "memstream_http_request_seconds_count")
+    routes = {tuple(dict(labels)[key] for key in ("route", "status")) for labels in counts}
+    assert {("/v1/stats", "200"), ("/v1/stats", "400"),
+            ("/v1/records/{record_id}", "404")} <= routes
+    assert "mem_nothing" not in text and namespace not in text, "labels stay bounded"
+    (build,) = samples(text, "memstream_build_info")
+    assert dict(build)["version"] == "0.1.0"
+    assert re.fullmatch(r"3\.11\.\d+", dict(build)["python"])
