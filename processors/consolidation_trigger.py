@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 SkipReason = Literal["report_today", "too_few_new_memories"]
+# What became of a consolidation request: carried out, found carried out before, or skipped.
+RunOutcome = Literal["consolidated", "already_done", "report_today", "too_few_new_memories"]
 
 
 @dataclass(frozen=True)

@@ -162,8 +162,11 @@ class MemoryWrite(_EnvelopeFields):
     payload: MemoryWritePayload
 
 
+ConsolidateReason = Literal["new_memories", "manual"]
+
+
 class ConsolidatePayload(_Strict):
-    reason: Literal["new_memories", "manual"] = Field(
+    reason: ConsolidateReason = Field(
         description="new_memories: the windowed counts reached the threshold (the short-circuit "
         "rules apply); manual: an operator asked (they do not)."
     )

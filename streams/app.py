@@ -25,7 +25,7 @@ from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.json_values import jsonable
 from streams.memory_intake import MemoryWriter
 from streams.messages import Outbound
-from streams.metrics import Metrics
+from streams.metrics import INPUT_TOPICS, Metrics
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search
@@ -33,8 +33,6 @@ from streams.search import BadQuery, SearchQuery, search
 log = logging.getLogger(__name__)
 
 ViewHandler = Callable[..., Awaitable[Response]]
-# The topics the worker consumes, whose lag it reports.
-INPUT_TOPICS = frozenset({"memory.events", "runs.events", "memory.consolidate"})
 # Maintenance reports listed per request, by default and at most.
 REPORTS_LIMIT = 20
 MAX_REPORTS_LIMIT = 200

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from processors.consolidation_plan import (
     plan_consolidation,
     report_clusters,
 )
-from processors.consolidation_trigger import skip_reason
+from processors.consolidation_trigger import RunOutcome, skip_reason
 from processors.embedding_text import embedding_text
 from processors.intake import Rejected, parse_event
 from schemas.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
@@ -40,7 +40,6 @@ from streams.runtime import UPDATES_TOPIC, Runtime, announcement, send_dead_lett
 
 TOPIC = "memory.consolidate"
 
-Outcome = Literal["consolidated", "report_today", "too_few_new_memories", "already_done"]
 Embed = Callable[[Sequence[str]], Awaitable[Vector]]
 
 
@@ -119,7 +118,7 @@ class Consolidator:
         runtime.metrics.events.labels(TOPIC, request.type, outcome).inc()
 
     async def consolidate(self, request: ConsolidateRequest,
-                          provenance: Provenance) -> Outcome:
+                          provenance: Provenance) -> RunOutcome:
         runtime = self._runtime
         repository = runtime.repository
         existing = await repository.maintenance_report(request.event_id)

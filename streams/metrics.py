@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import platform
 from importlib.metadata import version
+from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from processors.consolidation_trigger import RunOutcome
+from processors.intake import RejectReason
+from processors.stack_traces import Dialect
+from schemas.events import ConsolidateReason, RecordKind
+
+# The topics the worker consumes: their lag, dead letters and retries are exported.
+INPUT_TOPICS = frozenset({"memory.events", "runs.events", "memory.consolidate"})
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -144,3 +153,26 @@ class Metrics:
         )
         self.build_info.labels(version("memstream"), platform.python_version(),
                                version("faust-streaming")).set(1)
+        self._start_known_series_at_zero()
+
+    def _start_known_series_at_zero(self) -> None:
+        """Export every known label combination of the rare counters from the start: a
+        series that first appears at 1 shows no increase, so the first dead letter, error or
+        fix pattern would be missing from rates and alerts."""
+        for topic in sorted(INPUT_TOPICS):
+            for reason in get_args(RejectReason):
+                self.dlq.labels(topic, reason)
+            self.retries.labels(topic)
+        for dialect in get_args(Dialect):
+            self.error_occurrences.labels(dialect)
+        for change in ("created", "updated"):
+            self.fix_pattern_versions.labels(change)
+        for kind in get_args(RecordKind):
+            self.records.labels(kind)
+        for use in ("digest", "merge"):
+            for outcome in ("used", "fallback"):
+                self.llm_hook.labels(use, outcome)
+        for reason in get_args(ConsolidateReason):
+            self.consolidation_requests.labels(reason)
+            for outcome in get_args(RunOutcome):
+                self.consolidation_runs.labels(reason, outcome)
