@@ -1,5 +1,6 @@
 """After a batch of memories is stored: ask for the consolidation of each namespace that the
-trigger rules say is due, once per basis (processors/consolidation_trigger.py)."""
+trigger rules say is due, once per basis (processors/consolidation_trigger.py); and what the
+trigger sees of a namespace, for the HTTP view."""
 
 from __future__ import annotations
 
@@ -17,27 +18,41 @@ CONSOLIDATE_TOPIC = "memory.consolidate"
 PRODUCER = "memstream.consolidation-trigger"
 
 
-async def request_due_consolidations(runtime: Runtime, namespaces: Iterable[str]) -> None:
-    """Claim and send the request of each due namespace; a claimed request the broker never
-    acknowledged is sent again (same id: the consolidator runs it once)."""
-    repository = runtime.repository
-    rules = runtime.trigger_rules
-    now = datetime.now(UTC)
-    for namespace in sorted(set(namespaces)):
-        facts = await repository.consolidation_facts(namespace)
-        if skip_reason(reports_today=facts.reports_today,
-                       new_since_report=facts.new_since_report, rules=rules) is not None:
-            continue
-        basis = request_basis(now.date(), facts.last_report_id, rules)
-        request_id = consolidate_request_id(namespace, basis)
-        if not await repository.claim_consolidation_request(namespace, basis, request_id,
+class ConsolidationTrigger:
+    """Asks for the consolidation of the namespaces a batch stored memories in."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        # (namespace, basis) of the requests this process saw sent. With one request a day
+        # the basis is known without Postgres, so a namespace already asked today costs no
+        # query on the batch path, which decides the write->searchable latency.
+        self._sent: set[tuple[str, str]] = set()
+
+    async def request_due(self, namespaces: Iterable[str]) -> None:
+        """Claim and send the request of each due namespace; a claimed request the broker
+        never acknowledged is sent again (same id: the consolidator runs it once)."""
+        runtime = self._runtime
+        repository = runtime.repository
+        rules = runtime.trigger_rules
+        now = datetime.now(UTC)
+        for namespace in sorted(set(namespaces)):
+            if rules.once_per_day and (
+                    namespace, request_basis(now.date(), None, rules)) in self._sent:
+                continue
+            facts = await repository.consolidation_facts(namespace)
+            if skip_reason(reports_today=facts.reports_today,
+                           new_since_report=facts.new_since_report, rules=rules) is not None:
+                continue
+            basis = request_basis(now.date(), facts.last_report_id, rules)
+            request_id = consolidate_request_id(namespace, basis)
+            if await repository.claim_consolidation_request(namespace, basis, request_id,
                                                             facts.new_since_report):
-            continue
-        await runtime.producer.produce(
-            [consolidate_request(namespace, request_id, facts.new_since_report, now)])
-        await repository.mark_request_sent(namespace, basis)
-        runtime.metrics.consolidation_requests.labels("new_memories").inc()
-        runtime.metrics.produced.labels(CONSOLIDATE_TOPIC).inc()
+                await runtime.producer.produce(
+                    [consolidate_request(namespace, request_id, facts.new_since_report, now)])
+                await repository.mark_request_sent(namespace, basis)
+                runtime.metrics.consolidation_requests.labels("new_memories").inc()
+                runtime.metrics.produced.labels(CONSOLIDATE_TOPIC).inc()
+            self._sent.add((namespace, basis))
 
 
 def consolidate_request(namespace: str, request_id: str, new_memories: int,

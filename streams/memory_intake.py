@@ -16,7 +16,7 @@ from processors.memories import check_references, memory_record
 from schemas.events import MEMORY_EVENT_TYPES
 from schemas.records import Record
 from stores.repository import Vector
-from streams.consolidation_requests import request_due_consolidations
+from streams.consolidation_requests import ConsolidationTrigger
 from streams.messages import InboundMessage
 from streams.runtime import (
     Runtime,
@@ -41,6 +41,7 @@ class PreparedWrites:
 class MemoryWriter:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
+        self._trigger = ConsolidationTrigger(runtime)
         # Records accepted by `prepare` whose batch is not complete yet: later batches may
         # refer to them before they reach Postgres.
         self._in_flight: defaultdict[str, set[str]] = defaultdict(set)
@@ -96,7 +97,7 @@ class MemoryWriter:
             self._in_flight[record.namespace].discard(record.record_id)
         runtime.metrics.consolidation_counted.inc(len(prepared.todo))
         await until_done(
-            lambda: request_due_consolidations(runtime, {r.namespace for r in prepared.todo}),
+            lambda: self._trigger.request_due({record.namespace for record in prepared.todo}),
             what="requesting consolidation", topic=TOPIC, metrics=runtime.metrics)
         events = runtime.metrics.events
         events.labels(TOPIC, "memory.write", "stored").inc(len(prepared.todo))
