@@ -28,7 +28,7 @@ from streams.messages import Outbound
 from streams.metrics import INPUT_TOPICS, Metrics
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
-from streams.search import BadQuery, SearchQuery, search
+from streams.search import BadQuery, SearchQuery, required, search
 
 log = logging.getLogger(__name__)
 
@@ -42,25 +42,26 @@ def faust_dir(settings: Settings) -> Path:
     return settings.data_dir / "faust" / settings.app_id
 
 
-def timed_view(route: str, metrics: Metrics) -> Callable[[ViewHandler], ViewHandler]:
-    """Observe a view's latency by route template and status code."""
+def observed_view(route: str, handler: ViewHandler, metrics: Metrics) -> ViewHandler:
+    """The handler, with a `BadQuery` answered as 400 and its latency observed by route
+    template and status code."""
 
-    def decorate(handler: ViewHandler) -> ViewHandler:
-        @wraps(handler)
-        async def timed(web: View, request: Request, **kwargs: Any) -> Response:
-            started = time.perf_counter()
-            status = 500
+    @wraps(handler)
+    async def observed(web: View, request: Request, **kwargs: Any) -> Response:
+        started = time.perf_counter()
+        status = 500
+        try:
             try:
                 response = await handler(web, request, **kwargs)
-                status = response.status
-                return response
-            finally:
-                metrics.http_seconds.labels(route, str(status)).observe(
-                    time.perf_counter() - started)
+            except BadQuery as exc:
+                response = web.json({"error": str(exc)}, status=400)
+            status = response.status
+            return response
+        finally:
+            metrics.http_seconds.labels(route, str(status)).observe(
+                time.perf_counter() - started)
 
-        return timed
-
-    return decorate
+    return observed
 
 
 def create_app(settings: Settings) -> faust.App:
@@ -104,8 +105,14 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime,
          lag_probe: ConsumerLagProbe) -> None:
     """Attach the agents, the timers and the web views to `app`."""
 
-    def observed(route: str) -> Callable[[ViewHandler], ViewHandler]:
-        return timed_view(route, runtime.metrics)
+    def page(route: str) -> Callable[[ViewHandler], ViewHandler]:
+        """Serve the decorated handler at `route` (see `observed_view`)."""
+
+        def register(handler: ViewHandler) -> ViewHandler:
+            app.page(route)(observed_view(route, handler, runtime.metrics))
+            return handler
+
+        return register
 
     async def measure_consumer_lag() -> None:
         assigned = [TopicPartition(tp.topic, tp.partition) for tp in app.consumer.assignment()
@@ -140,72 +147,52 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime,
         await run_in_stages(stream, RunLedger(runtime), batch_max=settings.batch_max,
                             within_s=settings.batch_within_s)
 
-    @app.page("/v1/search")
-    @observed("/v1/search")
+    @page("/v1/search")
     async def search_view(web: View, request: Request) -> Response:
         query_params: Any = request.query
-        try:
-            query = SearchQuery.from_params(query_params, query_params.getall("kind", []))
-        except BadQuery as exc:
-            return web.json({"error": str(exc)}, status=400)
+        query = SearchQuery.from_params(query_params, query_params.getall("kind", []))
         return web.json(await search(runtime, query))
 
-    @app.page("/v1/fix-patterns")
-    @observed("/v1/fix-patterns")
+    @page("/v1/fix-patterns")
     async def fix_patterns_view(web: View, request: Request) -> Response:
-        try:
-            query = FixPatternQuery.from_params(request.query)
-        except BadQuery as exc:
-            return web.json({"error": str(exc)}, status=400)
+        query = FixPatternQuery.from_params(request.query)
         return web.json(await find_fix_patterns(runtime, query))
 
-    @app.page("/v1/consolidation/counts")
-    @observed("/v1/consolidation/counts")
+    @page("/v1/consolidation/counts")
     async def counts_view(web: View, request: Request) -> Response:
-        namespace = request.query.get("namespace", "").strip()
-        if not namespace:
-            return web.json({"error": "namespace is required"}, status=400)
+        namespace = required(request.query, "namespace")
         return web.json(jsonable(await consolidation_counts(runtime, namespace)))
 
-    @app.page("/v1/consolidation/reports")
-    @observed("/v1/consolidation/reports")
+    @page("/v1/consolidation/reports")
     async def reports_view(web: View, request: Request) -> Response:
-        namespace = request.query.get("namespace", "").strip()
+        namespace = required(request.query, "namespace")
         try:
             limit = int(request.query.get("limit", str(REPORTS_LIMIT)))
         except ValueError:
             limit = 0
-        if not namespace or not 1 <= limit <= MAX_REPORTS_LIMIT:
-            return web.json({"error": "namespace is required and limit lies in "
-                                      f"1..{MAX_REPORTS_LIMIT}"}, status=400)
+        if not 1 <= limit <= MAX_REPORTS_LIMIT:
+            raise BadQuery(f"limit must be an integer between 1 and {MAX_REPORTS_LIMIT}")
         reports = await runtime.repository.maintenance_reports(namespace, limit)
         return web.json({"namespace": namespace, "reports": [jsonable(r) for r in reports]})
 
-    @app.page("/v1/records/{record_id}")
-    @observed("/v1/records/{record_id}")
+    @page("/v1/records/{record_id}")
     async def record_view(web: View, request: Request, record_id: str) -> Response:
-        namespace = request.query.get("namespace", "").strip()
-        if not namespace:
-            return web.json({"error": "namespace is required"}, status=400)
+        namespace = required(request.query, "namespace")
         lineage = await runtime.repository.record_lineage(namespace, record_id)
         if lineage is None:
             return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
         return web.json(jsonable(lineage))
 
-    @app.page("/v1/stats")
-    @observed("/v1/stats")
+    @page("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:
-        namespace = request.query.get("namespace", "").strip()
-        if not namespace:
-            return web.json({"error": "namespace is required"}, status=400)
+        namespace = required(request.query, "namespace")
         return web.json({
             "namespace": namespace,
             "records": await runtime.repository.record_counts(namespace),
             "index_points": await runtime.index.count(namespace),
         })
 
-    @app.page("/healthz")
-    @observed("/healthz")
+    @page("/healthz")
     async def health_view(web: View, request: Request) -> Response:
         checks: dict[str, str] = {}
         try:
@@ -223,8 +210,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime,
         status = "ok" if healthy and checks["index"] == "ok" else "degraded" if healthy else "down"
         return web.json({"status": status, **checks}, status=200 if healthy else 503)
 
-    @app.page("/metrics")
-    @observed("/metrics")
+    @page("/metrics")
     async def metrics_view(web: View, request: Request) -> Response:
         # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
         return web.bytes(
