@@ -61,6 +61,14 @@ _RECORD_COLUMNS = (
     " related_ids, tier, review_state, trust_class, source_ref, run_ref, provenance,"
     " source_event_id, created_at, expires_at, embedding"
 )
+_INSERT_RECORD = (
+    f"INSERT INTO records ({_RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+)
+_INSERT_VERSION = (
+    "INSERT INTO record_versions (record_id, version, text, body, event_id)"
+    " VALUES ($1, $2, $3, $4, $5)"
+)
 
 
 @dataclass(frozen=True)
@@ -273,27 +281,7 @@ class Repository:
         """Store new records and their first version in one transaction; existing ones stay.
         The new memories among them are counted in their namespace's current window."""
         async with self._pool.acquire() as connection, connection.transaction():
-            await connection.executemany(
-                f"""
-                INSERT INTO records ({_RECORD_COLUMNS})
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18, $19, $20, $21)
-                ON CONFLICT (record_id) DO NOTHING
-                """,
-                [_record_args(record, vector) for record, vector in records],
-            )
-            await connection.executemany(
-                """
-                INSERT INTO record_versions (record_id, version, text, body, event_id)
-                VALUES ($1, 1, $2, $3, $4)
-                ON CONFLICT (record_id, version) DO NOTHING
-                """,
-                [
-                    (record.record_id, record.text, record.body,
-                     record.provenance.source_event_id)
-                    for record, _ in records
-                ],
-            )
+            await _insert_new_records(connection, records)
             # stored_at defaults to now(), the transaction's start: it tells the rows this
             # transaction inserted from those a replay found already stored.
             await connection.execute(
@@ -509,21 +497,7 @@ class Repository:
             )
             if inserted is None:
                 return None
-            await connection.executemany(
-                f"""
-                INSERT INTO records ({_RECORD_COLUMNS})
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                        $16, $17, $18, $19, $20, $21)
-                ON CONFLICT (record_id) DO NOTHING
-                """,
-                [_record_args(record, vector) for record, vector in merges],
-            )
-            await connection.executemany(
-                "INSERT INTO record_versions (record_id, version, text, body, event_id)"
-                " VALUES ($1, 1, $2, $3, $4) ON CONFLICT (record_id, version) DO NOTHING",
-                [(record.record_id, record.text, record.body, report["report_id"])
-                 for record, _ in merges],
-            )
+            await _insert_new_records(connection, merges)
             rows = await connection.fetch(
                 """
                 UPDATE records SET superseded_by = wanted.by, version = version + 1,
@@ -537,8 +511,7 @@ class Repository:
                 list(superseded), list(superseded.values()), report["namespace"],
             )
             await connection.executemany(
-                "INSERT INTO record_versions (record_id, version, text, body, event_id)"
-                " VALUES ($1, $2, $3, $4, $5)",
+                _INSERT_VERSION,
                 [(row["record_id"], row["version"], row["text"],
                   {**row["body"], "superseded_by": row["superseded_by"]}, report["report_id"])
                  for row in rows],
@@ -662,11 +635,7 @@ class FixPatternSession:
         vector = await embed(record)
         if current is None:
             version = 1
-            await self._connection.execute(
-                f"INSERT INTO records ({_RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7,"
-                " $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
-                *_record_args(record, vector),
-            )
+            await self._connection.execute(_INSERT_RECORD, *_record_args(record, vector))
         else:
             version = int(current["version"]) + 1
             await self._connection.execute(
@@ -681,9 +650,7 @@ class FixPatternSession:
                 record.provenance.source_event_id, vector, version,
             )
         await self._connection.execute(
-            "INSERT INTO record_versions (record_id, version, text, body, event_id)"
-            " VALUES ($1, $2, $3, $4, $5)",
-            record.record_id, version, record.text, record.body,
+            _INSERT_VERSION, record.record_id, version, record.text, record.body,
             record.provenance.source_event_id,
         )
         return version, vector
@@ -715,6 +682,21 @@ def _run_facts(row: Mapping[str, Any]) -> RunFacts:
         pull_requests=tuple(digest.get("pull_requests", ())),
         files_changed=tuple(digest.get("files_changed", ())),
         key_changes=tuple(item["text"] for item in digest.get("key_changes", ())),
+    )
+
+
+async def _insert_new_records(connection: asyncpg.Connection,
+                              records: Sequence[tuple[Record, Vector]]) -> None:
+    """Store records with their first version, made by the event that made the record;
+    a record stored already stays as it is."""
+    await connection.executemany(
+        f"{_INSERT_RECORD} ON CONFLICT (record_id) DO NOTHING",
+        [_record_args(record, vector) for record, vector in records],
+    )
+    await connection.executemany(
+        f"{_INSERT_VERSION} ON CONFLICT (record_id, version) DO NOTHING",
+        [(record.record_id, 1, record.text, record.body, record.provenance.source_event_id)
+         for record, _ in records],
     )
 
 
