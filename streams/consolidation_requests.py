@@ -23,10 +23,11 @@ class ConsolidationTrigger:
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
-        # (namespace, basis) of the requests this process saw sent. With one request a day
-        # the basis is known without Postgres, so a namespace already asked today costs no
-        # query on the batch path, which decides the write->searchable latency.
-        self._sent: set[tuple[str, str]] = set()
+        # The basis of each namespace's latest request this process saw sent (one entry per
+        # namespace, not per day). With one request a day the basis is known without
+        # Postgres, so a namespace already asked today costs no query on the batch path,
+        # which decides the write->searchable latency.
+        self._sent: dict[str, str] = {}
 
     async def request_due(self, namespaces: Iterable[str]) -> None:
         """Claim and send the request of each due namespace; a claimed request the broker
@@ -36,8 +37,8 @@ class ConsolidationTrigger:
         rules = runtime.trigger_rules
         now = datetime.now(UTC)
         for namespace in sorted(set(namespaces)):
-            if rules.once_per_day and (
-                    namespace, request_basis(now.date(), None, rules)) in self._sent:
+            if rules.once_per_day and \
+                    self._sent.get(namespace) == request_basis(now.date(), None, rules):
                 continue
             facts = await repository.consolidation_facts(namespace)
             if skip_reason(reports_today=facts.reports_today,
@@ -52,7 +53,7 @@ class ConsolidationTrigger:
                 await repository.mark_request_sent(namespace, basis)
                 runtime.metrics.consolidation_requests.labels("new_memories").inc()
                 runtime.metrics.produced.labels(CONSOLIDATE_TOPIC).inc()
-            self._sent.add((namespace, basis))
+            self._sent[namespace] = basis
 
 
 def consolidate_request(namespace: str, request_id: str, new_memories: int,
