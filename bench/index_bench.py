@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from stores.index_factory import open_index
 from stores.qdrant_edge_index import EdgeIndex
-from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, open_index
+from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex
 
 BATCH = 512
 KINDS = ("memory", "run_digest", "fix_pattern")

@@ -42,9 +42,10 @@ from harness.stack import MODEL_DIR, Stack, Worker
 from processors.ids import memory_record_id
 from schemas.events import Provenance
 from schemas.records import Record
+from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.repository import Repository
-from stores.vector_index import IndexPoint, open_index
+from stores.vector_index import IndexPoint
 from streams.config import Settings
 
 NAMESPACE = "bench"

@@ -18,11 +18,8 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from processors.ids import memory_record_id
-from schemas.events import EVENT_TYPES
-
-RUNS_TOPIC = "runs.events"
-MEMORY_TOPIC = "memory.events"
-CONSOLIDATE_TOPIC = "memory.consolidate"
+from schemas.events import CONSOLIDATE_EVENT_TYPES, EVENT_TYPES, RUN_EVENT_TYPES
+from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 
 
 def envelope(
@@ -75,12 +72,12 @@ class Publisher:
         value = envelope(
             event_type, namespace, payload, producer=self._producer_name, event_id=event_id
         )
-        if event_type.startswith("run."):
-            await self._kafka.send_and_wait(RUNS_TOPIC, value, key=payload["run_id"].encode())
-        elif event_type == "memory.consolidate":
-            await self._kafka.send_and_wait(CONSOLIDATE_TOPIC, value, key=namespace.encode())
+        if event_type in RUN_EVENT_TYPES:
+            await self._kafka.send_and_wait(RUNS_EVENTS, value, key=payload["run_id"].encode())
+        elif event_type in CONSOLIDATE_EVENT_TYPES:
+            await self._kafka.send_and_wait(MEMORY_CONSOLIDATE, value, key=namespace.encode())
         else:
-            await self._kafka.send_and_wait(MEMORY_TOPIC, value, key=namespace.encode())
+            await self._kafka.send_and_wait(MEMORY_EVENTS, value, key=namespace.encode())
         return event_id
 
     async def write_memory(

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stores.local_postgres import LocalPostgres
+from streams.app import Role, group_id
 from streams.config import REPO_ROOT
 
 BROKER_SCRIPT = REPO_ROOT / "infra" / "kafka" / "broker.sh"
@@ -58,13 +59,15 @@ class Broker:
 
 @dataclass
 class Worker:
-    """One worker process; `kill()` is kill -9, `start()` again resumes the same group."""
+    """One worker process of a role; `kill()` is kill -9, `start()` again resumes the same
+    group."""
 
     bootstrap: str
     pg_dsn: str
     index_url: str
     log_path: Path
     app_id: str = field(default_factory=lambda: f"memstream-{uuid.uuid4().hex[:8]}")
+    role: Role = "ingest"
     web_port: int = field(default_factory=free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
@@ -72,6 +75,11 @@ class Worker:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def group(self) -> str:
+        """The consumer group this process is a member of."""
+        return group_id(self.app_id, self.role)
 
     def start(self, timeout_s: float = 90.0) -> None:
         env = {
@@ -87,7 +95,8 @@ class Worker:
         }
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streams.worker"], cwd=REPO_ROOT, env=env,
+            [sys.executable, "-m", "streams.worker", "--role", self.role], cwd=REPO_ROOT,
+            env=env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         self._wait_healthy(timeout_s)
@@ -149,14 +158,29 @@ class Stack:
         self.pg_dsn = self.postgres.start()
         return self
 
-    def worker(self, name: str = "worker", **extra_env: str) -> Worker:
+    def worker(self, name: str = "worker", *, index_url: str | None = None,
+               **extra_env: str) -> Worker:
+        """An ingest worker on the stack's index (the embedded engine under `root`, unless
+        `index_url` names another)."""
         worker = Worker(
             bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn,
-            index_url=f"edge://{self.root / 'index'}",
+            index_url=index_url or f"edge://{self.root / 'index'}",
             log_path=self.root / f"{name}.log", extra_env=extra_env,
         )
         self.workers.append(worker)
         return worker
+
+    def consolidator(self, of: Worker, name: str = "consolidator",
+                     **extra_env: str) -> Worker:
+        """The consolidator process beside ingest worker `of` (same app id, as in the
+        Procfile)."""
+        process = Worker(
+            bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn, index_url=of.index_url,
+            log_path=self.root / f"{name}.log", app_id=of.app_id, role="consolidator",
+            extra_env={**of.extra_env, **extra_env},
+        )
+        self.workers.append(process)
+        return process
 
     def stop(self) -> None:
         """Stop everything, each part even if stopping another failed."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
+from processors.errors import Rejected
 from processors.ids import memory_record_id
-from processors.intake import Rejected
 from processors.redaction import redact_secrets
 from schemas.events import MemoryWrite, Provenance
 from schemas.records import Record
@@ -19,8 +19,10 @@ def wiki_links(text: str) -> list[str]:
     return list(dict.fromkeys(match.strip() for match in _WIKI_LINK.findall(text)))
 
 
-def memory_record(event: MemoryWrite, provenance: Provenance) -> Record:
-    """The record a memory.write becomes, its text and title redacted of secrets."""
+def memory_record(event: MemoryWrite, provenance: Provenance,
+                  sanitized: Mapping[str, int] | None = None) -> Record:
+    """The record a memory.write becomes, its text and title redacted of secrets; `sanitized`
+    (characters intake removed or replaced, per field) is kept in its body."""
     payload = event.payload
     text = redact_secrets(payload.text)
     title = redact_secrets(payload.title) if payload.title else None
@@ -33,7 +35,8 @@ def memory_record(event: MemoryWrite, provenance: Provenance) -> Record:
         agent_id=payload.agent_id,
         title=title.text if title else None,
         text=text.text,
-        body={"wiki_links": wiki_links(text.text), "redactions": dict(sorted(redactions.items()))},
+        body={"wiki_links": wiki_links(text.text), "redactions": dict(sorted(redactions.items())),
+              **({"sanitized": dict(sorted(sanitized.items()))} if sanitized else {})},
         memory_type=payload.memory_type,
         tags=tuple(dict.fromkeys(payload.tags)),
         related_ids=tuple(dict.fromkeys(payload.related_ids)),

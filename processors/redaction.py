@@ -33,8 +33,11 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "assigned_secret",
         re.compile(
-            r"(?i)(?P<key>\b[\w.\-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key"
-            r"|auth[_-]?token|access[_-]?token|client[_-]?secret)[\w.\-]*\b[\"']?\s*[:=]\s*)"
+            # Key parts are bounded ({0,64}): unbounded, a long run of word characters made
+            # the search quadratic (1.3 s for 8,000 characters of "a.-").
+            r"(?i)(?P<key>\b[\w.\-]{0,64}?(?:password|passwd|pwd|secret|api[_-]?key"
+            r"|access[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret)[\w.\-]{0,64}"
+            r"\b[\"']?\s*[:=]\s*)"
             r"(?P<quote>[\"']?)(?!\[REDACTED:)(?P<value>[^\s\"',;]{4,})"
         ),
     ),

@@ -6,10 +6,11 @@ Schema exported from these models (`python -m schemas.export`).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -40,15 +41,34 @@ ArtifactKind = Literal["log", "patch", "test_result", "report", "other"]
 Ref = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 
 
+def _in_utc(moment: datetime) -> datetime:
+    """Postgres keeps instants in UTC: one whose offset pushes it past the years 1-9999 has
+    no UTC form and is invalid."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the time has no UTC form (its offset leaves years 1-9999)") from None
+
+
+# An aware time, normalised to UTC.
+Instant = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Payload(_Strict):
+    # Prose fields: free text in which intake strips U+0000 and replaces lone surrogates
+    # (recording what it changed); every other string holding them is refused.
+    PROSE: ClassVar[frozenset[str]] = frozenset()
 
 
 class _EnvelopeFields(_Strict):
     event_id: Identifier = Field(description="Idempotency key: a replayed event_id is a no-op.")
     schema_version: Literal[1] = SCHEMA_VERSION
     namespace: Namespace = Field(description="Isolation boundary: no read or write crosses it.")
-    occurred_at: AwareDatetime
+    occurred_at: Instant
     producer: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
@@ -59,7 +79,9 @@ class Envelope(_EnvelopeFields):
     payload: dict[str, Any]
 
 
-class RunStartedPayload(_Strict):
+class RunStartedPayload(_Payload):
+    PROSE = frozenset({"intent"})
+
     run_id: Identifier
     intent: Annotated[str, StringConstraints(max_length=4000)] = ""
     agent: Annotated[str, StringConstraints(max_length=200)] = ""
@@ -67,7 +89,9 @@ class RunStartedPayload(_Strict):
     repo: Annotated[str, StringConstraints(max_length=500)] | None = None
 
 
-class RunStepPayload(_Strict):
+class RunStepPayload(_Payload):
+    PROSE = frozenset({"text", "status", "error"})
+
     run_id: Identifier
     kind: StepKind
     text: Annotated[str, StringConstraints(max_length=16000)] = ""
@@ -87,7 +111,9 @@ class RunStepPayload(_Strict):
         return self
 
 
-class RunArtifactPayload(_Strict):
+class RunArtifactPayload(_Payload):
+    PROSE = frozenset({"title", "summary"})
+
     run_id: Identifier
     kind: ArtifactKind
     ref: Ref = Field(description="Where the artifact lives: a path, a URL, an object key.")
@@ -95,7 +121,9 @@ class RunArtifactPayload(_Strict):
     summary: Annotated[str, StringConstraints(max_length=4000)] = ""
 
 
-class RunFinishedPayload(_Strict):
+class RunFinishedPayload(_Payload):
+    PROSE = frozenset({"summary", "error", "next_steps"})
+
     run_id: Identifier
     status: RunStatus
     summary: Annotated[str, StringConstraints(max_length=16000)] = ""
@@ -112,7 +140,9 @@ class RunFinishedPayload(_Strict):
     )
 
 
-class MemoryWritePayload(_Strict):
+class MemoryWritePayload(_Payload):
+    PROSE = frozenset({"text", "title"})
+
     text: Annotated[str, StringConstraints(min_length=1, max_length=8000)]
     title: Annotated[str, StringConstraints(max_length=200)] | None = None
     memory_type: MemoryType = "fact"
@@ -128,7 +158,7 @@ class MemoryWritePayload(_Strict):
     source_ref: Annotated[str, StringConstraints(max_length=1000)] | None = Field(
         default=None, description="Where the writer found this (a URL, a run id, a file)."
     )
-    expires_at: AwareDatetime | None = None
+    expires_at: Instant | None = None
 
     @model_validator(mode="after")
     def _personal_scope_has_owner(self) -> MemoryWritePayload:
@@ -165,7 +195,7 @@ class MemoryWrite(_EnvelopeFields):
 ConsolidateReason = Literal["new_memories", "manual"]
 
 
-class ConsolidatePayload(_Strict):
+class ConsolidatePayload(_Payload):
     reason: ConsolidateReason = Field(
         description="new_memories: the windowed counts reached the threshold (the short-circuit "
         "rules apply); manual: an operator asked (they do not)."

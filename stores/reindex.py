@@ -30,10 +30,11 @@ from numpy.typing import NDArray
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from processors.embedding_text import embedding_text
+from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
 from stores.pgvector import register_vector_codec
 from stores.qdrant_edge_index import EdgeIndex
-from stores.vector_index import DEFAULT_INDEX_URL, IndexPoint, VectorIndex, open_index
+from stores.vector_index import IndexPoint, VectorIndex
 
 INDEX_URL_ENV = "MEMSTREAM_INDEX_URL"
 LIVE = "superseded_by IS NULL AND review_state <> 'deprecated'"
@@ -152,7 +153,7 @@ async def connect_with_vectors(dsn: str) -> asyncpg.Connection:
 
 
 async def _main(args: argparse.Namespace) -> ReindexReport:
-    index = open_index(args.index)
+    index = open_index(args.index, pg_dsn=args.dsn)
     await index.ensure_collection()
     try:
         report = await reindex(args.dsn, index, namespace=args.namespace, prune=args.prune)

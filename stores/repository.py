@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,6 +54,8 @@ class RunEventRow:
     producer: str
     payload: dict[str, Any]
     provenance: Provenance
+    # Characters intake removed or replaced, per prose field of the payload.
+    sanitized: dict[str, int] = field(default_factory=dict)
 
 
 _RECORD_COLUMNS = (
@@ -85,6 +87,28 @@ class StoredRecord:
     vector: Vector | None
     version: int
     superseded_by: str | None
+
+
+@dataclass(frozen=True)
+class ReportLease:
+    """A consolidation report to index and announce, held by one worker for a while."""
+
+    report_id: str
+    namespace: str
+    new_ids: tuple[str, ...]
+    merged_ids: tuple[str, ...]
+    # When an earlier try began publishing it: announcements may exist from then on.
+    tried_since: datetime | None
+
+
+@dataclass(frozen=True)
+class SavedVersion:
+    """A record version saved (or found saved and not yet announced) and its vector."""
+
+    version: int
+    vector: Vector
+    # When an earlier try saved it: it may have been announced since.
+    stored_before: datetime | None = None
 
 
 DEFAULT_COUNT_WINDOW = TriggerRules().window
@@ -122,8 +146,8 @@ class Repository:
                 """
                 INSERT INTO run_events (event_id, namespace, run_id, type, occurred_at,
                                         producer, payload, source_topic, source_partition,
-                                        source_offset)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                                        source_offset, sanitized)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                 ON CONFLICT (event_id) DO NOTHING
                 """,
                 [
@@ -131,6 +155,7 @@ class Repository:
                         row.event_id, row.namespace, row.run_id, row.type, row.occurred_at,
                         row.producer, row.payload, row.provenance.source_topic,
                         row.provenance.source_partition, row.provenance.source_offset,
+                        row.sanitized,
                     )
                     for row in rows
                 ],
@@ -277,9 +302,12 @@ class Repository:
         )
         return {row["record_id"] for row in rows}
 
-    async def insert_records(self, records: Sequence[tuple[Record, Vector]]) -> None:
-        """Store new records and their first version in one transaction; existing ones stay.
-        The new memories among them are counted in their namespace's current window."""
+    async def insert_records(
+        self, records: Sequence[tuple[Record, Vector]]
+    ) -> dict[str, datetime]:
+        """Store new records and their first version in one transaction; existing ones stay,
+        and are returned with the time they were stored. The new memories among them are
+        counted in their namespace's current window."""
         async with self._pool.acquire() as connection, connection.transaction():
             await _insert_new_records(connection, records)
             # stored_at defaults to now(), the transaction's start: it tells the rows this
@@ -303,6 +331,12 @@ class Repository:
                 [record.record_id for record, _ in records],
                 self._count_window.total_seconds(), self._keep_windows_for,
             )
+            before = await connection.fetch(
+                "SELECT record_id, stored_at FROM unnest($1::text[]) AS wanted (id)"
+                " JOIN records ON records.record_id = wanted.id WHERE stored_at <> now()",
+                [record.record_id for record, _ in records],
+            )
+        return {row["record_id"]: row["stored_at"] for row in before}
 
     async def mark_announced(self, record_ids: Sequence[str]) -> None:
         await self._pool.execute(
@@ -518,6 +552,43 @@ class Repository:
             )
             return {row["record_id"]: int(row["version"]) for row in rows}
 
+    async def unannounced_reports(self, limit: int) -> list[str]:
+        """Reports whose replacements are not indexed and announced yet, oldest first."""
+        rows = await self._pool.fetch(
+            "SELECT report_id FROM maintenance_reports WHERE announced_at IS NULL"
+            " ORDER BY finished_at LIMIT $1",
+            limit,
+        )
+        return [row["report_id"] for row in rows]
+
+    async def lease_report(self, report_id: str, lease: timedelta) -> ReportLease | None:
+        """Take the publication of an unannounced report for `lease`; None when it is
+        announced or another worker's lease runs."""
+        row = await self._pool.fetchrow(
+            """
+            UPDATE maintenance_reports
+            SET lease_until = now() + $2::interval,
+                publish_started_at = coalesce(publish_started_at, now())
+            WHERE report_id = $1 AND announced_at IS NULL
+              AND (lease_until IS NULL OR lease_until < now())
+            RETURNING namespace, new_ids, merged_ids, publish_started_at,
+                      publish_started_at < now() AS tried_before
+            """,
+            report_id, lease,
+        )
+        if row is None:
+            return None
+        return ReportLease(report_id, row["namespace"], tuple(row["new_ids"]),
+                           tuple(row["merged_ids"]),
+                           row["publish_started_at"] if row["tried_before"] else None)
+
+    async def add_report_timings(self, report_id: str, timings: Mapping[str, float]) -> None:
+        """Add the seconds of phases that ended after the report was written."""
+        await self._pool.execute(
+            "UPDATE maintenance_reports SET timings = timings || $2 WHERE report_id = $1",
+            report_id, dict(timings),
+        )
+
     async def mark_report_announced(self, report_id: str, timings: Mapping[str, float]) -> None:
         """The report is done: its replacements are searchable and announced. `timings`
         adds the seconds of those last steps."""
@@ -615,13 +686,13 @@ class FixPatternSession:
 
     async def save(
         self, record: Record, embed: Callable[[Record], Awaitable[Vector]]
-    ) -> tuple[int, Vector] | None:
+    ) -> SavedVersion | None:
         """Store `record` as the next version of itself if it changed, and return the version
         to index and announce with its vector; None when there is nothing to do (unchanged
         and already announced, as on every replay)."""
         current = await self._connection.fetchrow(
-            "SELECT version, title, text, body, tags, related_ids, announced_at FROM records"
-            " WHERE record_id = $1 FOR UPDATE",
+            "SELECT version, title, text, body, tags, related_ids, announced_at, updated_at"
+            " FROM records WHERE record_id = $1 FOR UPDATE",
             record.record_id,
         )
         unchanged = current is not None and (
@@ -631,7 +702,8 @@ class FixPatternSession:
         if unchanged and current is not None:
             if current["announced_at"] is not None:
                 return None
-            return int(current["version"]), await embed(record)
+            return SavedVersion(int(current["version"]), await embed(record),
+                                current["updated_at"])
         vector = await embed(record)
         if current is None:
             version = 1
@@ -653,7 +725,7 @@ class FixPatternSession:
             _INSERT_VERSION, record.record_id, version, record.text, record.body,
             record.provenance.source_event_id,
         )
-        return version, vector
+        return SavedVersion(version, vector)
 
 
 _REPORT_COLUMNS = (

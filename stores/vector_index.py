@@ -1,15 +1,9 @@
-"""The retrieval index: one small interface, two backends.
+"""The retrieval index: one small interface (`VectorIndex`) and what its backends share.
 
 Postgres is the source of truth; the index holds one point per live record and can always be
 rebuilt from it (stores.reindex). Point ids are derived from record ids, so a replay or a
 restart overwrites a point instead of duplicating it. Every search names its namespace:
-namespaces never mix.
-
-    open_index("edge://var/qdrant-edge")    Qdrant's embedded engine (qdrant-edge-py), on disk
-    open_index("var/qdrant-edge")           the same
-    open_index("http://localhost:6333")     a Qdrant server (qdrant-client)
-    open_index("local://var/qdrant-local")  qdrant-client's local mode, on disk
-    open_index(":memory:")                  qdrant-client's local mode, in memory
+namespaces never mix. The backends are chosen by URL in stores.index_factory.
 """
 
 from __future__ import annotations
@@ -18,11 +12,12 @@ import math
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+
+from processors.errors import IndexRefused
 
 DEFAULT_COLLECTION = "memstream"
 DIM = 384
@@ -36,9 +31,6 @@ FLOAT_FIELDS = ("created_at", "expires_at")
 
 Vector = Sequence[float] | NDArray[np.floating[Any]]
 
-
-# The embedded engine under the repository's var/, the default of `make run`.
-DEFAULT_INDEX_URL = f"edge://{Path(__file__).resolve().parent.parent / 'var' / 'qdrant-edge'}"
 
 
 def point_id(record_id: str) -> uuid.UUID:
@@ -148,51 +140,22 @@ def prepare_points(points: Sequence[IndexPoint], dim: int) -> list[PreparedPoint
         namespace = point.payload.get("namespace")
         if not isinstance(namespace, str) or not namespace:
             # A point without a namespace could never be found: every search filters on it.
-            raise ValueError(f"record {point.record_id!r}: payload needs a non-empty namespace")
+            raise IndexRefused(
+                f"record {point.record_id!r}: payload needs a non-empty namespace")
     # One array for the batch: checking it whole is ~10x cheaper than vector by vector.
     try:
         vectors = np.asarray([point.vector for point in points], dtype=np.float32)
     except ValueError as exc:  # ragged
-        raise ValueError(f"expected vectors of dimension {dim}: {exc}") from None
+        raise IndexRefused(f"expected vectors of dimension {dim}: {exc}") from None
     if vectors.shape != (len(points), dim):
-        raise ValueError(f"expected vectors of dimension {dim}, got shape {vectors.shape[1:]}")
+        raise IndexRefused(
+            f"expected vectors of dimension {dim}, got shape {vectors.shape[1:]}")
     if not np.isfinite(vectors).all():
-        raise ValueError("a vector has NaN or infinite components")
+        raise IndexRefused("a vector has NaN or infinite components")
     if not vectors.any(axis=1).all():
-        raise ValueError("a zero vector has no cosine similarity")
+        raise IndexRefused("a zero vector has no cosine similarity")
     return [
         PreparedPoint(point_id(point.record_id), vector,
                       {**point.payload, "record_id": point.record_id})
         for point, vector in zip(points, vectors, strict=True)
     ]
-
-
-def open_index(
-    url_or_path: str,
-    *,
-    collection: str = DEFAULT_COLLECTION,
-    dim: int = DIM,
-    api_key: str | None = None,
-) -> VectorIndex:
-    """The index behind a URL or path (see the module docstring). Nothing is opened or
-    created until `ensure_collection()`."""
-    if url_or_path.startswith(("http://", "https://")):
-        from stores.qdrant_server_index import QdrantClientIndex
-
-        return QdrantClientIndex.for_server(url_or_path, collection=collection, dim=dim,
-                                            api_key=api_key)
-    if url_or_path == ":memory:" or url_or_path.startswith("local://"):
-        from stores.qdrant_server_index import QdrantClientIndex
-
-        location = url_or_path.removeprefix("local://")
-        if not location:
-            raise ValueError("local:// needs a path, e.g. local://var/qdrant-local")
-        return QdrantClientIndex.local(location, collection=collection, dim=dim)
-    if "://" in url_or_path and not url_or_path.startswith("edge://"):
-        raise ValueError(f"unknown index URL scheme: {url_or_path!r}")
-    from stores.qdrant_edge_index import EdgeIndex
-
-    path = url_or_path.removeprefix("edge://")
-    if not path:
-        raise ValueError("edge:// needs a path, e.g. edge://var/qdrant-edge")
-    return EdgeIndex(path, collection=collection, dim=dim)

@@ -1,14 +1,22 @@
-"""The Faust app: topics, agents as short pipelines over batches, and the HTTP views."""
+"""The Faust app of each role: topics, agents as short pipelines over batches, timers and the
+HTTP views.
+
+- `ingest`: memory.events and runs.events, the consolidations to publish, search and the
+  other read views. It owns the index.
+- `consolidator`: memory.consolidate, in a process and consumer group of its own.
+
+Both serve `/healthz` and `/metrics`.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import faust
 from aiokafka import TopicPartition
@@ -16,30 +24,48 @@ from aiokafka.errors import KafkaError
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from streams.batches import inbound, run_in_stages
+from processors.errors import Unexpected
+from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from stores.vector_index import VectorIndex
+from streams.batches import BatchStages, StagedAgent
 from streams.config import Settings
-from streams.consolidation_requests import consolidation_counts
+from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
 from streams.consolidator import Consolidator
 from streams.consumer_lag import ConsumerLagProbe
+from streams.dead_letters import send_dead_letters
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
+from streams.health import Health
 from streams.json_values import jsonable
 from streams.memory_intake import MemoryWriter
-from streams.messages import Outbound
-from streams.metrics import INPUT_TOPICS, Metrics
+from streams.messages import InboundMessage
+from streams.metrics import Metrics
+from streams.record_sink import RecordSink
+from streams.report_relay import ReportRelay
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, required, search
 
 log = logging.getLogger(__name__)
 
+Role = Literal["ingest", "consolidator"]
 ViewHandler = Callable[..., Awaitable[Response]]
 # Maintenance reports listed per request, by default and at most.
 REPORTS_LIMIT = 20
 MAX_REPORTS_LIMIT = 200
+# The topics each role consumes.
+ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
+    "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
+    "consolidator": (MEMORY_CONSOLIDATE,),
+}
 
 
-def faust_dir(settings: Settings) -> Path:
-    return settings.data_dir / "faust" / settings.app_id
+def faust_dir(settings: Settings, role: Role) -> Path:
+    return settings.data_dir / "faust" / group_id(settings.app_id, role)
+
+
+def group_id(app_id: str, role: Role) -> str:
+    """The consumer group of a role: the app id, and a group of its own for consolidation."""
+    return app_id if role == "ingest" else f"{app_id}-consolidator"
 
 
 def observed_view(route: str, handler: ViewHandler, metrics: Metrics) -> ViewHandler:
@@ -64,13 +90,13 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics) -> ViewHan
     return observed
 
 
-def create_app(settings: Settings) -> faust.App:
+def create_app(settings: Settings, role: Role) -> faust.App:
     return faust.App(
-        settings.app_id,
+        group_id(settings.app_id, role),
         broker=f"kafka://{settings.kafka_bootstrap}",
         store="memory://",
         autodiscover=False,
-        datadir=str(faust_dir(settings)),
+        datadir=str(faust_dir(settings, role)),
         web_host=settings.web_host,
         web_port=settings.web_port,
         # Topics are declared once in infra/kafka/topics.json and created before start.
@@ -84,86 +110,131 @@ def create_app(settings: Settings) -> faust.App:
     )
 
 
-class FaustProducer:
-    """Produces raw bytes through the app's producer and waits for every acknowledgement."""
+class Wiring:
+    """Attaches agents, timers and views to one role's app."""
 
-    def __init__(self, app: faust.App) -> None:
-        self._app = app
+    def __init__(self, app: faust.App, settings: Settings, runtime: Runtime, health: Health,
+                 lag_probe: ConsumerLagProbe, role: Role) -> None:
+        self.app = app
+        self._settings = settings
+        self._runtime = runtime
+        self._health = health
+        self._lag_probe = lag_probe
+        self._role = role
 
-    async def produce(self, messages: Sequence[Outbound]) -> None:
-        if not messages:
-            return
-        producer = await self._app.maybe_start_producer()
-        pending = [
-            await producer.send(m.topic, m.key, m.value, None, None, list(m.headers))
-            for m in messages
-        ]
-        await asyncio.gather(*pending)
-
-
-def wire(app: faust.App, settings: Settings, runtime: Runtime,
-         lag_probe: ConsumerLagProbe) -> None:
-    """Attach the agents, the timers and the web views to `app`."""
-
-    def page(route: str) -> Callable[[ViewHandler], ViewHandler]:
+    def page(self, route: str) -> Callable[[ViewHandler], ViewHandler]:
         """Serve the decorated handler at `route` (see `observed_view`)."""
 
         def register(handler: ViewHandler) -> ViewHandler:
-            app.page(route)(observed_view(route, handler, runtime.metrics))
+            self.app.page(route)(observed_view(route, handler, self._runtime.metrics))
             return handler
 
         return register
 
-    async def measure_consumer_lag() -> None:
-        assigned = [TopicPartition(tp.topic, tp.partition) for tp in app.consumer.assignment()
-                    if tp.topic in INPUT_TOPICS]
+    def agent(self, topic: str, name: str, new_stages: Callable[[], BatchStages[Any]],
+              batch_max: int) -> None:
+        """A staged agent on `topic` (streams/batches.py): crashes restart it, events that
+        crash every try are dead-lettered."""
+        runtime = self._runtime
+
+        async def give_up(messages: Sequence[InboundMessage], error: Unexpected) -> None:
+            await send_dead_letters(runtime, [(message, error.rejection)
+                                              for message in messages])
+
+        staged = StagedAgent(name, new_stages, give_up, self._health, batch_max,
+                             self._settings.batch_within_s, runtime.retry_policy)
+        topic_of_bytes = self.app.topic(topic, key_type=bytes, value_type=bytes,
+                                         value_serializer="raw", key_serializer="raw")
+        self.app.agent(topic_of_bytes, name=name)(staged.run)
+
+    def common(self, index: VectorIndex | None) -> None:
+        """What every role has: the lag and stall probe, /healthz and /metrics."""
+        app, runtime, health = self.app, self._runtime, self._health
+        consumed = ROLE_TOPICS[self._role]
+
+        async def measure_consumer_lag() -> None:
+            assigned = [TopicPartition(tp.topic, tp.partition)
+                        for tp in app.consumer.assignment() if tp.topic in consumed]
+            try:
+                health.observe_partitions(await self._lag_probe.measure(assigned))
+            except KafkaError as exc:
+                # A metric must not take the worker down; the next tick tries again.
+                log.warning("could not measure consumer lag: %s", exc)
+
+        app.timer(interval=self._settings.lag_interval_s)(measure_consumer_lag)
+
+        @self.page("/healthz")
+        async def health_view(web: View, request: Request) -> Response:
+            checks: dict[str, Any] = {}
+            try:
+                await runtime.repository.ping()
+                checks["postgres"] = "ok"
+            except Exception as exc:
+                checks["postgres"] = f"down: {exc}"
+            if index is not None:
+                try:
+                    await index.count()
+                    checks["index"] = "ok"
+                except Exception as exc:
+                    checks["index"] = f"down: {exc}"
+            problems = health.problems()
+            healthy = checks["postgres"] == "ok" and not problems
+            # The index is rebuildable and searches fall back to Postgres: degraded, not down.
+            status = ("down" if checks["postgres"] != "ok" else "stalled" if problems
+                      else "degraded" if checks.get("index", "ok") != "ok" else "ok")
+            return web.json({"status": status, "role": self._role, **checks, **problems},
+                            status=200 if healthy else 503)
+
+        @self.page("/metrics")
+        async def metrics_view(web: View, request: Request) -> Response:
+            # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
+            return web.bytes(
+                generate_latest(runtime.metrics.registry),
+                content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4",
+            )
+
+
+def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex,
+                settings: Settings) -> None:
+    """The ingest role: writes and runs in, consolidations published, the read views."""
+    app = wiring.app
+    sink = RecordSink(runtime, index)
+    trigger = ConsolidationTrigger(runtime)
+    # Records of batches not complete yet; it outlives a crash of the writer's stages.
+    in_flight: defaultdict[str, set[str]] = defaultdict(set)
+    wiring.agent(MEMORY_EVENTS, "memory-writes",
+                 lambda: MemoryWriter(runtime, sink, trigger, in_flight), settings.batch_max)
+    wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
+                 settings.batch_max)
+    wiring.common(index)
+    relay = ReportRelay(runtime, sink)
+
+    async def publish_consolidations() -> None:
         try:
-            await lag_probe.measure(assigned)
-        except KafkaError as exc:
-            # A metric must not take the worker down; the next tick tries again.
-            log.warning("could not measure consumer lag: %s", exc)
+            await relay.publish_pending()
+        except Exception as exc:
+            # A timer must not die: the reports wait in Postgres for the next tick.
+            log.warning("could not publish consolidations: %s", Unexpected.of(exc).detail)
 
-    app.timer(interval=settings.lag_interval_s)(measure_consumer_lag)
+    app.timer(interval=settings.relay_interval_s)(publish_consolidations)
 
-    def raw_topic(name: str) -> faust.TopicT:
-        return app.topic(name, key_type=bytes, value_type=bytes, value_serializer="raw",
-                         key_serializer="raw")
-
-    @app.agent(raw_topic("memory.events"), name="memory-writes")
-    async def memory_writes(stream: faust.StreamT[bytes]) -> None:
-        await run_in_stages(stream, MemoryWriter(runtime), batch_max=settings.batch_max,
-                            within_s=settings.batch_within_s)
-
-    consolidator = Consolidator(runtime)
-
-    @app.agent(raw_topic("memory.consolidate"), name="consolidator")
-    async def consolidate(stream: faust.StreamT[bytes]) -> None:
-        # One request at a time: a namespace is never consolidated twice at once.
-        async for event in stream.events():
-            await consolidator.consolidate_message(inbound(event))
-
-    @app.agent(raw_topic("runs.events"), name="run-ledger")
-    async def run_ledger(stream: faust.StreamT[bytes]) -> None:
-        await run_in_stages(stream, RunLedger(runtime), batch_max=settings.batch_max,
-                            within_s=settings.batch_within_s)
-
-    @page("/v1/search")
+    @wiring.page("/v1/search")
     async def search_view(web: View, request: Request) -> Response:
         query_params: Any = request.query
         query = SearchQuery.from_params(query_params, query_params.getall("kind", []))
-        return web.json(await search(runtime, query))
+        return web.json(await search(runtime, index, query))
 
-    @page("/v1/fix-patterns")
+    @wiring.page("/v1/fix-patterns")
     async def fix_patterns_view(web: View, request: Request) -> Response:
         query = FixPatternQuery.from_params(request.query)
-        return web.json(await find_fix_patterns(runtime, query))
+        return web.json(await find_fix_patterns(runtime, index, query))
 
-    @page("/v1/consolidation/counts")
+    @wiring.page("/v1/consolidation/counts")
     async def counts_view(web: View, request: Request) -> Response:
         namespace = required(request.query, "namespace")
         return web.json(jsonable(await consolidation_counts(runtime, namespace)))
 
-    @page("/v1/consolidation/reports")
+    @wiring.page("/v1/consolidation/reports")
     async def reports_view(web: View, request: Request) -> Response:
         namespace = required(request.query, "namespace")
         try:
@@ -175,7 +246,7 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime,
         reports = await runtime.repository.maintenance_reports(namespace, limit)
         return web.json({"namespace": namespace, "reports": [jsonable(r) for r in reports]})
 
-    @page("/v1/records/{record_id}")
+    @wiring.page("/v1/records/{record_id}")
     async def record_view(web: View, request: Request, record_id: str) -> Response:
         namespace = required(request.query, "namespace")
         lineage = await runtime.repository.record_lineage(namespace, record_id)
@@ -183,38 +254,18 @@ def wire(app: faust.App, settings: Settings, runtime: Runtime,
             return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
         return web.json(jsonable(lineage))
 
-    @page("/v1/stats")
+    @wiring.page("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:
         namespace = required(request.query, "namespace")
         return web.json({
             "namespace": namespace,
             "records": await runtime.repository.record_counts(namespace),
-            "index_points": await runtime.index.count(namespace),
+            "index_points": await index.count(namespace),
         })
 
-    @page("/healthz")
-    async def health_view(web: View, request: Request) -> Response:
-        checks: dict[str, str] = {}
-        try:
-            await runtime.repository.ping()
-            checks["postgres"] = "ok"
-        except Exception as exc:
-            checks["postgres"] = f"down: {exc}"
-        try:
-            await runtime.index.count()
-            checks["index"] = "ok"
-        except Exception as exc:
-            checks["index"] = f"down: {exc}"
-        healthy = checks["postgres"] == "ok"
-        # The index is rebuildable and searches fall back to Postgres: degraded, not down.
-        status = "ok" if healthy and checks["index"] == "ok" else "degraded" if healthy else "down"
-        return web.json({"status": status, **checks}, status=200 if healthy else 503)
 
-    @page("/metrics")
-    async def metrics_view(web: View, request: Request) -> Response:
-        # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
-        return web.bytes(
-            generate_latest(runtime.metrics.registry),
-            content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4",
-        )
-
+def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:
+    """The consolidator role: one request at a time, so that a namespace is never
+    consolidated twice at once."""
+    wiring.agent(MEMORY_CONSOLIDATE, "consolidator", lambda: Consolidator(runtime), 1)
+    wiring.common(None)

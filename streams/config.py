@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from stores.vector_index import DEFAULT_INDEX_URL
+from stores.index_factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,6 +48,13 @@ class Settings:
     consolidate_once_per_day: bool = True
     # How often the consumer lag of the worker's partitions is read from the broker.
     lag_interval_s: float = 5.0
+    # A partition with lag whose committed offset has not moved for this long, or an agent
+    # that crashed this recently, makes /healthz answer 503.
+    stall_after_s: float = 60.0
+    # Tries of a step that fails with an error nobody classified, before it is dead-lettered.
+    unexpected_attempts: int = 4
+    # How often a worker that owns the index looks for consolidations to publish.
+    relay_interval_s: float = 1.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -82,6 +89,9 @@ class Settings:
             consolidate_min_new=int(get("CONSOLIDATE_MIN_NEW", str(cls.consolidate_min_new))),
             consolidate_once_per_day=_flag(get("CONSOLIDATE_ONCE_PER_DAY", "true")),
             lag_interval_s=float(get("LAG_INTERVAL_S", str(cls.lag_interval_s))),
+            stall_after_s=float(get("STALL_AFTER_S", str(cls.stall_after_s))),
+            unexpected_attempts=int(get("UNEXPECTED_ATTEMPTS", str(cls.unexpected_attempts))),
+            relay_interval_s=float(get("RELAY_INTERVAL_S", str(cls.relay_interval_s))),
         )
 
 

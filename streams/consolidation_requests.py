@@ -4,17 +4,23 @@ trigger sees of a namespace, for the HTTP view."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from processors.consolidation_trigger import request_basis, skip_reason, window_start
+from processors.errors import MemstreamError
 from processors.ids import consolidate_request_id
 from schemas.events import ConsolidatePayload, ConsolidateRequest
+from schemas.topics import MEMORY_CONSOLIDATE
+from streams.failures import Attempts
 from streams.messages import Outbound
 from streams.runtime import Runtime
 
-CONSOLIDATE_TOPIC = "memory.consolidate"
+log = logging.getLogger(__name__)
+
 PRODUCER = "memstream.consolidation-trigger"
 
 
@@ -29,31 +35,41 @@ class ConsolidationTrigger:
         # which decides the write->searchable latency.
         self._sent: dict[str, str] = {}
 
-    async def request_due(self, namespaces: Iterable[str]) -> None:
+    async def request_due(self, namespaces: Iterable[str], attempts: Attempts) -> None:
         """Claim and send the request of each due namespace; a claimed request the broker
-        never acknowledged is sent again (same id: the consolidator runs it once)."""
+        never acknowledged is sent again (same id: the consolidator runs it once). A request
+        that cannot be made is logged and asked again by the namespace's next batch: the
+        writes themselves are done."""
+        now = datetime.now(UTC)
+        for namespace in sorted(set(namespaces)):
+            try:
+                await attempts.until_done(partial(self._request, namespace, now),
+                                          what="requesting consolidation")
+            except MemstreamError as error:
+                log.error("could not request the consolidation of %s: %s", namespace,
+                          error.detail)
+
+    async def _request(self, namespace: str, now: datetime) -> None:
         runtime = self._runtime
         repository = runtime.repository
         rules = runtime.trigger_rules
-        now = datetime.now(UTC)
-        for namespace in sorted(set(namespaces)):
-            if rules.once_per_day and \
-                    self._sent.get(namespace) == request_basis(now.date(), None, rules):
-                continue
-            facts = await repository.consolidation_facts(namespace)
-            if skip_reason(reports_today=facts.reports_today,
-                           new_since_report=facts.new_since_report, rules=rules) is not None:
-                continue
-            basis = request_basis(now.date(), facts.last_report_id, rules)
-            request_id = consolidate_request_id(namespace, basis)
-            if await repository.claim_consolidation_request(namespace, basis, request_id,
-                                                            facts.new_since_report):
-                await runtime.producer.produce(
-                    [consolidate_request(namespace, request_id, facts.new_since_report, now)])
-                await repository.mark_request_sent(namespace, basis)
-                runtime.metrics.consolidation_requests.labels("new_memories").inc()
-                runtime.metrics.produced.labels(CONSOLIDATE_TOPIC).inc()
-            self._sent[namespace] = basis
+        if rules.once_per_day and \
+                self._sent.get(namespace) == request_basis(now.date(), None, rules):
+            return
+        facts = await repository.consolidation_facts(namespace)
+        if skip_reason(reports_today=facts.reports_today,
+                       new_since_report=facts.new_since_report, rules=rules) is not None:
+            return
+        basis = request_basis(now.date(), facts.last_report_id, rules)
+        request_id = consolidate_request_id(namespace, basis)
+        if await repository.claim_consolidation_request(namespace, basis, request_id,
+                                                        facts.new_since_report):
+            await runtime.producer.produce(
+                [consolidate_request(namespace, request_id, facts.new_since_report, now)])
+            await repository.mark_request_sent(namespace, basis)
+            runtime.metrics.consolidation_requests.labels("new_memories").inc()
+            runtime.metrics.produced.labels(MEMORY_CONSOLIDATE).inc()
+        self._sent[namespace] = basis
 
 
 def consolidate_request(namespace: str, request_id: str, new_memories: int,
@@ -66,7 +82,7 @@ def consolidate_request(namespace: str, request_id: str, new_memories: int,
         producer=PRODUCER,
         payload=ConsolidatePayload(reason="new_memories", new_memories=new_memories),
     )
-    return Outbound(topic=CONSOLIDATE_TOPIC, key=namespace.encode(),
+    return Outbound(topic=MEMORY_CONSOLIDATE, key=namespace.encode(),
                     value=request.model_dump_json().encode())
 
 

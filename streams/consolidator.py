@@ -1,10 +1,13 @@
 """`memory.consolidate` → the namespace's live memories → clusters merged → one Postgres
-transaction → index → `memory.updated` (merged, superseded) and a maintenance report.
+transaction holding the replacements, the superseded members and a maintenance report.
 
-A request's event_id names its report. A re-delivered request finds the report and changes
-nothing; one that stopped between the transaction and the announcements finds the report
-unannounced and finishes the index and the announcements (every step there is an
-overwrite: deterministic point ids and change event ids).
+It runs in a process of its own (`python -m streams.worker --role consolidator`, its own
+consumer group): HDBSCAN holds the GIL for seconds, which must not stall the writes. It needs
+Postgres and the model, not the index: the worker that owns the index publishes each report
+(streams/report_relay.py), as it would any record change.
+
+A request's event_id names its report: a re-delivered request finds the report and changes
+nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
 
 import numpy as np
 
@@ -28,17 +31,16 @@ from processors.consolidation_plan import (
 )
 from processors.consolidation_trigger import RunOutcome, skip_reason
 from processors.embedding_text import embedding_text
-from processors.intake import Rejected, parse_event
+from processors.errors import MemstreamError, Rejected, Rejection
+from processors.intake import parse_event
 from schemas.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
 from schemas.records import Record
-from stores.index_payload import index_payload
+from schemas.topics import MEMORY_CONSOLIDATE
 from stores.repository import Repository, Vector
-from stores.vector_index import IndexPoint
+from streams.dead_letters import send_dead_letters
 from streams.llm_hook import merge_prose
 from streams.messages import InboundMessage
-from streams.runtime import UPDATES_TOPIC, Runtime, announcement, send_dead_letters, until_done
-
-TOPIC = "memory.consolidate"
+from streams.runtime import Runtime
 
 Embed = Callable[[Sequence[str]], Awaitable[Vector]]
 
@@ -97,34 +99,53 @@ def usable(vector: Vector | None, dimension: int) -> bool:
     return np.isfinite(norm) and norm > 0
 
 
+@dataclass(frozen=True)
+class ParsedRequests:
+    rejected: list[tuple[InboundMessage, Rejection]]
+    requests: list[tuple[InboundMessage, ConsolidateRequest]]
+
+
 class Consolidator:
+    """The stages of the consolidator agent: one request at a time."""
+
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
+        self._attempts = runtime.attempts(MEMORY_CONSOLIDATE)
 
-    async def consolidate_message(self, message: InboundMessage) -> None:
-        """One request off the topic: a bad one is dead-lettered, a good one carried out
-        (retried until the stores accept it: its offset must not pass before)."""
+    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedRequests:
+        parsed = ParsedRequests([], [])
+        for message in messages:
+            try:
+                request = parse_event(message.value, CONSOLIDATE_EVENT_TYPES,
+                                      self._runtime.max_event_bytes).event
+            except Rejected as exc:
+                parsed.rejected.append((message, exc.rejection))
+                continue
+            parsed.requests.append((message, request))
+        return parsed
+
+    async def complete(self, parsed: ParsedRequests) -> None:
+        """Carry out each request (retried while the stores are away: its offset must not
+        pass before); a request that fails for good is dead-lettered."""
         runtime = self._runtime
-        try:
-            request = parse_event(message.value, CONSOLIDATE_EVENT_TYPES,
-                                  runtime.max_event_bytes)
-        except Rejected as exc:
-            await send_dead_letters(runtime, [(message, exc.rejection)])
-            return
-        provenance = message.provenance(request.event_id, request.producer)
-        outcome = await until_done(lambda: self.consolidate(request, provenance),
-                                   what="consolidation", topic=TOPIC, metrics=runtime.metrics)
-        runtime.metrics.consolidation_runs.labels(request.payload.reason, outcome).inc()
-        runtime.metrics.events.labels(TOPIC, request.type, outcome).inc()
+        dead = list(parsed.rejected)
+        for message, request in parsed.requests:
+            provenance = message.provenance(request.event_id, request.producer)
+            try:
+                outcome = await self._attempts.until_done(
+                    partial(self.consolidate, request, provenance), what="consolidation")
+            except MemstreamError as error:
+                dead.append((message, error.rejection))
+                continue
+            runtime.metrics.consolidation_runs.labels(request.payload.reason, outcome).inc()
+            runtime.metrics.events.labels(MEMORY_CONSOLIDATE, request.type, outcome).inc()
+        await send_dead_letters(runtime, dead)
 
     async def consolidate(self, request: ConsolidateRequest,
                           provenance: Provenance) -> RunOutcome:
         runtime = self._runtime
         repository = runtime.repository
-        existing = await repository.maintenance_report(request.event_id)
-        if existing is not None:
-            if existing["announced_at"] is None:
-                await self._publish(existing, provenance, {})
+        if await repository.maintenance_report(request.event_id) is not None:
             return "already_done"
         if request.payload.reason == "new_memories":
             facts = await repository.consolidation_facts(request.namespace)
@@ -169,38 +190,15 @@ class Consolidator:
                 list(zip(merges, merge_vectors, strict=True)), plan.superseded)
         if applied is None:
             return "already_done"
-        saved = await repository.maintenance_report(request.event_id)
-        assert saved is not None  # written by the transaction that just committed
-        await self._publish(saved, provenance, timings)
         timings["total"] = time.perf_counter() - started
+        await repository.add_report_timings(
+            request.event_id, {"store": timings["store"], "total": timings["total"]})
         metrics = runtime.metrics
         for phase, seconds in timings.items():
             metrics.consolidation_seconds.labels(phase).observe(seconds)
         metrics.consolidation_clusters.inc(len(plan.merges))
         metrics.consolidation_superseded.inc(len(applied))
         return "consolidated"
-
-    async def _publish(self, report: dict[str, Any], provenance: Provenance,
-                       timings: dict[str, float]) -> None:
-        """Index the report's replacements, drop its superseded records from the index,
-        announce both, and mark the report announced with the timings of these steps."""
-        runtime = self._runtime
-        namespace = report["namespace"]
-        merged = await runtime.repository.stored_records(namespace, report["new_ids"])
-        superseded = await runtime.repository.stored_records(namespace, report["merged_ids"])
-        with _timed(timings, "index"):
-            await runtime.index.upsert([
-                IndexPoint(item.record.record_id, item.vector,
-                           index_payload(item.record.model_dump()))
-                for item in merged if item.superseded_by is None and item.vector is not None])
-            await runtime.index.delete([item.record.record_id for item in superseded])
-        with _timed(timings, "announce"):
-            await runtime.producer.produce(
-                [announcement(item.record, "merged") for item in merged]
-                + [announcement(item.record.model_copy(update={"provenance": provenance}),
-                                "superseded", item.version) for item in superseded])
-        await runtime.repository.mark_report_announced(report["report_id"], timings)
-        runtime.metrics.produced.labels(UPDATES_TOPIC).inc(len(merged) + len(superseded))
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from streams.health import PartitionOffsets
 from streams.metrics import Metrics
 
 
@@ -22,14 +23,17 @@ class ConsumerLagProbe:
         self._metrics = metrics
         self._admin: AIOKafkaAdminClient | None = None
         self._offsets: AIOKafkaConsumer | None = None
-        self._reported: set[TopicPartition] = set()
+        self._reported: set[tuple[str, int]] = set()
 
-    async def measure(self, assigned: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Measure and export the lag of the `assigned` partitions; partitions that are no
-        longer assigned stop being exported."""
+    async def measure(
+        self, assigned: Iterable[TopicPartition]
+    ) -> dict[tuple[str, int], PartitionOffsets]:
+        """Measure and export the lag of the `assigned` partitions, and return their
+        committed and end offsets; partitions that are no longer assigned stop being
+        exported."""
         partitions = sorted(set(assigned))
         admin, offsets = await self._clients()
-        lags: dict[TopicPartition, int] = {}
+        found: dict[tuple[str, int], PartitionOffsets] = {}
         if partitions:
             ends = await offsets.end_offsets(partitions)
             committed = await admin.list_consumer_group_offsets(self._group,
@@ -37,14 +41,15 @@ class ConsumerLagProbe:
             for partition in partitions:
                 done = committed.get(partition)
                 start = done.offset if done is not None and done.offset >= 0 else 0
-                lags[partition] = max(0, ends[partition] - start)
+                found[(partition.topic, partition.partition)] = PartitionOffsets(
+                    start, ends[partition])
         gauge = self._metrics.consumer_lag
-        for gone in self._reported - lags.keys():
-            gauge.remove(gone.topic, str(gone.partition))
-        for partition, lag in lags.items():
-            gauge.labels(partition.topic, str(partition.partition)).set(lag)
-        self._reported = set(lags)
-        return lags
+        for topic, number in self._reported - found.keys():
+            gauge.remove(topic, str(number))
+        for (topic, number), seen in found.items():
+            gauge.labels(topic, str(number)).set(seen.lag)
+        self._reported = set(found)
+        return found
 
     async def _clients(self) -> tuple[AIOKafkaAdminClient, AIOKafkaConsumer]:
         if self._admin is None or self._offsets is None:

@@ -1,13 +1,22 @@
-"""Dead letters: an unusable message goes to `<topic>.dlq` as its original bytes, with the
-reason, the error and where it came from in headers, so it can be inspected and re-driven."""
+"""Dead letters: an unusable message goes to `<topic>.dlq` as its original bytes and key, with
+the reason, the error and where it came from in headers, so that it can be inspected and
+replayed (python -m streams.replay_dead_letters)."""
 
 from __future__ import annotations
 
-from processors.intake import Rejection
+import logging
+from collections.abc import Sequence
+
+from processors.errors import Rejection
+from schemas.topics import dead_letter_topic
 from streams.messages import InboundMessage, Outbound
+from streams.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 # Kafka's default max.message.bytes is 1 MiB: keep headroom for headers.
 MAX_DLQ_VALUE_BYTES = 900 * 1024
+MAX_DLQ_ERROR_BYTES = 4000
 
 
 def dead_letter(message: InboundMessage, rejection: Rejection) -> Outbound:
@@ -15,15 +24,38 @@ def dead_letter(message: InboundMessage, rejection: Rejection) -> Outbound:
     truncated = len(value) > MAX_DLQ_VALUE_BYTES
     headers = (
         ("dlq.reason", rejection.reason.encode()),
-        ("dlq.error", rejection.detail.encode()[:4000]),
+        # An error detail may quote text that has no UTF-8 form: escaped, never refused.
+        ("dlq.error",
+         rejection.detail.encode("utf-8", "backslashreplace")[:MAX_DLQ_ERROR_BYTES]),
         ("dlq.source.topic", message.topic.encode()),
         ("dlq.source.partition", str(message.partition).encode()),
         ("dlq.source.offset", str(message.offset).encode()),
         ("dlq.truncated", b"true" if truncated else b"false"),
     )
     return Outbound(
-        topic=f"{message.topic}.dlq",
+        topic=dead_letter_topic(message.topic),
         key=message.key,
         value=value[:MAX_DLQ_VALUE_BYTES],
         headers=headers,
     )
+
+
+async def send_dead_letters(
+    runtime: Runtime, rejected: Sequence[tuple[InboundMessage, Rejection]]
+) -> None:
+    """Count and dead-letter rejected messages, once each, in the order they were consumed.
+    Waits for the broker as long as it takes: the messages are acked right after."""
+    unique = {(m.topic, m.partition, m.offset): (m, r) for m, r in rejected}
+    if not unique:
+        return
+    in_order = [unique[key] for key in sorted(unique)]
+    for message, rejection in in_order:
+        log.warning("dead-lettering %s/%d@%d: %s: %s", message.topic, message.partition,
+                    message.offset, rejection.reason, rejection.detail[:300])
+    topic = in_order[0][0].topic
+    await runtime.attempts(topic).until_done(
+        lambda: runtime.producer.produce([dead_letter(m, r) for m, r in in_order]),
+        what="dead-lettering")
+    for message, rejection in in_order:
+        runtime.metrics.dlq.labels(message.topic, rejection.reason).inc()
+        runtime.metrics.events.labels(message.topic, "rejected", "dlq").inc()

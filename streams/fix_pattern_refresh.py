@@ -7,40 +7,57 @@ agree, and a replay finds nothing changed and announces nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
+from functools import partial
 
 from processors.embedding_text import embedding_text
+from processors.errors import MemstreamError, Rejection
 from processors.fix_patterns import build_fix_pattern, fix_pattern_record
 from schemas.events import ChangeKind
 from schemas.records import Record
-from stores.index_payload import index_payload
-from stores.repository import Vector
-from stores.vector_index import IndexPoint
-from streams.runtime import UPDATES_TOPIC, Runtime, announcement
+from stores.repository import SavedVersion, Vector
+from streams.failures import Attempts
+from streams.messages import InboundMessage
+from streams.record_sink import RecordChange, RecordSink
+from streams.runtime import Runtime
+
+# (namespace, signature_id)
+FixPatternKey = tuple[str, str]
 
 
-async def refresh_fix_patterns(runtime: Runtime, keys: Iterable[tuple[str, str]]) -> None:
-    """Rebuild the fix pattern of each (namespace, signature_id), in a stable order."""
-    for namespace, signature_id in sorted(set(keys)):
-        saved = await _rebuild(runtime, namespace, signature_id)
+async def refresh_fix_patterns(
+    runtime: Runtime, sink: RecordSink, attempts: Attempts,
+    keys: Mapping[FixPatternKey, tuple[InboundMessage, ...]],
+) -> list[tuple[InboundMessage, Rejection]]:
+    """Rebuild the fix pattern of each (namespace, signature_id), in a stable order; return
+    the events that called for a pattern that could not be rebuilt, with why."""
+    refused: list[tuple[InboundMessage, Rejection]] = []
+    for key in sorted(keys):
+        sources = keys[key]
+        try:
+            saved = await attempts.until_done(partial(_rebuild, runtime, *key),
+                                              what="rebuilding a fix pattern")
+        except MemstreamError as error:
+            refused += [(message, error.rejection) for message in sources]
+            continue
         if saved is None:
             continue
-        record, version, vector = saved
-        with runtime.stage("index"):
-            await runtime.index.upsert(
-                [IndexPoint(record.record_id, vector, index_payload(record.model_dump()))]
-            )
-        change: ChangeKind = "created" if version == 1 else "updated"
-        with runtime.stage("announce"):
-            await runtime.producer.produce([announcement(record, change, version)])
-            await runtime.repository.mark_announced([record.record_id])
-        runtime.metrics.fix_pattern_versions.labels(change).inc()
-        runtime.metrics.produced.labels(UPDATES_TOPIC).inc()
+        record, version = saved
+        change: ChangeKind = "created" if version.version == 1 else "updated"
+        published = await sink.publish(
+            [RecordChange(record, change, version.version, version.vector, sources,
+                          version.stored_before)],
+            attempts)
+        refused += [(message, error.rejection)
+                    for failed, error in published.failed for message in failed.sources]
+        if published.done:
+            runtime.metrics.fix_pattern_versions.labels(change).inc()
+    return refused
 
 
 async def _rebuild(
     runtime: Runtime, namespace: str, signature_id: str
-) -> tuple[Record, int, Vector] | None:
+) -> tuple[Record, SavedVersion] | None:
     async def embed(record: Record) -> Vector:
         vector: Vector = (await runtime.embed([embedding_text(record.title, record.text)]))[0]
         return vector
@@ -58,7 +75,4 @@ async def _rebuild(
         pattern = build_fix_pattern(occurrences, runs, succeeded, runtime.fix_window)
         record = fix_pattern_record(pattern)
         saved = await session.save(record, embed)
-    if saved is None:
-        return None
-    version, vector = saved
-    return record, version, vector
+    return None if saved is None else (record, saved)

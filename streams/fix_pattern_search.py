@@ -12,7 +12,7 @@ from typing import Any
 
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
-from stores.vector_index import SearchScope
+from stores.vector_index import SearchScope, VectorIndex
 from streams.runtime import Runtime
 from streams.search import (
     DEFAULT_LIMIT,
@@ -43,13 +43,14 @@ class FixPatternQuery:
         return cls(namespace, error, *limits(params, cls.limit, cls.min_score))
 
 
-async def find_fix_patterns(runtime: Runtime, query: FixPatternQuery) -> dict[str, Any]:
+async def find_fix_patterns(runtime: Runtime, index: VectorIndex,
+                            query: FixPatternQuery) -> dict[str, Any]:
     signature = error_signature(query.error)
     exact_id = fix_pattern_record_id(query.namespace, signature.signature_id)
     title = fix_pattern_title(signature)
     vector = (await runtime.embed([title]))[0]
     # One more than asked: the exact match may be among the nearest.
-    found = await nearest(runtime, vector, SearchScope(
+    found = await nearest(runtime, index, vector, SearchScope(
         query.namespace, query.limit + 1, query.min_score, record_kinds=("fix_pattern",),
     ))
     similar = [(rid, score) for rid, score in found.scored if rid != exact_id][: query.limit]

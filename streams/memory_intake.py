@@ -1,7 +1,8 @@
-"""`memory.events` → validate → redact → embed → Postgres → index → `memory.updated`.
+"""`memory.events` → validate → redact → embed → the record sink → `memory.updated`.
 
 Two stages, so that the model works on one batch while the previous one is written:
-`prepare` validates, redacts and starts embedding; `complete` stores, indexes and announces.
+`prepare` validates, redacts and starts embedding; `complete` dead-letters what was rejected
+and hands the rest to the sink, which dead-letters what the stores refuse.
 """
 
 from __future__ import annotations
@@ -11,40 +12,41 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from processors.intake import Rejected, Rejection, parse_event
+from processors.errors import Rejected, Rejection, Unexpected
+from processors.intake import parse_event
 from processors.memories import check_references, memory_record
 from schemas.events import MEMORY_EVENT_TYPES
 from schemas.records import Record
+from schemas.topics import MEMORY_EVENTS
 from stores.repository import Vector
 from streams.consolidation_requests import ConsolidationTrigger
+from streams.dead_letters import send_dead_letters
+from streams.embedding import embedded, start_embedding
 from streams.messages import InboundMessage
-from streams.runtime import (
-    Runtime,
-    send_dead_letters,
-    start_embedding,
-    store_and_announce,
-    unannounced,
-    until_done,
-)
-
-TOPIC = "memory.events"
+from streams.record_sink import RecordChange, RecordSink
+from streams.runtime import Runtime
 
 
 @dataclass(frozen=True)
 class PreparedWrites:
     rejected: list[tuple[InboundMessage, Rejection]]
-    accepted: list[Record]
-    todo: list[Record]
+    # Accepted and not announced before, with the message each came from.
+    todo: list[tuple[InboundMessage, Record]]
+    # Accepted, and announced before: a replay.
+    duplicates: int
     vectors: asyncio.Task[Vector]
 
 
 class MemoryWriter:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, sink: RecordSink, trigger: ConsolidationTrigger,
+                 in_flight: defaultdict[str, set[str]]) -> None:
         self._runtime = runtime
-        self._trigger = ConsolidationTrigger(runtime)
+        self._sink = sink
+        self._trigger = trigger
+        self._attempts = runtime.attempts(MEMORY_EVENTS)
         # Records accepted by `prepare` whose batch is not complete yet: later batches may
-        # refer to them before they reach Postgres.
-        self._in_flight: defaultdict[str, set[str]] = defaultdict(set)
+        # refer to them before they reach Postgres. Shared with the writer's successors.
+        self._in_flight = in_flight
 
     async def prepare(self, messages: Sequence[InboundMessage]) -> PreparedWrites:
         runtime = self._runtime
@@ -53,56 +55,67 @@ class MemoryWriter:
         with runtime.stage("validate"):
             for message in messages:
                 try:
-                    event = parse_event(message.value, MEMORY_EVENT_TYPES, runtime.max_event_bytes)
-                    provenance = message.provenance(event.event_id, event.producer)
-                    with runtime.stage("redact"):
-                        record = memory_record(event, provenance)
+                    candidates.append((message, self._record_of(message)))
                 except Rejected as exc:
                     rejected.append((message, exc.rejection))
-                    continue
-                for kind, count in record.body["redactions"].items():
-                    runtime.metrics.redactions.labels(kind).inc(count)
-                candidates.append((message, record))
+                except Exception as exc:
+                    # A pure step gives the same answer every time: no use retrying it.
+                    rejected.append((message, Unexpected.of(exc).rejection))
 
-        known = await until_done(
+        known = await self._attempts.until_done(
             lambda: self._known_references([record for _, record in candidates]),
-            what="reference lookup", topic=TOPIC, metrics=runtime.metrics,
-        )
-        accepted: list[Record] = []
+            what="reference lookup")
+        accepted: list[tuple[InboundMessage, Record]] = []
         for message, record in candidates:
             try:
                 check_references(record, known[record.namespace])
             except Rejected as exc:
                 rejected.append((message, exc.rejection))
                 continue
-            accepted.append(record)
+            accepted.append((message, record))
             known[record.namespace].add(record.record_id)
             self._in_flight[record.namespace].add(record.record_id)
 
-        todo = await until_done(
-            lambda: unannounced(runtime, accepted), what="replay check", topic=TOPIC,
-            metrics=runtime.metrics,
-        )
-        return PreparedWrites(rejected, accepted, todo, start_embedding(runtime, todo))
+        fresh = await self._attempts.until_done(
+            lambda: self._sink.unannounced([record for _, record in accepted]),
+            what="replay check")
+        todo: list[tuple[InboundMessage, Record]] = []
+        for message, record in accepted:
+            if record.record_id in fresh:
+                fresh.discard(record.record_id)  # an event twice in one batch: stored once
+                todo.append((message, record))
+        return PreparedWrites(rejected, todo, len(accepted) - len(todo),
+                              start_embedding(runtime, [record for _, record in todo]))
+
+    def _record_of(self, message: InboundMessage) -> Record:
+        parsed = parse_event(message.value, MEMORY_EVENT_TYPES, self._runtime.max_event_bytes)
+        provenance = message.provenance(parsed.event.event_id, parsed.event.producer)
+        with self._runtime.stage("redact"):
+            record = memory_record(parsed.event, provenance, parsed.sanitized)
+        for kind, count in record.body["redactions"].items():
+            self._runtime.metrics.redactions.labels(kind).inc(count)
+        for name, count in parsed.sanitized.items():
+            self._runtime.metrics.sanitized.labels(MEMORY_EVENTS, name).inc(count)
+        return record
 
     async def complete(self, prepared: PreparedWrites) -> None:
         runtime = self._runtime
         await send_dead_letters(runtime, prepared.rejected)
-        vectors = await prepared.vectors
-        await until_done(
-            lambda: store_and_announce(runtime, prepared.todo, vectors),
-            what="storing memories", topic=TOPIC, metrics=runtime.metrics,
-        )
-        for record in prepared.accepted:
+        vectors, refused = await embedded(runtime, self._attempts, prepared.todo,
+                                          prepared.vectors)
+        changes = [RecordChange(record, "created", 1, vector, (message,))
+                   for (message, record), vector in vectors]
+        stored = await self._sink.store_new(changes, self._attempts)
+        refused += [(change.sources[0], error.rejection) for change, error in stored.failed]
+        await send_dead_letters(runtime, refused)
+        for _, record in prepared.todo:
             self._in_flight[record.namespace].discard(record.record_id)
-        runtime.metrics.consolidation_counted.inc(len(prepared.todo))
-        await until_done(
-            lambda: self._trigger.request_due({record.namespace for record in prepared.todo}),
-            what="requesting consolidation", topic=TOPIC, metrics=runtime.metrics)
+        runtime.metrics.consolidation_counted.inc(len(stored.done))
+        await self._trigger.request_due({change.record.namespace for change in stored.done},
+                                        self._attempts)
         events = runtime.metrics.events
-        events.labels(TOPIC, "memory.write", "stored").inc(len(prepared.todo))
-        events.labels(TOPIC, "memory.write", "duplicate").inc(
-            len(prepared.accepted) - len(prepared.todo))
+        events.labels(MEMORY_EVENTS, "memory.write", "stored").inc(len(stored.done))
+        events.labels(MEMORY_EVENTS, "memory.write", "duplicate").inc(prepared.duplicates)
 
     async def _known_references(self, records: Sequence[Record]) -> dict[str, set[str]]:
         wanted: defaultdict[str, set[str]] = defaultdict(set)

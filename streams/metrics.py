@@ -10,12 +10,10 @@ from typing import get_args
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from processors.consolidation_trigger import RunOutcome
-from processors.intake import RejectReason
+from processors.errors import DeadLetterReason
 from processors.stack_traces import Dialect
 from schemas.events import ConsolidateReason, RecordKind
-
-# The topics the worker consumes: their lag, dead letters and retries are exported.
-INPUT_TOPICS = frozenset({"memory.events", "runs.events", "memory.consolidate"})
+from schemas.topics import INPUT_TOPICS
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -74,8 +72,42 @@ class Metrics:
         )
         self.retries = Counter(
             "memstream_sink_retries_total",
-            "Batches retried after a store or broker failure, by topic.",
+            "Steps retried after a store, index or broker failure, by topic.",
             ["topic"],
+            registry=r,
+        )
+        self.unexpected_errors = Counter(
+            "memstream_unexpected_errors_total",
+            "Failures nobody classified (retried a few times, then dead-lettered as "
+            "internal_error), by topic.",
+            ["topic"],
+            registry=r,
+        )
+        self.sanitized = Counter(
+            "memstream_sanitized_chars_total",
+            "Characters removed (U+0000) or replaced (lone surrogates) in prose fields at "
+            "intake, by topic and field.",
+            ["topic", "field"],
+            registry=r,
+        )
+        self.agent_crashes = Counter(
+            "memstream_agent_crashes_total",
+            "Crashes of an agent's stages (the agent is restarted and runs the batch again), "
+            "by agent.",
+            ["agent"],
+            registry=r,
+        )
+        self.agent_up = Gauge(
+            "memstream_agent_up",
+            "1 while an agent runs, 0 from a crash until it completes a batch again.",
+            ["agent"],
+            registry=r,
+        )
+        self.partition_stalled = Gauge(
+            "memstream_partition_stalled",
+            "1 when a partition this worker owns has lag and its committed offset has not "
+            "moved for longer than MEMSTREAM_STALL_AFTER_S.",
+            ["topic", "partition"],
             registry=r,
         )
         self.error_occurrences = Counter(
@@ -126,8 +158,8 @@ class Metrics:
         )
         self.consolidation_seconds = Histogram(
             "memstream_consolidation_seconds",
-            "Seconds per consolidation phase (load, embed, cluster, merge, store, index, "
-            "announce) and in all (total).",
+            "Seconds per consolidation phase (load, embed, cluster, merge, store; total; and "
+            "publish: index and announce, by the worker that owns the index).",
             ["phase"],
             buckets=_CONSOLIDATION_BUCKETS,
             registry=r,
@@ -159,10 +191,11 @@ class Metrics:
         """Export every known label combination of the rare counters from the start: a
         series that first appears at 1 shows no increase, so the first dead letter, error or
         fix pattern would be missing from rates and alerts."""
-        for topic in sorted(INPUT_TOPICS):
-            for reason in get_args(RejectReason):
+        for topic in INPUT_TOPICS:
+            for reason in get_args(DeadLetterReason):
                 self.dlq.labels(topic, reason)
             self.retries.labels(topic)
+            self.unexpected_errors.labels(topic)
         for dialect in get_args(Dialect):
             self.error_occurrences.labels(dialect)
         for change in ("created", "updated"):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stores.repository import Vector
-from stores.vector_index import SearchScope
+from stores.vector_index import SearchScope, VectorIndex
 from streams.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -54,11 +54,12 @@ class Nearest:
     degraded: bool
 
 
-async def nearest(runtime: Runtime, vector: Vector, scope: SearchScope) -> Nearest:
+async def nearest(runtime: Runtime, index: VectorIndex, vector: Vector,
+                  scope: SearchScope) -> Nearest:
     """The nearest records within `scope` from the index, or from Postgres when the index
     fails."""
     try:
-        hits = await runtime.index.search(vector, scope)
+        hits = await index.search(vector, scope)
         return Nearest([(hit.record_id, hit.score) for hit in hits], degraded=False)
     except Exception:
         # Fail open: memory must never make its caller fail while Postgres can answer.
@@ -103,9 +104,9 @@ def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int
     return limit, min_score
 
 
-async def search(runtime: Runtime, query: SearchQuery) -> dict[str, Any]:
+async def search(runtime: Runtime, index: VectorIndex, query: SearchQuery) -> dict[str, Any]:
     vector = (await runtime.embed([query.query]))[0]
-    found = await nearest(runtime, vector, query.scope)
+    found = await nearest(runtime, index, vector, query.scope)
     rows = await runtime.repository.records_by_id(
         query.scope.namespace, [rid for rid, _ in found.scored]
     )

@@ -15,67 +15,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
-from streams.config import REPO_ROOT, local_kafka_address
-
-__all__ = [
-    "DEFAULT_TOPICS_FILE",
-    "REPO_ROOT",
-    "TopicSpec",
-    "default_bootstrap",
-    "ensure_topics",
-    "load_topic_specs",
-    "main",
-]
+from schemas.topics import TOPICS_FILE, TopicSpec, read_topic_specs
+from streams.config import local_kafka_address
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPICS_FILE = REPO_ROOT / "infra" / "kafka" / "topics.json"
 PARTITIONS_ENV = "MEMSTREAM_PARTITIONS"
 BOOTSTRAP_ENV = "MEMSTREAM_KAFKA_BOOTSTRAP"
-
-
-@dataclass(frozen=True)
-class TopicSpec:
-    """One topic as declared in infra/kafka/topics.json."""
-
-    name: str
-    partitions: int
-    replication: int
-    config: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise ValueError("topic name is empty")
-        if self.partitions < 1:
-            raise ValueError(f"{self.name}: partitions must be >= 1, got {self.partitions}")
-        if self.replication < 1:
-            raise ValueError(f"{self.name}: replication must be >= 1, got {self.replication}")
-
-
-def _str_config(where: str, raw: Any) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{where}: config must be an object")
-    return {str(k): str(v) for k, v in raw.items()}
-
-
-def _int(where: str, raw: Any) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int | str):
-        raise ValueError(f"{where}: expected an integer, got {raw!r}")
-    return int(raw)
 
 
 def _partitions_override() -> int | None:
@@ -92,40 +47,9 @@ def _partitions_override() -> int | None:
 
 
 def load_topic_specs(path: Path | None = None) -> list[TopicSpec]:
-    """Read the topic declarations (default: infra/kafka/topics.json of this repo).
-
-    Each topic inherits ``defaults`` (partitions, replication, config) and may override them;
-    ``MEMSTREAM_PARTITIONS`` overrides the partitions of all topics.
-    """
-    source = path if path is not None else DEFAULT_TOPICS_FILE
-    doc = json.loads(source.read_text(encoding="utf-8"))
-    if not isinstance(doc, Mapping) or not isinstance(doc.get("topics"), list):
-        raise ValueError(f"{source}: expected an object with a 'topics' list")
-    defaults = doc.get("defaults") or {}
-    if not isinstance(defaults, Mapping):
-        raise ValueError(f"{source}: 'defaults' must be an object")
-    default_partitions = _int(f"{source}: defaults.partitions", defaults.get("partitions", 1))
-    default_replication = _int(f"{source}: defaults.replication", defaults.get("replication", 1))
-    default_config = _str_config(f"{source}: defaults", defaults.get("config"))
-    override = _partitions_override()
-
-    specs: list[TopicSpec] = []
-    seen: set[str] = set()
-    for entry in doc["topics"]:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-            raise ValueError(f"{source}: every topic needs a 'name': {entry!r}")
-        name: str = entry["name"]
-        if name in seen:
-            raise ValueError(f"{source}: topic {name!r} is declared twice")
-        seen.add(name)
-        where = f"{source}: {name}"
-        partitions = _int(where, entry.get("partitions", default_partitions))
-        if override is not None:
-            partitions = override
-        replication = _int(where, entry.get("replication", default_replication))
-        config = {**default_config, **_str_config(where, entry.get("config"))}
-        specs.append(TopicSpec(name, partitions, replication, config))
-    return specs
+    """The declared topics (default: infra/kafka/topics.json of this repo), with
+    ``MEMSTREAM_PARTITIONS`` overriding the partitions of all topics."""
+    return read_topic_specs(path or TOPICS_FILE, _partitions_override())
 
 
 async def _wait_visible(

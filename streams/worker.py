@@ -1,13 +1,18 @@
 """The worker's entry point: create topics, migrate, open the stores and the model, run.
 
-`python -m streams.worker` (what the Procfile runs). Configuration: see streams/config.py.
+    python -m streams.worker                       # role ingest (what the Procfile's worker runs)
+    python -m streams.worker --role consolidator   # the consolidator (the Procfile's consolidator)
+
+Configuration: see streams/config.py. The ingest role owns the index; the consolidator needs
+Postgres and the model only, so that it can run beside any index, the embedded one included.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -16,21 +21,34 @@ from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
 from processors.consolidation_trigger import TriggerRules
+from stores.index_factory import open_index
 from stores.migrate import apply_migrations
 from stores.repository import Repository
-from stores.vector_index import open_index
-from streams.app import FaustProducer, create_app, faust_dir, wire
+from stores.vector_index import VectorIndex
+from streams.announcements import KafkaAnnouncementLog
+from streams.app import (
+    Role,
+    Wiring,
+    create_app,
+    faust_dir,
+    group_id,
+    wire_consolidator,
+    wire_ingest,
+)
 from streams.config import Settings
 from streams.consumer_lag import ConsumerLagProbe
+from streams.failures import RetryPolicy
+from streams.health import Health
 from streams.llm_hook import ChatEndpoint
 from streams.metrics import Metrics
+from streams.producer import KafkaProducer
 from streams.runtime import Runtime
 from streams.topics import ensure_topics, load_topic_specs
 
 log = logging.getLogger("memstream.worker")
 
 
-async def open_runtime(settings: Settings, producer: FaustProducer) -> Runtime:
+async def open_runtime(settings: Settings, producer: KafkaProducer) -> Runtime:
     rules = TriggerRules(settings.consolidate_min_new, settings.consolidate_once_per_day,
                          timedelta(seconds=settings.count_window_s),
                          timedelta(seconds=settings.count_keep_s))
@@ -40,43 +58,63 @@ async def open_runtime(settings: Settings, producer: FaustProducer) -> Runtime:
     applied = await apply_migrations(settings.pg_dsn)
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
-    index = open_index(settings.index_url)
-    await index.ensure_collection()
     embedder = await asyncio.to_thread(
         Embedder.load, settings.model_dir, threads=settings.embed_threads
     )
+    await producer.start()
     return Runtime(
         repository=await Repository.connect(settings.pg_dsn, count_window=rules.window,
                                             keep_windows_for=rules.keep_windows_for),
-        index=index,
         embedder=embedder,
         metrics=Metrics(),
         producer=producer,
+        announcements=KafkaAnnouncementLog(settings.kafka_bootstrap),
         max_event_bytes=settings.max_event_bytes,
         fix_window=timedelta(hours=settings.fix_window_h),
         llm=ChatEndpoint(settings.llm_url, settings.llm_model, settings.llm_api_key,
                          settings.llm_timeout_s) if settings.llm_url else None,
         trigger_rules=rules,
+        retry_policy=RetryPolicy(unexpected_attempts=settings.unexpected_attempts),
     )
 
 
-def main() -> None:
+async def open_index_of(settings: Settings) -> VectorIndex:
+    index = open_index(settings.index_url, pg_dsn=settings.pg_dsn)
+    await index.ensure_collection()
+    return index
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m streams.worker", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--role", choices=["ingest", "consolidator"], default="ingest")
+    role: Role = parser.parse_args(argv).role
     # prometheus_client exports a `_created` series beside every counter and histogram, a
     # third of all series; nothing reads them.
     disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
     settings = Settings.from_env()
-    faust_dir(settings).mkdir(parents=True, exist_ok=True)
+    faust_dir(settings, role).mkdir(parents=True, exist_ok=True)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    app = create_app(settings)
-    runtime = loop.run_until_complete(open_runtime(settings, FaustProducer(app)))
-    lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, settings.app_id, runtime.metrics)
-    wire(app, settings, runtime, lag_probe)
+    app = create_app(settings, role)
+    producer = KafkaProducer(settings.kafka_bootstrap, client_id=group_id(settings.app_id, role))
+    runtime = loop.run_until_complete(open_runtime(settings, producer))
+    index = loop.run_until_complete(open_index_of(settings)) if role == "ingest" else None
+    lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, group_id(settings.app_id, role),
+                                 runtime.metrics)
+    health = Health(runtime.metrics, settings.stall_after_s)
+    wiring = Wiring(app, settings, runtime, health, lag_probe, role)
+    if index is not None:
+        wire_ingest(wiring, runtime, index, settings)
+    else:
+        wire_consolidator(wiring, runtime)
     runtime.metrics.up.set(1)
 
     async def close_stores() -> None:
         await lag_probe.close()
-        await runtime.index.close()
+        if index is not None:
+            await index.close()
+        await producer.stop()
         await runtime.repository.close()
         if runtime.llm is not None:
             await runtime.llm.close()

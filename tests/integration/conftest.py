@@ -28,10 +28,21 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="session")
 def worker(stack: Stack) -> Iterator[Worker]:
+    """The ingest worker, with its consolidator process beside it (as `make run` has)."""
     running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
     running.start()
+    consolidator = stack.consolidator(running)
+    consolidator.start()
     yield running
+    consolidator.stop()
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def consolidator(stack: Stack, worker: Worker) -> Worker:
+    (process,) = [w for w in stack.workers if w.role == "consolidator" and
+                  w.app_id == worker.app_id]
+    return process
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ anything: on the real broker, Postgres, qdrant-edge, model and worker process.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
+from streams.app import group_id
 from streams.config import REPO_ROOT
 from tests.integration.conftest import event
 
@@ -71,8 +73,17 @@ async def write(stack: Stack, namespace: str, texts: list[str]) -> list[str]:
 
 
 async def settled(stack: Stack, worker: Worker) -> None:
-    await wait_caught_up(stack.broker.bootstrap, worker.app_id,
-                         ["memory.events", "memory.consolidate"])
+    """Everything written is stored, and every request consolidated and published."""
+    await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
+    await wait_caught_up(stack.broker.bootstrap, group_id(worker.app_id, "consolidator"),
+                         ["memory.consolidate"])
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        while await connection.fetchval(
+                "SELECT count(*) FROM maintenance_reports WHERE announced_at IS NULL"):
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()
 
 
 async def test_the_tenth_new_memory_triggers_one_consolidation_a_day_that_merges_duplicates(
@@ -119,7 +130,7 @@ async def test_the_tenth_new_memory_triggers_one_consolidation_a_day_that_merges
         frozenset(vpn_ids), frozenset(approval_ids)}
     assert set(report["merged_ids"]) == vpn_ids | approval_ids
     assert set(report["new_ids"]) == set(merged)
-    assert {"load", "embed", "cluster", "merge", "store", "index", "announce"} <= set(
+    assert {"load", "embed", "cluster", "merge", "store", "total", "publish"} <= set(
         report["timings"])
 
     # Search returns the replacement, not what it replaced.

@@ -24,24 +24,33 @@ def samples(text: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
             for sample in family.samples if sample.name == name}
 
 
+async def drained_lag(base_url: str, topics: set[str]) -> dict[tuple[tuple[str, str], ...],
+                                                                 float]:
+    """The process's lag series once they cover `topics` and are all 0."""
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
+        while True:
+            lag = samples((await client.get("/metrics")).text, "memstream_consumer_lag")
+            if {dict(labels)["topic"] for labels in lag} == topics and \
+                    all(value == 0 for value in lag.values()):
+                return lag
+            assert time.monotonic() < deadline, f"lag never drained: {lag}"
+            await asyncio.sleep(0.5)
+
+
 async def test_consumer_lag_is_reported_per_partition_and_drains_to_zero(
-    stack: Stack, worker: Worker, http: httpx.AsyncClient, namespace: str,
+    stack: Stack, worker: Worker, consolidator: Worker, namespace: str,
 ) -> None:
     await produce(stack.broker.bootstrap, "memory.events", [
         (namespace.encode(), event("memory.write", namespace, {"text": f"Lag probe {n}."}))
         for n in range(20)])
     await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
-    deadline = time.monotonic() + 30
-    while True:
-        lag = samples((await http.get("/metrics")).text, "memstream_consumer_lag")
-        topics = {dict(labels)["topic"] for labels in lag}
-        if topics == {"memory.events", "runs.events", "memory.consolidate"} and \
-                all(value == 0 for value in lag.values()):
-            break
-        assert time.monotonic() < deadline, f"lag never drained: {lag}"
-        await asyncio.sleep(0.5)
+    lag = await drained_lag(worker.base_url, {"memory.events", "runs.events"})
     partitions = {dict(labels)["partition"] for labels in lag}
     assert partitions == {"0", "1", "2", "3"}, "one series per partition the worker owns"
+    # The consolidator is a process and a consumer group of its own.
+    lag = await drained_lag(consolidator.base_url, {"memory.consolidate"})
+    assert {dict(labels)["partition"] for labels in lag} == {"0", "1", "2", "3"}
 
 
 async def test_http_latency_is_observed_by_route_template_and_status(

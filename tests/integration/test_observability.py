@@ -24,6 +24,7 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import produce, wait_caught_up
 from harness.stack import Stack, Worker, free_port
+from streams.app import group_id
 from streams.config import REPO_ROOT
 from tests.integration.conftest import event
 
@@ -181,15 +182,17 @@ class Prometheus:
     log_path: Path
 
 
-def prometheus_config(worker: Worker) -> dict[str, Any]:
-    """The repository's config, made fast: the test worker scraped every second."""
+def prometheus_config(processes: list[Worker]) -> dict[str, Any]:
+    """The repository's config, made fast: the test's worker and consolidator scraped every
+    second."""
     return {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(path) for path in RULE_FILES],
         "scrape_configs": [{
             "job_name": JOB,
             "metrics_path": "/metrics",
-            "static_configs": [{"targets": [worker.base_url.removeprefix("http://")]}],
+            "static_configs": [{"targets": [process.base_url.removeprefix("http://")
+                                            for process in processes]}],
         }],
     }
 
@@ -205,13 +208,15 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def prometheus(worker: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+def prometheus(worker: Worker, consolidator: Worker,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     if shutil.which("prometheus") is None:
         pytest.fail("prometheus is not installed (Debian package prometheus; see "
                     "infra/setup.sh)")
     root = tmp_path_factory.mktemp("prometheus")
     config = root / "prometheus.yml"
-    config.write_text(json.dumps(prometheus_config(worker), indent=2))  # JSON is YAML
+    config.write_text(  # JSON is YAML
+        json.dumps(prometheus_config([worker, consolidator]), indent=2))
     checked = promtool("check", "config", str(config))
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
@@ -337,7 +342,9 @@ async def put_under_load(stack: Stack, worker: Worker, http: httpx.AsyncClient) 
     await write_and_consolidate(stack, http, second)
     await read_api(http, second, runs)
     await wait_caught_up(stack.broker.bootstrap, worker.app_id,
-                         ["memory.events", "runs.events", "memory.consolidate"])
+                         ["memory.events", "runs.events"])
+    await wait_caught_up(stack.broker.bootstrap, group_id(worker.app_id, "consolidator"),
+                         ["memory.consolidate"])
 
 
 # ------------------------------------------------------------------------ the live checks
@@ -359,7 +366,8 @@ def problem(body: dict[str, Any]) -> str | None:
 
 
 async def test_every_panel_and_every_alert_rule_answers_from_a_live_worker(
-    stack: Stack, worker: Worker, http: httpx.AsyncClient, prometheus: Prometheus,
+    stack: Stack, worker: Worker, consolidator: Worker, http: httpx.AsyncClient,
+    prometheus: Prometheus,
 ) -> None:
     async with httpx.AsyncClient(base_url=prometheus.url, timeout=10) as prom:
         started = time.time()
@@ -382,9 +390,10 @@ async def test_every_panel_and_every_alert_rule_answers_from_a_live_worker(
             body = await query(prom, f"sum(increase({rare}[2m]))")
             assert float(body["data"]["result"][0]["value"][1]) > 0, rare
 
-        # Every metric a panel or a rule names is one the worker exports (also those behind
-        # `or vector(0)`, which always have data).
-        exported = (await http.get("/metrics")).text
+        # Every metric a panel or a rule names is one the worker or the consolidator exports
+        # (also those behind `or vector(0)`, which always have data).
+        exported = (await http.get("/metrics")).text + httpx.get(
+            f"{consolidator.base_url}/metrics", timeout=10).text
         families = dict(re.findall(r"^# TYPE (\S+) (\S+)$", exported, re.M))
         known = set(families) | {f"{name}{suffix}" for name, kind in families.items()
                                  if kind == "histogram" for suffix in ("_bucket", "_sum",

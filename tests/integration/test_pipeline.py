@@ -184,11 +184,11 @@ async def test_search_falls_back_to_postgres_when_the_index_is_down(
 
     repository = await Repository.connect(stack.pg_dsn)
     embedder = Embedder.load(MODEL_DIR, threads=1)
-    runtime = Runtime(repository=repository, index=UnreachableIndex(),  # type: ignore[arg-type]
-                      embedder=embedder, metrics=Metrics(), producer=None,  # type: ignore[arg-type]
+    runtime = Runtime(repository=repository, embedder=embedder, metrics=Metrics(),
+                      producer=None, announcements=None,  # type: ignore[arg-type]
                       max_event_bytes=1024)
     try:
-        answer = await search(runtime, SearchQuery(
+        answer = await search(runtime, UnreachableIndex(), SearchQuery(  # type: ignore[arg-type]
             "how do I connect to staging?", SearchScope(namespace, limit=5, min_score=0.5)))
     finally:
         embedder.close()

@@ -18,12 +18,14 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from processors.errors import IndexRefused
+from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.local_postgres import LocalPostgres, throwaway_postgres
 from stores.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
 from stores.qdrant_edge_index import EdgeIndex
 from stores.reindex import connect_with_vectors, reindex
-from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, open_index, point_id
+from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, point_id
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +69,10 @@ def pg_dsn() -> Iterator[str]:
 @pytest.fixture
 async def fresh_dsn(pg_dsn: str) -> str:
     """A new, empty database on the module's server."""
+    return await _new_database(pg_dsn)
+
+
+async def _new_database(pg_dsn: str) -> str:
     name = f"t_{uuid.uuid4().hex[:12]}"
     connection = await asyncpg.connect(pg_dsn)
     try:
@@ -82,10 +88,14 @@ async def migrated_dsn(fresh_dsn: str) -> str:
     return fresh_dsn
 
 
-@pytest.fixture(params=["local", "edge"])
-async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    url = f"local://{tmp_path / 'local'}" if request.param == "local" else f"edge://{tmp_path}"
-    opened = open_index(url)
+@pytest.fixture(params=["local", "edge", "pg"])
+async def index(request: pytest.FixtureRequest, tmp_path: Path,
+                pg_dsn: str) -> AsyncIterator[VectorIndex]:
+    """Each backend, empty: qdrant-client's local mode, the edge engine, and pgvector in a
+    database of its own."""
+    urls = {"local": f"local://{tmp_path / 'local'}", "edge": f"edge://{tmp_path}",
+            "pg": await _new_database(pg_dsn)}
+    opened = open_index(urls[request.param])
     await opened.ensure_collection()
     yield opened
     await opened.close()
@@ -222,7 +232,7 @@ async def test_namespaces_never_mix(index: VectorIndex) -> None:
     assert (await index.count("ns-a"), await index.count("ns-b"), await index.count()) == (1, 2, 3)
     with pytest.raises(ValueError, match="namespace"):
         await index.search(vector, SearchScope("", limit=10, min_score=0.0))
-    with pytest.raises(ValueError, match="namespace"):
+    with pytest.raises(IndexRefused, match="namespace"):
         await index.upsert([IndexPoint("x", vector, {"record_kind": "memory"})])
 
 
@@ -378,11 +388,13 @@ async def test_edge_refuses_a_second_opener(tmp_path: Path) -> None:
         await first.close()
 
 
-async def test_dimension_is_checked(index: VectorIndex) -> None:
-    with pytest.raises(ValueError, match="dimension"):
+async def test_a_point_the_index_cannot_score_is_refused(index: VectorIndex) -> None:
+    with pytest.raises(IndexRefused, match="dimension"):
         await index.upsert([IndexPoint("r", [1.0, 0.0], payload("ns"))])
-    with pytest.raises(ValueError, match="zero vector"):
+    with pytest.raises(IndexRefused, match="zero vector"):
         await index.upsert([IndexPoint("r", np.zeros(DIM), payload("ns"))])
+    with pytest.raises(IndexRefused, match="NaN"):
+        await index.upsert([IndexPoint("r", np.full(DIM, np.nan), payload("ns"))])
 
 
 def test_point_ids_are_stable() -> None:

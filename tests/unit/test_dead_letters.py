@@ -1,4 +1,4 @@
-from processors.intake import Rejection
+from processors.errors import Rejection
 from streams.dead_letters import MAX_DLQ_VALUE_BYTES, dead_letter
 from streams.messages import InboundMessage
 

@@ -1,0 +1,196 @@
+"""The index in Postgres itself: pgvector with an HNSW graph, one table per collection.
+
+Any number of worker processes may share it (the embedded edge engine admits one), so it is
+the index of scaled-out deployments that have no Qdrant server, and of the two-worker tests.
+It keeps the same contract as the Qdrant backends: one point per live record, a point id
+derived from the record id, the payload stored whole, the same filters; and like them it can
+be rebuilt from the records (stores.reindex).
+
+    pg://                              the records' own database (MEMSTREAM_PG_DSN)
+    postgresql://user@host/db          another database
+
+Searches scan the HNSW graph iteratively (pgvector's `hnsw.iterative_scan`), so that a
+namespace filter does not starve the result of candidates; small namespaces are planned as a
+scan of the namespace's rows, which is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import asyncpg
+
+from stores.pgvector import register_vector_codec
+from stores.vector_index import (
+    DEFAULT_COLLECTION,
+    DIM,
+    IndexHit,
+    IndexPoint,
+    SearchScope,
+    Vector,
+    as_vector,
+    point_id,
+    prepare_points,
+)
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+# Serialises the creation of the table by workers that start together.
+_CREATE_LOCK_KEY = 0x6D656D696E647831  # "memindx1"
+
+
+class PostgresIndexError(RuntimeError):
+    """The table exists with another dimension, or the index is closed."""
+
+
+class PostgresIndex:
+    def __init__(self, dsn: str, *, collection: str = DEFAULT_COLLECTION,
+                 dim: int = DIM) -> None:
+        if not _IDENTIFIER.match(collection):
+            raise ValueError(f"collection {collection!r}: lower-case letters, digits and _")
+        self._dsn = dsn
+        self._table = f"vector_index_{collection}"
+        self._dim = dim
+        self._pool: asyncpg.Pool | None = None
+
+    async def ensure_collection(self) -> None:
+        if self._pool is not None:
+            return
+        connection = await asyncpg.connect(self._dsn)
+        try:
+            await connection.execute("SELECT pg_advisory_lock($1)", _CREATE_LOCK_KEY)
+            try:
+                await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                await connection.execute(self._schema())
+            finally:
+                await connection.execute("SELECT pg_advisory_unlock($1)", _CREATE_LOCK_KEY)
+            stored = await connection.fetchval(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                " WHERE attrelid = $1::regclass AND attname = 'embedding'", self._table)
+        finally:
+            await connection.close()
+        if stored != f"vector({self._dim})":
+            raise PostgresIndexError(
+                f"{self._table} holds {stored}, not vector({self._dim}): another dimension")
+        self._pool = await asyncpg.create_pool(
+            self._dsn, min_size=1, max_size=4, init=_init_connection,
+            # Keep scanning the graph until `limit` rows pass the filters; a wider beam than
+            # the default 40 for recall at 100k points.
+            server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"})
+
+    def _schema(self) -> str:
+        table = self._table
+        return f"""
+        CREATE TABLE IF NOT EXISTS {table} (
+            point_id    uuid PRIMARY KEY,
+            record_id   text NOT NULL,
+            namespace   text NOT NULL,
+            record_kind text NOT NULL,
+            scope       text NOT NULL,
+            agent_id    text,
+            related_ids text[] NOT NULL,
+            expires_at  double precision,
+            payload     jsonb NOT NULL,
+            embedding   vector({self._dim}) NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS {table}_namespace ON {table} (namespace, record_id);
+        CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table}
+            USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+        """
+
+    def _open_pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise PostgresIndexError(f"{self._table}: call ensure_collection() first (or closed)")
+        return self._pool
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        prepared = prepare_points(points, self._dim)
+        if not prepared:
+            return
+        await self._open_pool().executemany(
+            f"""
+            INSERT INTO {self._table} (point_id, record_id, namespace, record_kind, scope,
+                                       agent_id, related_ids, expires_at, payload, embedding)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (point_id) DO UPDATE SET
+                record_id = excluded.record_id, namespace = excluded.namespace,
+                record_kind = excluded.record_kind, scope = excluded.scope,
+                agent_id = excluded.agent_id, related_ids = excluded.related_ids,
+                expires_at = excluded.expires_at, payload = excluded.payload,
+                embedding = excluded.embedding
+            """,
+            [
+                (p.id, p.payload["record_id"], p.payload["namespace"],
+                 str(p.payload.get("record_kind", "")), str(p.payload.get("scope", "shared")),
+                 p.payload.get("agent_id"), list(p.payload.get("related_ids") or []),
+                 p.payload.get("expires_at"), p.payload, p.vector)
+                for p in prepared
+            ],
+        )
+
+    async def delete(self, record_ids: Sequence[str]) -> None:
+        if not record_ids:
+            return
+        await self._open_pool().execute(
+            f"DELETE FROM {self._table} WHERE point_id = ANY($1::uuid[])",
+            [point_id(record_id) for record_id in record_ids])
+
+    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
+        query = as_vector(vector, self._dim)
+        rows = await self._open_pool().fetch(
+            f"""
+            SELECT payload, score FROM (
+                SELECT payload, 1 - (embedding <=> $1) AS score FROM {self._table}
+                WHERE namespace = $2
+                  AND ($3::text[] IS NULL OR record_kind = ANY($3))
+                  AND ($4::text IS NULL OR $4 = ANY(related_ids))
+                  AND (scope = 'shared' OR agent_id = $5)
+                  AND (expires_at IS NULL OR expires_at > $6)
+                ORDER BY embedding <=> $1 LIMIT $7) AS nearest
+            WHERE score >= $8
+            ORDER BY score DESC
+            """,
+            query, scope.namespace, list(scope.record_kinds) or None, scope.related_id,
+            scope.agent_id, time.time(), scope.limit, scope.min_score,
+        )
+        return [IndexHit(str(row["payload"]["record_id"]), float(row["score"]), row["payload"])
+                for row in rows]
+
+    async def count(self, namespace: str | None = None) -> int:
+        count: int = await self._open_pool().fetchval(
+            f"SELECT count(*) FROM {self._table} WHERE $1::text IS NULL OR namespace = $1",
+            namespace)
+        return count
+
+    async def iter_record_ids(
+        self, namespace: str | None = None, batch_size: int = 1024
+    ) -> AsyncIterator[list[str]]:
+        after = ""
+        while True:
+            rows = await self._open_pool().fetch(
+                f"SELECT record_id FROM {self._table}"
+                " WHERE ($1::text IS NULL OR namespace = $1) AND record_id > $2"
+                " ORDER BY record_id LIMIT $3",
+                namespace, after, batch_size)
+            if not rows:
+                return
+            yield [row["record_id"] for row in rows]
+            after = rows[-1]["record_id"]
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    await register_vector_codec(connection)
+    await connection.set_type_codec(
+        "jsonb", schema="pg_catalog", encoder=_json_dumps, decoder=json.loads, format="text")
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
