@@ -16,6 +16,7 @@ test: setup lint
 lint:
 	$(VENV)/ruff check .
 	$(VENV)/mypy streams processors schemas embedder stores client bench harness
+	$(VENV)/lint-imports
 	$(VENV)/python -m schemas.export --check
 
 bench: setup

@@ -1,0 +1,160 @@
+"""The record sink on in-memory stores: store → index → announce → mark announced, the
+changes at fault set apart, and every announcement made once, also across retries and
+crashes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from aiokafka.errors import KafkaTimeoutError
+
+from processors.errors import IndexRefused
+from schemas.events import Provenance
+from schemas.records import Record
+from stores.vector_index import IndexPoint
+from streams.announcements import event_id_of
+from streams.failures import RetryPolicy
+from streams.messages import InboundMessage, Outbound
+from streams.metrics import Metrics
+from streams.record_sink import RecordChange, RecordSink
+from streams.runtime import Runtime
+
+FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)
+
+
+class Repository:
+    def __init__(self) -> None:
+        self.records: dict[str, tuple[Record, datetime]] = {}
+        self.announced: set[str] = set()
+
+    async def insert_records(self, rows: Sequence[tuple[Record, Any]]) -> dict[str, datetime]:
+        before = {r.record_id: self.records[r.record_id][1] for r, _ in rows
+                  if r.record_id in self.records}
+        for record, _ in rows:
+            self.records.setdefault(record.record_id, (record, datetime.now(UTC)))
+        return before
+
+    async def announced_record_ids(self, ids: Iterable[str]) -> set[str]:
+        return set(ids) & self.announced
+
+    async def mark_announced(self, ids: Sequence[str]) -> None:
+        self.announced.update(ids)
+
+
+class Index:
+    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+        self.points: dict[str, IndexPoint] = {}
+        self.refuse = refuse
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        for point in points:
+            if point.record_id in self.refuse:
+                raise IndexRefused(f"{point.record_id}: a zero vector")
+        self.points.update((point.record_id, point) for point in points)
+
+    async def delete(self, record_ids: Sequence[str]) -> None:
+        for record_id in record_ids:
+            self.points.pop(record_id, None)
+
+
+class Topic:
+    """memory.updated: the producer appends, the announcement log reads back."""
+
+    def __init__(self, lose_acks: int = 0) -> None:
+        self.messages: list[tuple[float, Outbound]] = []
+        # Sends the broker writes but whose acknowledgement is lost on the way back.
+        self.lose_acks = lose_acks
+
+    async def produce(self, messages: Sequence[Outbound]) -> None:
+        self.messages += [(time.time(), message) for message in messages]
+        if messages and self.lose_acks:
+            self.lose_acks -= 1
+            raise KafkaTimeoutError()
+
+    async def event_ids_since(self, since_epoch_s: float) -> set[str]:
+        return {event_id_of(m) for at, m in self.messages if at >= since_epoch_s}
+
+    def event_ids(self) -> list[str]:
+        return [event_id_of(message) for _, message in self.messages]
+
+
+def runtime(repository: Repository, topic: Topic) -> Runtime:
+    return Runtime(repository=repository, embedder=None, metrics=Metrics(),  # type: ignore[arg-type]
+                   producer=topic, announcements=topic, max_event_bytes=1024,
+                   retry_policy=FAST)
+
+
+def change(n: int) -> RecordChange:
+    record = Record(
+        record_id=f"mem_{n}", namespace="ns", record_kind="memory", text=f"memory {n}",
+        provenance=Provenance(source_event_id=f"e{n}", source_topic="memory.events",
+                              source_partition=0, source_offset=n, producer="tests"),
+        created_at=datetime(2026, 11, 1, tzinfo=UTC))
+    message = InboundMessage("memory.events", 0, n, b"ns", b"{}")
+    return RecordChange(record, "created", 1, np.ones(384, dtype=np.float32), (message,))
+
+
+async def test_new_records_are_stored_indexed_announced_and_marked() -> None:
+    repository, index, topic = Repository(), Index(), Topic()
+    live = runtime(repository, topic)
+    result = await RecordSink(live, index).store_new([change(n) for n in range(3)],
+                                                     live.attempts("memory.events"))
+    assert [c.record_id for c in result.done] == ["mem_0", "mem_1", "mem_2"]
+    assert result.failed == []
+    assert set(repository.records) == set(index.points) == repository.announced == {
+        "mem_0", "mem_1", "mem_2"}
+    assert len(topic.event_ids()) == len(set(topic.event_ids())) == 3
+
+
+async def test_a_record_the_index_refuses_is_set_apart_and_the_others_go_on() -> None:
+    repository, index, topic = Repository(), Index(refuse=frozenset({"mem_1"})), Topic()
+    live = runtime(repository, topic)
+    result = await RecordSink(live, index).store_new([change(n) for n in range(4)],
+                                                     live.attempts("memory.events"))
+    assert [(c.record_id, e.rejection.reason) for c, e in result.failed] == [
+        ("mem_1", "refused_by_index")]
+    assert result.failed[0][0].sources[0].offset == 1, "its event is the one to dead-letter"
+    assert set(index.points) == repository.announced == {"mem_0", "mem_2", "mem_3"}
+    assert "mem_1" in repository.records, "stored, unannounced: a replay finishes it"
+
+
+async def test_a_lost_acknowledgement_does_not_announce_twice() -> None:
+    repository, index, topic = Repository(), Index(), Topic(lose_acks=1)
+    live = runtime(repository, topic)
+    result = await RecordSink(live, index).store_new([change(n) for n in range(3)],
+                                                     live.attempts("memory.events"))
+    assert len(result.done) == 3
+    assert sorted(topic.event_ids()) == sorted(set(topic.event_ids())), "no duplicates"
+    assert len(topic.event_ids()) == 3
+
+
+async def test_a_replay_after_a_crash_between_announce_and_mark_announces_nothing_again(
+) -> None:
+    repository, index, topic = Repository(), Index(), Topic()
+    live = runtime(repository, topic)
+    sink = RecordSink(live, index)
+    first = [change(n) for n in range(3)]
+    # The crash: stored and announced, but the worker died before marking them announced.
+    await sink.store_new(first, live.attempts("memory.events"))
+    repository.announced.clear()
+    # Its replay (a new worker, the same events, one more after them).
+    await sink.store_new([*first, change(3)], live.attempts("memory.events"))
+    assert len(topic.event_ids()) == len(set(topic.event_ids())) == 4
+    assert repository.announced == {"mem_0", "mem_1", "mem_2", "mem_3"}
+
+
+async def test_a_change_without_a_vector_leaves_the_index() -> None:
+    repository, index, topic = Repository(), Index(), Topic()
+    live = runtime(repository, topic)
+    sink = RecordSink(live, index)
+    await sink.store_new([change(0)], live.attempts("memory.events"))
+    gone = RecordChange(change(0).record, "superseded", 2, None,
+                        maybe_announced_since=datetime.now(UTC) - timedelta(seconds=1))
+    result = await sink.publish([gone], live.attempts("memory.consolidate"))
+    assert [c.change for c in result.done] == ["superseded"]
+    assert index.points == {}
+    assert len(topic.event_ids()) == 2
