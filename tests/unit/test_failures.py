@@ -71,7 +71,7 @@ def test_exceptions_are_classified(exc: Exception, kind: type[MemstreamError],
 
 def test_an_unexpected_error_says_what_and_where() -> None:
     try:
-        {}["missing"]  # noqa: B018
+        {}["missing"]
     except KeyError as exc:
         detail = classify(exc).detail
     assert detail.startswith("KeyError: 'missing' (at test_failures.py:")
