@@ -68,6 +68,8 @@ class Worker:
     log_path: Path
     app_id: str = field(default_factory=lambda: f"memstream-{uuid.uuid4().hex[:8]}")
     role: Role = "ingest"
+    # The entry point; tests that inject failures run a wrapper of streams.worker.
+    module: str = "streams.worker"
     web_port: int = field(default_factory=free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
@@ -95,7 +97,7 @@ class Worker:
         }
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streams.worker", "--role", self.role], cwd=REPO_ROOT,
+            [sys.executable, "-m", self.module, "--role", self.role], cwd=REPO_ROOT,
             env=env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
@@ -159,13 +161,13 @@ class Stack:
         return self
 
     def worker(self, name: str = "worker", *, index_url: str | None = None,
-               **extra_env: str) -> Worker:
+               module: str = "streams.worker", **extra_env: str) -> Worker:
         """An ingest worker on the stack's index (the embedded engine under `root`, unless
         `index_url` names another)."""
         worker = Worker(
             bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn,
             index_url=index_url or f"edge://{self.root / 'index'}",
-            log_path=self.root / f"{name}.log", extra_env=extra_env,
+            log_path=self.root / f"{name}.log", module=module, extra_env=extra_env,
         )
         self.workers.append(worker)
         return worker

@@ -68,16 +68,19 @@ class Health:
         state.crashed_at, state.error = None, ""
         self._metrics.agent_up.labels(name).set(1)
 
-    def _expire_crashes(self, now: float) -> None:
+    def _refresh(self, now: float) -> None:
+        """Bring the metrics up to `now`: crashes long past forgotten, stalls as they are."""
         for name, state in self._agents.items():
             if state.crashed_at is not None and now - state.crashed_at >= self._stall_after_s:
                 self._recovered(name, state)
+        for (topic, partition), progress in self._partitions.items():
+            self._metrics.partition_stalled.labels(topic, str(partition)).set(
+                int(self._stalled(progress, now)))
 
     def observe_partitions(self, offsets: Mapping[tuple[str, int], PartitionOffsets]) -> None:
         """The committed and end offsets of the partitions this worker owns, as read now;
         partitions no longer owned are forgotten."""
         now = self._clock()
-        self._expire_crashes(now)
         for gone in self._partitions.keys() - offsets.keys():
             del self._partitions[gone]
             self._metrics.partition_stalled.remove(gone[0], str(gone[1]))
@@ -87,14 +90,13 @@ class Health:
                 progress = _Progress(seen.committed, now, seen.lag)
                 self._partitions[key] = progress
             progress.lag = seen.lag
-            stalled = self._stalled(progress, now)
-            self._metrics.partition_stalled.labels(key[0], str(key[1])).set(int(stalled))
+        self._refresh(now)
 
     def problems(self) -> dict[str, dict[str, str]]:
         """The agents that are down and the partitions that are stalled, with why; empty
         when healthy."""
         now = self._clock()
-        self._expire_crashes(now)
+        self._refresh(now)
         agents = {
             name: f"crashed {now - state.crashed_at:.0f}s ago: {state.error}"
             for name, state in sorted(self._agents.items()) if state.crashed_at is not None
