@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
+
+from streams.topics import partitions_of
 
 
 @dataclass(frozen=True)
@@ -35,18 +37,6 @@ async def produce(
         await producer.stop()
 
 
-async def partitions_of(bootstrap: str, topic: str) -> list[int]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        (description,) = await admin.describe_topics([topic])
-    finally:
-        await admin.close()
-    if description["error_code"] != 0 or not description["partitions"]:
-        raise LookupError(f"topic {topic}: {description}")
-    return sorted(partition["partition"] for partition in description["partitions"])
-
-
 @dataclass
 class TopicReader:
     """Reads a topic from its beginning (no consumer group) into `messages`, in the
@@ -64,8 +54,7 @@ class TopicReader:
             auto_offset_reset="earliest",
         )
         await self._consumer.start()
-        partitions = await partitions_of(self.bootstrap, self.topic)
-        self._consumer.assign([TopicPartition(self.topic, p) for p in partitions])
+        self._consumer.assign(await partitions_of(self.bootstrap, self.topic))
         self._task = asyncio.create_task(self._read())
         return self
 
@@ -106,7 +95,7 @@ async def group_lag(bootstrap: str, group: str, topic: str) -> int:
     await admin.start()
     await consumer.start()
     try:
-        partitions = [TopicPartition(topic, p) for p in await partitions_of(bootstrap, topic)]
+        partitions = await partitions_of(bootstrap, topic)
         ends = await consumer.end_offsets(partitions)
         committed = await admin.list_consumer_group_offsets(group, partitions=partitions)
         return sum(

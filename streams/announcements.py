@@ -12,9 +12,6 @@ log which of the event ids memory.updated already holds since the first try.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
-
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from processors.ids import change_event_id
@@ -22,6 +19,7 @@ from schemas.events import ChangeKind, MemoryUpdated
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED
 from streams.messages import Outbound
+from streams.topics import partitions_of
 
 EVENT_ID_HEADER = "memstream.event_id"
 
@@ -59,16 +57,16 @@ class KafkaAnnouncementLog:
         consumer = AIOKafkaConsumer(bootstrap_servers=self._bootstrap,
                                     client_id="memstream-announcement-log",
                                     enable_auto_commit=False, isolation_level="read_committed")
+        partitions = await partitions_of(self._bootstrap, MEMORY_UPDATED)
         await consumer.start()
         try:
-            return await _read_since(consumer, since_epoch_s)
+            return await _read_since(consumer, partitions, since_epoch_s)
         finally:
             await consumer.stop()
 
 
-async def _read_since(consumer: AIOKafkaConsumer, since_epoch_s: float) -> set[str]:
-    numbers = await _partitions(consumer)
-    partitions = [TopicPartition(MEMORY_UPDATED, number) for number in numbers]
+async def _read_since(consumer: AIOKafkaConsumer, partitions: list[TopicPartition],
+                      since_epoch_s: float) -> set[str]:
     consumer.assign(partitions)
     ends = await consumer.end_offsets(partitions)
     starts = await consumer.offsets_for_times(
@@ -91,13 +89,3 @@ async def _read_since(consumer: AIOKafkaConsumer, since_epoch_s: float) -> set[s
             if await consumer.position(partition) >= ends[partition]:
                 remaining.discard(partition)
     return event_ids
-
-
-async def _partitions(consumer: AIOKafkaConsumer) -> Sequence[int]:
-    for _ in range(50):
-        found = consumer.partitions_for_topic(MEMORY_UPDATED)
-        if found:
-            return sorted(found)
-        await consumer.topics()  # refreshes the metadata
-        await asyncio.sleep(0.1)
-    raise LookupError(f"topic {MEMORY_UPDATED} has no partitions")

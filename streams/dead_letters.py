@@ -17,20 +17,28 @@ log = logging.getLogger(__name__)
 # Kafka's default max.message.bytes is 1 MiB: keep headroom for headers.
 MAX_DLQ_VALUE_BYTES = 900 * 1024
 MAX_DLQ_ERROR_BYTES = 4000
+REASON_HEADER = "dlq.reason"
+ERROR_HEADER = "dlq.error"
+SOURCE_TOPIC_HEADER = "dlq.source.topic"
+SOURCE_PARTITION_HEADER = "dlq.source.partition"
+SOURCE_OFFSET_HEADER = "dlq.source.offset"
+TRUNCATED_HEADER = "dlq.truncated"
+# Set on an event republished from a DLQ (python -m streams.replay_dead_letters).
+REPLAY_HEADER = "dlq.replay.of"
 
 
 def dead_letter(message: InboundMessage, rejection: Rejection) -> Outbound:
     value = message.value or b""
     truncated = len(value) > MAX_DLQ_VALUE_BYTES
     headers = (
-        ("dlq.reason", rejection.reason.encode()),
+        (REASON_HEADER, rejection.reason.encode()),
         # An error detail may quote text that has no UTF-8 form: escaped, never refused.
-        ("dlq.error",
+        (ERROR_HEADER,
          rejection.detail.encode("utf-8", "backslashreplace")[:MAX_DLQ_ERROR_BYTES]),
-        ("dlq.source.topic", message.topic.encode()),
-        ("dlq.source.partition", str(message.partition).encode()),
-        ("dlq.source.offset", str(message.offset).encode()),
-        ("dlq.truncated", b"true" if truncated else b"false"),
+        (SOURCE_TOPIC_HEADER, message.topic.encode()),
+        (SOURCE_PARTITION_HEADER, str(message.partition).encode()),
+        (SOURCE_OFFSET_HEADER, str(message.offset).encode()),
+        (TRUNCATED_HEADER, b"true" if truncated else b"false"),
     )
     return Outbound(
         topic=dead_letter_topic(message.topic),

@@ -40,18 +40,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
 from processors.errors import DeadLetterReason
 from schemas.topics import source_of_dead_letters
-from streams.topics import BOOTSTRAP_ENV, default_bootstrap
+from streams.dead_letters import (
+    REASON_HEADER,
+    REPLAY_HEADER,
+    SOURCE_TOPIC_HEADER,
+    TRUNCATED_HEADER,
+)
+from streams.topics import BOOTSTRAP_ENV, default_bootstrap, partitions_of
 
 CLIENT_ID = "memstream-replay-dead-letters"
-REPLAY_HEADER = "dlq.replay.of"
-# The headers streams/dead_letters.py writes.
-REASON_HEADER = "dlq.reason"
-SOURCE_TOPIC_HEADER = "dlq.source.topic"
-TRUNCATED_HEADER = "dlq.truncated"
 
 REASONS: tuple[str, ...] = get_args(DeadLetterReason)
 TRUNCATED = "truncated"
@@ -204,18 +204,6 @@ class ReplayReport:
         if self.dry_run:
             lines.append("dry run: nothing published")
         return "\n".join(lines)
-
-
-async def partitions_of(bootstrap: str, topic: str) -> list[TopicPartition]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=CLIENT_ID)
-    await admin.start()
-    try:
-        (description,) = await admin.describe_topics([topic])
-    finally:
-        await admin.close()
-    if description["error_code"] != 0 or not description["partitions"]:
-        raise LookupError(f"topic {topic} does not exist on {bootstrap}")
-    return sorted(TopicPartition(topic, p["partition"]) for p in description["partitions"])
 
 
 async def read_dead_letters(consumer: AIOKafkaConsumer, partitions: Sequence[TopicPartition],

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
@@ -126,6 +127,19 @@ async def ensure_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> list[str]
         return sorted(created, key=lambda n: order.get(n, len(order)))
     finally:
         await admin.close()
+
+
+async def partitions_of(bootstrap: str, topic: str) -> list[TopicPartition]:
+    """The partitions of `topic`, as the broker describes them now."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-topics")
+    await admin.start()
+    try:
+        (description,) = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    if description["error_code"] != 0 or not description["partitions"]:
+        raise LookupError(f"topic {topic} does not exist on {bootstrap}")
+    return sorted(TopicPartition(topic, p["partition"]) for p in description["partitions"])
 
 
 def default_bootstrap() -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
 from processors.ids import memory_record_id
+from streams.config import REPO_ROOT
 from tests.integration.conftest import event, updated_ids
 
 pytestmark = pytest.mark.integration
@@ -162,3 +165,11 @@ async def test_an_agent_whose_stages_crash_is_reported_then_recovers_by_itself(
     assert not set(crashed_ids) & set(updated_ids(announced.messages, namespace))
     await eventually(lambda: healthy(faulty), "healthy again", 30)
     assert await metric(faulty, "memstream_agent_up", agent="memory-writes") == 1
+
+    # The bug is fixed: the redrive stores what the crashes dead-lettered.
+    replay = subprocess.run(
+        [sys.executable, "-m", "streams.replay_dead_letters", "--topic", "memory.events.dlq",
+         "--reason", "internal_error", "--bootstrap", own_stack.broker.bootstrap],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert replay.returncode == 0, replay.stderr
+    await announced.wait_for(lambda m: set(crashed_ids) <= set(updated_ids(m, namespace)), 30)

@@ -19,7 +19,8 @@ from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack, Worker
 from processors.ids import memory_record_id
 from streams.config import REPO_ROOT
-from streams.replay_dead_letters import DeadLetter, partitions_of, read_dead_letters
+from streams.replay_dead_letters import DeadLetter, read_dead_letters
+from streams.topics import partitions_of
 from tests.integration.conftest import event, updated_ids
 
 pytestmark = pytest.mark.integration

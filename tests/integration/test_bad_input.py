@@ -1,0 +1,317 @@
+"""Nothing stops the stream: a corpus of bad events, each followed by a valid event on the
+same key, on the real stack. Every bad event is dead-lettered once with its reason (or, for
+U+0000 and lone surrogates in prose, stored cleaned with the change recorded), every valid
+event after it becomes searchable, and the worker never restarts."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from harness.kafka_io import Received, TopicReader, produce
+from harness.stack import Stack, Worker
+from processors.ids import digest_record_id, memory_record_id
+from tests.integration.conftest import updated_ids
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime.now(UTC).isoformat()
+
+
+def envelope(event_type: str, namespace: str, payload: Any, **fields: Any) -> dict[str, Any]:
+    return {"event_id": uuid.uuid4().hex, "type": event_type, "namespace": namespace,
+            "occurred_at": NOW, "producer": "bad-input-test", "payload": payload, **fields}
+
+
+def dumped(document: Any) -> bytes:
+    # ensure_ascii: U+0000 and lone surrogates travel as \u escapes, as producers send them.
+    return json.dumps(document).encode()
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    # The message value (None: a tombstone), given the namespace (or run id) it is keyed by.
+    value: Callable[[str], bytes | None]
+    # The dead letter's reason, or None when the event is stored (cleaned).
+    reason: str | None
+
+
+def memory(text: str = "A valid memory.", **payload: Any) -> Callable[[str], bytes]:
+    return lambda ns: dumped(envelope("memory.write", ns, {"text": text, **payload}))
+
+
+def memory_with(**fields: Any) -> Callable[[str], bytes]:
+    """A memory.write whose envelope fields (or payload) are replaced by `fields`."""
+    return lambda ns: dumped({**envelope("memory.write", ns, {"text": "t"}), **fields})
+
+
+def nested(depth: int) -> Callable[[str], bytes]:
+    return lambda ns: (b'{"event_id": "deep", "type": "memory.write", "namespace": "'
+                       + ns.encode() + b'", "payload": ' + b"[" * depth + b"]" * depth + b"}")
+
+
+MEMORY_CASES = [
+    # Encodings and text Postgres cannot store.
+    Case("nul in text (prose: cleaned)", memory("deploy\x00 needs the VPN"), None),
+    Case("nul in title (prose: cleaned)", memory(title="VPN\x00"), None),
+    Case("lone surrogate in text (prose: cleaned)", memory("emoji cut \ud83d in half"), None),
+    Case("nul in a tag", memory(tags=["ops\x00"]), "invalid_text"),
+    Case("nul in source_ref", memory(source_ref="wiki\x00#vpn"), "invalid_text"),
+    Case("nul in event_id", memory_with(event_id="e\x00"), "invalid_text"),
+    Case("nul in producer", memory_with(producer="orchestrator\x00"), "invalid_text"),
+    Case("lone surrogate in agent_id",
+         memory(scope="personal", agent_id="ann\udc80"), "invalid_text"),
+    Case("invalid UTF-8", lambda ns: b'{"type": "memory.write", "x": "\xff\xfe"}',
+         "malformed_json"),
+    Case("UTF-16 JSON (auto-detected, stored)",
+         lambda ns: json.dumps(envelope("memory.write", ns, {"text": "Sixteen bits."})
+                               ).encode("utf-16"), None),
+    # Sizes, nesting, numbers.
+    Case("5,000 arrays deep", nested(5000), "malformed_json"),
+    Case("a 5,000-digit number",
+         lambda ns: dumped(envelope("memory.write", ns, {"text": "t"}))[:-1]
+         + b', "n": ' + b"7" * 5000 + b"}", "malformed_json"),
+    Case("NaN", lambda ns: dumped(envelope("memory.write", ns, {"text": "t"}))[:-1]
+         + b', "n": NaN}', "malformed_json"),
+    Case("oversized", memory("x" * 70_000), "oversized"),
+    Case("text over its limit", memory("y" * 8001), "invalid_event"),
+    Case("empty value", lambda ns: b"", "malformed_json"),
+    Case("tombstone", lambda ns: None, "malformed_json"),
+    Case("not JSON", lambda ns: b"{this is not json", "malformed_json"),
+    # Shapes and types.
+    Case("an array", lambda ns: b"[1, 2, 3]", "not_an_object"),
+    Case("a string", lambda ns: b'"memory.write"', "not_an_object"),
+    Case("unknown type", lambda ns: dumped(envelope("memory.explode", ns, {"text": "t"})),
+         "unknown_type"),
+    Case("type is a number", memory_with(type=7), "unknown_type"),
+    Case("a run event on memory.events",
+         lambda ns: dumped(envelope("run.started", ns, {"run_id": "r"})), "unknown_type"),
+    Case("no namespace",
+         lambda ns: dumped({k: v for k, v in envelope("memory.write", ns, {"text": "t"}).items()
+                            if k != "namespace"}), "missing_namespace"),
+    Case("namespace with spaces", memory_with(namespace="team a"), "invalid_event"),
+    Case("payload is null", memory_with(payload=None), "invalid_event"),
+    Case("empty text", memory(""), "invalid_event"),
+    Case("text is a number", memory_with(payload={"text": 42}), "invalid_event"),
+    Case("tags is a string", memory(tags="ops"), "invalid_event"),
+    Case("21 tags", memory(tags=[f"t{n}" for n in range(21)]), "invalid_event"),
+    Case("unknown memory type", memory(memory_type="gossip"), "invalid_event"),
+    Case("personal without owner", memory(scope="personal"), "invalid_event"),
+    Case("an extra envelope field", memory_with(priority="high"), "invalid_event"),
+    Case("an extra payload field", memory(priority="high"), "invalid_event"),
+    Case("schema version 2", memory_with(schema_version=2), "invalid_event"),
+    Case("event_id of 201 characters", memory_with(event_id="e" * 201), "invalid_event"),
+    # Dates.
+    Case("a time without offset", memory_with(occurred_at="2026-11-01T10:00:00"),
+         "invalid_event"),
+    Case("a date that does not exist", memory_with(occurred_at="2026-02-30T10:00:00Z"),
+         "invalid_event"),
+    Case("a time with no UTC form", memory_with(occurred_at="9999-12-31T23:00:00-14:00"),
+         "invalid_event"),
+    Case("expires in year 0", memory(expires_at="0001-01-01T00:00:00+01:00"),
+         "invalid_event"),
+    # References.
+    Case("11 related ids", memory(related_ids=[f"mem_{n}" for n in range(11)]),
+         "invalid_event"),
+    Case("a related id that does not exist", memory(related_ids=["mem_nowhere"]),
+         "broken_reference"),
+]
+
+
+def run_event(event_type: str, **payload: Any) -> Callable[[str], bytes]:
+    return lambda run_id: dumped(envelope(event_type, RUNS_NAMESPACE,
+                                          {"run_id": run_id, **payload}))
+
+
+RUNS_NAMESPACE = f"bad-runs-{uuid.uuid4().hex[:8]}"
+TRACE = "Traceback (most recent call last):\n  File \"app.py\", line 3, in main\nKeyError: 'x'"
+
+# Each run case is keyed by a run id of its own; the valid events after it start and finish
+# that run, which then has a digest.
+RUN_CASES = [
+    Case("nul in a run's error text (prose: cleaned)",
+         run_event("run.step", kind="error", error=TRACE + "\x00\x00"), None),
+    Case("lone surrogate in step text (prose: cleaned)",
+         run_event("run.step", kind="note", text="half an emoji \ud83d"), None),
+    Case("nul in a commit", run_event("run.finished", status="succeeded", commits=["ab\x00c"]),
+         "invalid_text"),
+    Case("nul in the run id",
+         lambda run_id: dumped(envelope("run.started", RUNS_NAMESPACE,
+                                        {"run_id": run_id + "\x00"})), "invalid_text"),
+    Case("a step of an unknown kind", run_event("run.step", kind="dance"), "invalid_event"),
+    Case("an error step without its error", run_event("run.step", kind="error"),
+         "invalid_event"),
+    Case("attempt out of range", run_event("run.step", kind="retry", attempt=10**6),
+         "invalid_event"),
+    Case("a status nobody knows", run_event("run.finished", status="exploded"),
+         "invalid_event"),
+    Case("201 commits",
+         run_event("run.finished", status="succeeded", commits=[f"c{n}" for n in range(201)]),
+         "invalid_event"),
+    Case("a traceback over its limit",
+         run_event("run.finished", status="failed", error="E" * 32001), "invalid_event"),
+    Case("a memory event on runs.events",
+         lambda run_id: dumped(envelope("memory.write", RUNS_NAMESPACE, {"text": "t"})),
+         "unknown_type"),
+    Case("5,000 objects deep",
+         lambda run_id: b'{"a": ' * 5000 + b"1" + b"}" * 5000, "malformed_json"),
+]
+
+# Before the run's own run.started: the ledger has no such run yet.
+ORDERING_CASES = [
+    Case("a step before its run started", run_event("run.step", kind="note", text="early"),
+         "broken_reference"),
+    Case("a run that finished without starting", run_event("run.finished", status="failed"),
+         "broken_reference"),
+]
+
+
+async def produce_values(bootstrap: str, topic: str,
+                         messages: list[tuple[bytes, bytes | None]]) -> None:
+    """Like harness.kafka_io.produce, but a value may be None (a tombstone)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        for key, value in messages:
+            await producer.send_and_wait(topic, value, key=key)
+    finally:
+        await producer.stop()
+
+
+def letters_of(messages: list[Received], key: bytes) -> list[Received]:
+    return [message for message in messages if message.key == key]
+
+
+async def crashes(http: httpx.AsyncClient) -> float:
+    text = (await http.get("/metrics")).text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("memstream_agent_crashes_total{"))
+
+
+async def test_no_bad_memory_event_stops_the_valid_one_behind_it(
+    stack: Stack, worker: Worker, updates: TopicReader, memory_dlq: TopicReader,
+    http: httpx.AsyncClient,
+) -> None:
+    pid = worker.process.pid if worker.process else None
+    crashes_before = await crashes(http)
+    namespaces = {case.name: f"bad-{n}-{uuid.uuid4().hex[:8]}"
+                  for n, case in enumerate(MEMORY_CASES)}
+    sent: dict[str, bytes | None] = {}
+    followers: dict[str, str] = {}
+    messages: list[tuple[bytes, bytes | None]] = []
+    for case in MEMORY_CASES:
+        namespace = namespaces[case.name]
+        sent[case.name] = case.value(namespace)
+        follower = envelope("memory.write", namespace,
+                            {"text": f"The valid memory after {case.name}."})
+        followers[case.name] = memory_record_id(namespace, follower["event_id"])
+        messages += [(namespace.encode(), sent[case.name]), (namespace.encode(),
+                                                            dumped(follower))]
+    await produce_values(stack.broker.bootstrap, "memory.events", messages)
+
+    # Every valid event behind a bad one is announced (indexed first, so searchable).
+    await updates.wait_for(lambda m: set(followers.values()) <= {
+        record_id for namespace in namespaces.values()
+        for record_id in updated_ids(m, namespace)}, 60)
+    for case in MEMORY_CASES[:3]:
+        answer = await http.get("/v1/search", params={
+            "namespace": namespaces[case.name], "query": f"valid memory after {case.name}",
+            "min_score": "0.3", "limit": "10"})
+        assert followers[case.name] in [hit["record_id"] for hit in answer.json()["hits"]]
+
+    # Each bad event is dead-lettered once, as its original bytes, with its reason.
+    dead = [case for case in MEMORY_CASES if case.reason is not None]
+    await memory_dlq.wait_for(lambda m: all(
+        letters_of(m, namespaces[case.name].encode()) for case in dead), 60)
+    for case in dead:
+        (letter,) = letters_of(memory_dlq.messages, namespaces[case.name].encode())
+        assert letter.headers["dlq.reason"].decode() == case.reason, case.name
+        assert letter.value == (sent[case.name] or b"")[:900 * 1024], case.name
+        assert letter.headers["dlq.error"], case.name
+
+    # The cleaned ones are stored, saying what was cleaned; nothing else of the bad ones is.
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT namespace, text, title, body FROM records WHERE namespace = ANY($1::text[])"
+            " AND text NOT LIKE 'The valid memory after%'", list(namespaces.values()))
+    finally:
+        await connection.close()
+    stored = {row["namespace"]: row for row in rows}
+    cleaned = [case for case in MEMORY_CASES if case.reason is None]
+    assert set(stored) == {namespaces[case.name] for case in cleaned}
+    assert stored[namespaces["nul in text (prose: cleaned)"]]["text"] == "deploy needs the VPN"
+    assert json.loads(stored[namespaces["nul in text (prose: cleaned)"]]["body"])[
+        "sanitized"] == {"text": 1}
+    assert stored[namespaces["lone surrogate in text (prose: cleaned)"]]["text"] == \
+        "emoji cut \ufffd in half"
+
+    # The worker never restarted, and none of its agents crashed.
+    assert worker.process is not None and worker.process.poll() is None
+    assert worker.process.pid == pid
+    assert await crashes(http) == crashes_before
+
+
+async def test_no_bad_run_event_stops_the_run_behind_it(
+    stack: Stack, worker: Worker, updates: TopicReader, runs_dlq: TopicReader,
+    http: httpx.AsyncClient,
+) -> None:
+    crashes_before = await crashes(http)
+    runs = {case.name: f"run-{n}-{uuid.uuid4().hex[:8]}"
+            for n, case in enumerate(RUN_CASES + ORDERING_CASES)}
+    sent: dict[str, bytes | None] = {}
+    messages: list[tuple[bytes, bytes]] = []
+    for case in ORDERING_CASES:
+        run_id = runs[case.name]
+        sent[case.name] = case.value(run_id)
+        messages.append((run_id.encode(), sent[case.name] or b""))
+    for case in RUN_CASES + ORDERING_CASES:
+        run_id = runs[case.name]
+        if case in RUN_CASES:
+            # A valid start first, so that only the event itself can be at fault.
+            messages.append((run_id.encode(), run_event("run.started", intent=case.name)(
+                run_id)))
+            sent[case.name] = case.value(run_id)
+            messages.append((run_id.encode(), sent[case.name] or b""))
+        else:
+            messages.append((run_id.encode(), run_event("run.started", intent=case.name)(
+                run_id)))
+        messages.append((run_id.encode(), run_event("run.finished", status="succeeded",
+                                                    commits=["c0ffee"])(run_id)))
+    await produce(stack.broker.bootstrap, "runs.events", messages)
+
+    digests = {digest_record_id(RUNS_NAMESPACE, run_id) for run_id in runs.values()}
+    await updates.wait_for(
+        lambda m: digests <= set(updated_ids(m, RUNS_NAMESPACE)), 60)
+
+    dead = [case for case in RUN_CASES + ORDERING_CASES if case.reason is not None]
+    await runs_dlq.wait_for(lambda m: all(
+        letters_of(m, runs[case.name].encode()) for case in dead), 60)
+    for case in dead:
+        (letter,) = letters_of(runs_dlq.messages, runs[case.name].encode())
+        assert letter.headers["dlq.reason"].decode() == case.reason, case.name
+        assert letter.value == sent[case.name], case.name
+
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        cleaned = await connection.fetchrow(
+            "SELECT payload, sanitized FROM run_events WHERE namespace = $1 AND run_id = $2"
+            " AND type = 'run.step'", RUNS_NAMESPACE,
+            runs["nul in a run's error text (prose: cleaned)"])
+    finally:
+        await connection.close()
+    assert cleaned is not None
+    assert json.loads(cleaned["payload"])["error"] == TRACE
+    assert json.loads(cleaned["sanitized"]) == {"error": 2}
+    assert worker.process is not None and worker.process.poll() is None
+    assert await crashes(http) == crashes_before
