@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv/bin
 
-.PHONY: setup run test lint bench schemas reindex clean
+.PHONY: setup run test lint bench soak schemas reindex clean
 
 setup:
 	@bash infra/setup.sh
@@ -21,6 +21,10 @@ lint:
 
 bench: setup
 	$(VENV)/python -m bench
+
+# Minutes of load while workers, the broker and Postgres are killed in turn; not in CI.
+soak: setup
+	$(VENV)/python -m bench.soak
 
 schemas:
 	$(VENV)/python -m schemas.export

@@ -38,10 +38,13 @@ def free_port() -> int:
 class Broker:
     data_dir: Path
     bootstrap: str = ""
+    # Chosen at the first start and kept: a restarted broker is where its clients left it.
+    port: int = field(default_factory=free_port)
+    controller_port: int = field(default_factory=free_port)
 
     def start(self) -> str:
         env = {**os.environ, "KAFKA_DATA_DIR": str(self.data_dir),
-               "KAFKA_PORT": str(free_port()), "KAFKA_CONTROLLER_PORT": str(free_port())}
+               "KAFKA_PORT": str(self.port), "KAFKA_CONTROLLER_PORT": str(self.controller_port)}
         result = subprocess.run([str(BROKER_SCRIPT), "start"], env=env, capture_output=True,
                                 text=True)
         if result.returncode != 0:
@@ -52,9 +55,56 @@ class Broker:
                        cwd=REPO_ROOT, check=True, capture_output=True)
         return self.bootstrap
 
+    def kill(self) -> None:
+        """kill -9: no shutdown, no flush; `start()` again recovers the same data dir."""
+        pid = int((self.data_dir / "pid").read_text())
+        kill_and_reap(pid)
+
     def stop(self) -> None:
         env = {**os.environ, "KAFKA_DATA_DIR": str(self.data_dir)}
         subprocess.run([str(BROKER_SCRIPT), "stop"], env=env, check=False, capture_output=True)
+
+
+def kill_and_reap(pid: int, timeout_s: float = 30.0) -> None:
+    """SIGKILL `pid` and wait until it is gone (it need not be our child)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while Path(f"/proc/{pid}").exists():
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pid {pid} still alive {timeout_s}s after SIGKILL")
+        time.sleep(0.05)
+
+
+def crash_postgres(server: LocalPostgres, timeout_s: float = 30.0) -> None:
+    """kill -9 the postmaster, then wait for its backends to notice and exit, as after a
+    power cut of the server alone: `server.start()` then recovers from the write-ahead log."""
+    pid = server.running_pid()
+    if pid is None:
+        raise RuntimeError(f"no Postgres runs on {server.data_dir}")
+    kill_and_reap(pid, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while _children_of_data_dir(server.data_dir):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Postgres backends on {server.data_dir} outlived the postmaster")
+        time.sleep(0.05)
+
+
+def _children_of_data_dir(data_dir: Path) -> list[int]:
+    """Postgres processes still attached to `data_dir`'s shared memory (its backends)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if str(data_dir) in (entry / "cmdline").read_bytes().decode(errors="replace") or \
+                    (entry / "cwd").resolve() == data_dir:
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return [pid for pid in found if pid != os.getpid()]
 
 
 @dataclass
@@ -142,9 +192,11 @@ class Worker:
 
 @dataclass
 class Stack:
-    """Broker and Postgres under `root`; workers are started on demand."""
+    """Broker and Postgres under `root`; workers are started on demand. `durable` Postgres
+    fsyncs its commits, for tests that crash it."""
 
     root: Path
+    durable: bool = False
     broker: Broker = field(init=False)
     postgres: LocalPostgres = field(init=False)
     pg_dsn: str = ""
@@ -152,7 +204,7 @@ class Stack:
 
     def __post_init__(self) -> None:
         self.broker = Broker(self.root / "kafka")
-        self.postgres = LocalPostgres(self.root / "postgres", durable=False)
+        self.postgres = LocalPostgres(self.root / "postgres", durable=self.durable)
 
     def start(self) -> Stack:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -161,14 +213,18 @@ class Stack:
         return self
 
     def worker(self, name: str = "worker", *, index_url: str | None = None,
-               module: str = "streams.worker", **extra_env: str) -> Worker:
+               app_id: str | None = None, module: str = "streams.worker",
+               **extra_env: str) -> Worker:
         """An ingest worker on the stack's index (the embedded engine under `root`, unless
-        `index_url` names another)."""
+        `index_url` names another), in a consumer group of its own unless `app_id` names
+        another worker's."""
         worker = Worker(
             bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn,
             index_url=index_url or f"edge://{self.root / 'index'}",
             log_path=self.root / f"{name}.log", module=module, extra_env=extra_env,
         )
+        if app_id is not None:
+            worker.app_id = app_id
         self.workers.append(worker)
         return worker
 
