@@ -12,6 +12,17 @@ Latency: events are produced one by one at half the measured rate; a record is s
 once it is announced (the index upsert comes before the announcement), so the latency is
 from the send to the announcement's arrival at a consumer.
 
+During a consolidation: 10,000 memories (bench/consolidation_bench.py's synthetic set: real
+sentences, blends and near-duplicates) are loaded into Postgres in one namespace, a manual
+consolidation of it is requested, and the write→searchable latency is measured as above, at
+the same rate, in another namespace, from the request until the consolidator process wrote its
+report and the worker published it.
+
+Scale-out: events/s of one worker, then of two in one consumer group, each on a fresh stack
+with the shared pgvector index (the embedded one admits one process); the workers are started
+first, then the events produced, and the rate is taken between the first and the last
+announcement. On 2 cores, two workers share the cores one worker already uses.
+
 Search: 100k memories are loaded straight into Postgres and the index (real sentences
 embedded by the model, each reused with a small perturbation so that 100k vectors do not
 take minutes to embed), then `GET /v1/search` is timed end to end, query embedding included.
@@ -27,7 +38,7 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +46,8 @@ from typing import Any
 import numpy as np
 from aiokafka import AIOKafkaProducer
 
+from bench.consolidation_bench import real_sentences, synthetic_memories
+from client.publisher import Publisher
 from embedder.model import Embedder
 from embedder.sentences import SENTENCES
 from harness.kafka_io import TopicReader, produce
@@ -97,8 +110,11 @@ async def pipeline_rate(stack: Stack, worker: Worker, texts: Sequence[str]) -> f
     return (len(times) - 1) / (times[-1] - times[0])
 
 
-async def write_to_searchable(stack: Stack, rate: float, seconds: float) -> list[float]:
-    namespace = f"{NAMESPACE}-latency"
+async def write_to_searchable(stack: Stack, rate: float, seconds: float,
+                              namespace: str = f"{NAMESPACE}-latency",
+                              until: Callable[[], Awaitable[bool]] | None = None) -> list[float]:
+    """Latencies of writes sent one by one at `rate` for `seconds`, or, with `until`, for as
+    long as it answers False (at most `seconds`)."""
     texts = memory_texts(int(rate * seconds) + 1)
     updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
     # linger 5 ms: the default of Kafka 4 producers, what an orchestrator would use.
@@ -109,6 +125,8 @@ async def write_to_searchable(stack: Stack, rate: float, seconds: float) -> list
     try:
         started = time.monotonic()
         for n, text in enumerate(texts):
+            if until is not None and n % 10 == 0 and await until():
+                break
             # Open loop: each send is due at its slot, whatever the pipeline does.
             await asyncio.sleep(max(0.0, started + n / rate - time.monotonic()))
             event_id = uuid.uuid4().hex
@@ -164,6 +182,89 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
         await repository.close()
 
 
+async def load_consolidation_namespace(stack: Stack, namespace: str) -> int:
+    """bench/consolidation_bench.py's 10,000 memories (one memory type), into Postgres only:
+    the consolidator reads them there."""
+    texts = real_sentences()
+    with Embedder.load(MODEL_DIR) as embedder:
+        vectors = embedder.embed(texts)
+    candidates, matrix = synthetic_memories(texts, vectors, ("fact",))
+    repository = await Repository.connect(stack.pg_dsn)
+    now = datetime.now(UTC)
+    try:
+        for start in range(0, len(candidates), 1000):
+            await repository.insert_records([
+                (Record(record_id=f"mem_{namespace}_{index}", namespace=namespace,
+                        record_kind="memory", memory_type="fact", text=candidate.text,
+                        provenance=Provenance(source_event_id=f"load-{index}",
+                                              source_topic="bench", source_partition=0,
+                                              source_offset=index, producer="bench"),
+                        created_at=now),
+                 matrix[index].astype(np.float32))
+                for index, candidate in enumerate(candidates[start:start + 1000], start)])
+    finally:
+        await repository.close()
+    return len(candidates)
+
+
+async def latency_during_consolidation(stack: Stack, worker: Worker,
+                                       rate: float) -> dict[str, Any]:
+    """Write→searchable latency while the consolidator process consolidates 10k memories."""
+    namespace = f"{NAMESPACE}-consolidate"
+    memories = await load_consolidation_namespace(stack, namespace)
+    consolidator = stack.consolidator(worker)
+    consolidator.start()
+    repository = await Repository.connect(stack.pg_dsn)
+    try:
+        async with Publisher(stack.broker.bootstrap, producer="bench") as publisher:
+            request = await publisher.request_consolidation(namespace)
+        started = time.monotonic()
+
+        async def published() -> bool:
+            report = await repository.maintenance_report(request)
+            return report is not None and report["announced_at"] is not None
+
+        latencies = await write_to_searchable(stack, rate, 300.0,
+                                              f"{NAMESPACE}-during-consolidation", published)
+        while not await published():
+            await asyncio.sleep(0.1)
+        report = await repository.maintenance_report(request)
+        assert report is not None
+    finally:
+        await repository.close()
+        consolidator.stop()
+    return {"memories": memories, "latencies": latencies,
+            "seconds": time.monotonic() - started, "clusters": len(report["clusters"]),
+            "timings": report["timings"]}
+
+
+async def scale_out_rate(workers: int, events: int) -> float:
+    """Events/s of `workers` workers in one group on a fresh stack, shared pgvector index."""
+    with tempfile.TemporaryDirectory(prefix="memstream-bench-scale-") as scratch:
+        stack = Stack(Path(scratch)).start()
+        try:
+            group = f"memstream-scale-{uuid.uuid4().hex[:6]}"
+            started = [stack.worker(f"worker-{n}", index_url="pg://", app_id=group)
+                       for n in range(workers)]
+            for worker in started:
+                worker.start()
+            await asyncio.sleep(5)  # the group settles before the load arrives
+            texts = memory_texts(events)
+            updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+            try:
+                await produce(stack.broker.bootstrap, "memory.events", [
+                    (f"{NAMESPACE}-scale-{n % 16}".encode(),
+                     memory_event(f"{NAMESPACE}-scale-{n % 16}", text, uuid.uuid4().hex))
+                    for n, text in enumerate(texts)])
+                done = await updates.wait_for(lambda m: len(m) >= events, timeout_s=900)
+            finally:
+                await updates.close()
+        finally:
+            stack.stop()
+    times = sorted(message.received_at for message in done[:events])
+    return (len(times) - 1) / (times[-1] - times[0])
+
+
 def search_latencies(worker: Worker, queries: Sequence[str], namespace: str) -> list[float]:
     latencies = []
     for query in queries:
@@ -195,6 +296,14 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float) 
             results["latency_p50_ms"] = percentile(latencies, 50) * 1000
             results["latency_p95_ms"] = percentile(latencies, 95) * 1000
 
+            during = await latency_during_consolidation(stack, worker, rate / 2)
+            results["consolidation_memories"] = during["memories"]
+            results["consolidation_s"] = during["seconds"]
+            results["consolidation_clusters"] = during["clusters"]
+            results["during_consolidation_writes"] = len(during["latencies"])
+            results["during_consolidation_p50_ms"] = percentile(during["latencies"], 50) * 1000
+            results["during_consolidation_p95_ms"] = percentile(during["latencies"], 95) * 1000
+
             worker.stop()
             # All in one namespace: the worst case for a namespace-filtered search.
             started = time.perf_counter()
@@ -209,6 +318,8 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float) 
             results["search_p95_ms"] = percentile(measured, 95) * 1000
         finally:
             stack.stop()
+    results["one_worker_per_s"] = await scale_out_rate(1, events)
+    results["two_workers_per_s"] = await scale_out_rate(2, events)
     return results
 
 
@@ -222,6 +333,16 @@ def format_table(results: dict[str, Any]) -> str:
          f"{results['latency_p50_ms']:.0f} ms", ""),
         (f"write->searchable p95 at {results['latency_rate_per_s']:.0f}/s",
          f"{results['latency_p95_ms']:.0f} ms", "<= 250 ms"),
+        (f"  during a consolidation of {results['consolidation_memories']:,} memories "
+         f"({results['consolidation_s']:.0f} s)",
+         f"{results['during_consolidation_p95_ms']:.0f} ms", ""),
+        (f"  p50 during it ({results['during_consolidation_writes']} writes, "
+         f"{results['consolidation_clusters']} clusters merged)",
+         f"{results['during_consolidation_p50_ms']:.0f} ms", ""),
+        ("memory.write, one worker (pgvector index)",
+         f"{results['one_worker_per_s']:.0f} events/s", ""),
+        ("memory.write, two workers in one group (pgvector index)",
+         f"{results['two_workers_per_s']:.0f} events/s", ""),
         (f"GET /v1/search p50 at {results['search_points']:,} memories",
          f"{results['search_p50_ms']:.1f} ms", ""),
         (f"GET /v1/search p95 at {results['search_points']:,} memories",

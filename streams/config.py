@@ -55,6 +55,8 @@ class Settings:
     unexpected_attempts: int = 4
     # How often a worker that owns the index looks for consolidations to publish.
     relay_interval_s: float = 1.0
+    # The consolidator process's niceness: maintenance yields the CPU to the writes.
+    consolidator_nice: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -92,6 +94,7 @@ class Settings:
             stall_after_s=float(get("STALL_AFTER_S", str(cls.stall_after_s))),
             unexpected_attempts=int(get("UNEXPECTED_ATTEMPTS", str(cls.unexpected_attempts))),
             relay_interval_s=float(get("RELAY_INTERVAL_S", str(cls.relay_interval_s))),
+            consolidator_nice=int(get("CONSOLIDATOR_NICE", str(cls.consolidator_nice))),
         )
 
 

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 LEASE = timedelta(seconds=60)
 REPORTS_PER_TICK = 10
+CHANGES_PER_PART = 256
 
 
 class ReportRelay:
@@ -58,9 +59,15 @@ class ReportRelay:
                 "superseded", item.version, None, maybe_announced_since=lease.tried_since)
             for item in members if item.superseded_by in by_id
         ]
-        result = await self._sink.publish(changes, self._attempts)
-        if result.failed:
-            for change, error in result.failed:
+        failed = []
+        # In parts: a 10k consolidation changes thousands of records, and the writes this
+        # worker also serves get the event loop between the parts.
+        for start in range(0, len(changes), CHANGES_PER_PART):
+            part = await self._sink.publish(changes[start:start + CHANGES_PER_PART],
+                                            self._attempts)
+            failed += part.failed
+        if failed:
+            for change, error in failed:
                 log.error("report %s: could not publish %s %s: %s (tried again once its "
                           "lease ends)", lease.report_id, change.change, change.record_id,
                           error.detail)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -48,7 +49,8 @@ from streams.topics import ensure_topics, load_topic_specs
 log = logging.getLogger("memstream.worker")
 
 
-async def open_runtime(settings: Settings, producer: KafkaProducer) -> Runtime:
+async def open_runtime(settings: Settings, producer: KafkaProducer,
+                       embed_threads: int) -> Runtime:
     rules = TriggerRules(settings.consolidate_min_new, settings.consolidate_once_per_day,
                          timedelta(seconds=settings.count_window_s),
                          timedelta(seconds=settings.count_keep_s))
@@ -58,9 +60,7 @@ async def open_runtime(settings: Settings, producer: KafkaProducer) -> Runtime:
     applied = await apply_migrations(settings.pg_dsn)
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
-    embedder = await asyncio.to_thread(
-        Embedder.load, settings.model_dir, threads=settings.embed_threads
-    )
+    embedder = await asyncio.to_thread(Embedder.load, settings.model_dir, threads=embed_threads)
     await producer.start()
     return Runtime(
         repository=await Repository.connect(settings.pg_dsn, count_window=rules.window,
@@ -93,12 +93,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     # third of all series; nothing reads them.
     disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
     settings = Settings.from_env()
+    if role == "consolidator":
+        # HDBSCAN takes a core for seconds; on a machine shared with the writes, they come
+        # first (the write->searchable latency), the consolidation a little later.
+        os.nice(settings.consolidator_nice)
     faust_dir(settings, role).mkdir(parents=True, exist_ok=True)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     app = create_app(settings, role)
     producer = KafkaProducer(settings.kafka_bootstrap, client_id=group_id(settings.app_id, role))
-    runtime = loop.run_until_complete(open_runtime(settings, producer))
+    # The consolidator embeds only merged texts, on one core: the other serves the writes.
+    embed_threads = settings.embed_threads if role == "ingest" else 1
+    runtime = loop.run_until_complete(open_runtime(settings, producer, embed_threads))
     index = loop.run_until_complete(open_index_of(settings)) if role == "ingest" else None
     lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, group_id(settings.app_id, role),
                                  runtime.metrics)
