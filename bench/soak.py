@@ -21,10 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import asyncpg
-
 from harness.kafka_io import TopicReader, wait_caught_up
-from harness.load import Publishing, exactly_once, memory_writes
+from harness.load import Publishing, exactly_once, memory_writes, pg_index_points
 from harness.stack import Stack, Worker, crash_postgres
 
 CRASHES = ("worker", "broker", "postgres")
@@ -44,17 +42,6 @@ async def crash(stack: Stack, workers: Sequence[Worker], kind: str, turn: int) -
         crash_postgres(stack.postgres)
         await asyncio.sleep(2)
         await asyncio.to_thread(stack.postgres.start)
-
-
-async def indexed(pg_dsn: str, namespaces: set[str]) -> int:
-    connection = await asyncpg.connect(pg_dsn)
-    try:
-        count: int = await connection.fetchval(
-            "SELECT count(*) FROM vector_index_memstream WHERE namespace = ANY($1::text[])",
-            sorted(namespaces))
-        return count
-    finally:
-        await connection.close()
 
 
 async def soak(minutes: float, rate: float, every_s: float, worker_count: int) -> int:
@@ -91,7 +78,7 @@ async def soak(minutes: float, rate: float, every_s: float, worker_count: int) -
             await wait_caught_up(stack.broker.bootstrap, group, ["memory.events"], 300)
             await asyncio.sleep(3)
             counted = await exactly_once(
-                stack.pg_dsn, await indexed(stack.pg_dsn, {w.namespace for w in writes}),
+                stack.pg_dsn, await pg_index_points(stack.pg_dsn, {w.namespace for w in writes}),
                 writes, announced.messages)
             await announced.close()
         finally:

@@ -58,6 +58,12 @@ class TopicReader:
         self._task = asyncio.create_task(self._read())
         return self
 
+    async def __aenter__(self) -> TopicReader:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
     async def _read(self) -> None:
         assert self._consumer is not None
         async for message in self._consumer:

@@ -144,6 +144,18 @@ class ExactlyOnce:
                 == self.writes)
 
 
+async def pg_index_points(pg_dsn: str, namespaces: set[str]) -> int:
+    """Points of these namespaces in the pgvector index (`pg://`) of the records' Postgres."""
+    connection = await asyncpg.connect(pg_dsn)
+    try:
+        count: int = await connection.fetchval(
+            "SELECT count(*) FROM vector_index_memstream WHERE namespace = ANY($1::text[])",
+            sorted(namespaces))
+        return count
+    finally:
+        await connection.close()
+
+
 async def exactly_once(pg_dsn: str, index_points: int, writes: list[Write],
                        announced: list[Received]) -> ExactlyOnce:
     namespaces = sorted({write.namespace for write in writes})

@@ -240,6 +240,12 @@ class Stack:
         self.workers.append(process)
         return process
 
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         """Stop everything, each part even if stopping another failed."""
         with contextlib.ExitStack() as stopping:

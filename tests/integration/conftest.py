@@ -19,11 +19,8 @@ from harness.stack import Stack, Worker
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = Stack(tmp_path_factory.mktemp("stack")).start()
-    try:
+    with Stack(tmp_path_factory.mktemp("stack")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="session")
@@ -47,23 +44,20 @@ def consolidator(stack: Stack, worker: Worker) -> Worker:
 
 @pytest.fixture(scope="session")
 async def updates(stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
-    yield reader
-    await reader.close()
+    async with TopicReader(stack.broker.bootstrap, "memory.updated") as reader:
+        yield reader
 
 
 @pytest.fixture(scope="session")
 async def memory_dlq(stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(stack.broker.bootstrap, "memory.events.dlq").start()
-    yield reader
-    await reader.close()
+    async with TopicReader(stack.broker.bootstrap, "memory.events.dlq") as reader:
+        yield reader
 
 
 @pytest.fixture(scope="session")
 async def runs_dlq(stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(stack.broker.bootstrap, "runs.events.dlq").start()
-    yield reader
-    await reader.close()
+    async with TopicReader(stack.broker.bootstrap, "runs.events.dlq") as reader:
+        yield reader
 
 
 @pytest.fixture

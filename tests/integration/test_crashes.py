@@ -24,11 +24,8 @@ RATE = 150.0  # events/s: ten seconds of load, well under what one worker takes
 
 @pytest.fixture(scope="module")
 def durable_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = Stack(tmp_path_factory.mktemp("crashes"), durable=True).start()
-    try:
+    with Stack(tmp_path_factory.mktemp("crashes"), durable=True) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +38,8 @@ def crash_worker(durable_stack: Stack) -> Iterator[Worker]:
 
 @pytest.fixture
 async def announced(durable_stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(durable_stack.broker.bootstrap, "memory.updated").start()
-    yield reader
-    await reader.close()
+    async with TopicReader(durable_stack.broker.bootstrap, "memory.updated") as reader:
+        yield reader
 
 
 async def index_points(worker: Worker, namespaces: set[str]) -> int:

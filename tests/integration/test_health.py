@@ -30,11 +30,8 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = Stack(tmp_path_factory.mktemp("health")).start()
-    try:
+    with Stack(tmp_path_factory.mktemp("health")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +52,14 @@ def faulty(own_stack: Stack, faults: Path) -> Iterator[Worker]:
 
 @pytest.fixture(scope="module")
 async def announced(own_stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(own_stack.broker.bootstrap, "memory.updated").start()
-    yield reader
-    await reader.close()
+    async with TopicReader(own_stack.broker.bootstrap, "memory.updated") as reader:
+        yield reader
 
 
 @pytest.fixture(scope="module")
 async def dead(own_stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(own_stack.broker.bootstrap, "memory.events.dlq").start()
-    yield reader
-    await reader.close()
+    async with TopicReader(own_stack.broker.bootstrap, "memory.events.dlq") as reader:
+        yield reader
 
 
 async def eventually(check: Callable[[], Awaitable[T | None]], what: str,

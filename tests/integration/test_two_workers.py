@@ -13,11 +13,10 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
-import asyncpg
 import pytest
 
 from harness.kafka_io import TopicReader, produce, wait_caught_up
-from harness.load import exactly_once, memory_writes
+from harness.load import exactly_once, memory_writes, pg_index_points
 from harness.stack import Stack, Worker
 
 pytestmark = pytest.mark.integration
@@ -28,11 +27,8 @@ NAMESPACES = 20
 
 @pytest.fixture(scope="module")
 def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    running = Stack(tmp_path_factory.mktemp("two-workers")).start()
-    try:
+    with Stack(tmp_path_factory.mktemp("two-workers")) as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -49,20 +45,8 @@ def workers(shared_stack: Stack) -> Iterator[tuple[Worker, Worker]]:
 
 @pytest.fixture
 async def announced(shared_stack: Stack) -> AsyncIterator[TopicReader]:
-    reader = await TopicReader(shared_stack.broker.bootstrap, "memory.updated").start()
-    yield reader
-    await reader.close()
-
-
-async def indexed(pg_dsn: str, namespaces: set[str]) -> int:
-    connection = await asyncpg.connect(pg_dsn)
-    try:
-        count: int = await connection.fetchval(
-            "SELECT count(*) FROM vector_index_memstream WHERE namespace = ANY($1::text[])",
-            sorted(namespaces))
-        return count
-    finally:
-        await connection.close()
+    async with TopicReader(shared_stack.broker.bootstrap, "memory.updated") as reader:
+        yield reader
 
 
 async def test_two_workers_one_killed_mid_stream_store_every_event_exactly_once(
@@ -86,7 +70,7 @@ async def test_two_workers_one_killed_mid_stream_store_every_event_exactly_once(
     await asyncio.sleep(2)  # anything announced twice would have arrived by now
 
     counted = await exactly_once(
-        shared_stack.pg_dsn, await indexed(shared_stack.pg_dsn,
+        shared_stack.pg_dsn, await pg_index_points(shared_stack.pg_dsn,
                                            {write.namespace for write in writes}),
         writes, announced.messages)
     assert counted.holds(), counted
