@@ -25,9 +25,10 @@ from processors.fix_patterns import (
     fix_pattern_record,
 )
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
+from schemas.topics import RUNS_EVENTS
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
-PROVENANCE = Provenance(source_event_id="e", source_topic="runs.events", source_partition=0,
+PROVENANCE = Provenance(source_event_id="e", source_topic=RUNS_EVENTS, source_partition=0,
                         source_offset=0, producer="bench")
 TRACE = """Traceback (most recent call last):
   File "/srv/app/jobs/{module}.py", line {line}, in run_{module}

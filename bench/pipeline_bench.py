@@ -55,6 +55,7 @@ from harness.stack import MODEL_DIR, Stack, Worker
 from processors.ids import memory_record_id
 from schemas.events import Provenance
 from schemas.records import Record
+from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.repository import Repository
@@ -97,10 +98,10 @@ def raw_embedder_rate(texts: Sequence[str], batch: int, threads: int) -> float:
 
 async def pipeline_rate(stack: Stack, worker: Worker, texts: Sequence[str]) -> float:
     namespace = f"{NAMESPACE}-rate"
-    await produce(stack.broker.bootstrap, "memory.events", [
+    await produce(stack.broker.bootstrap, MEMORY_EVENTS, [
         (namespace.encode(), memory_event(namespace, text, uuid.uuid4().hex)) for text in texts
     ])
-    updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+    updates = await TopicReader(stack.broker.bootstrap, MEMORY_UPDATED).start()
     try:
         worker.start()
         done = await updates.wait_for(lambda m: len(m) >= len(texts), timeout_s=900)
@@ -116,7 +117,7 @@ async def write_to_searchable(stack: Stack, rate: float, seconds: float,
     """Latencies of writes sent one by one at `rate` for `seconds`, or, with `until`, for as
     long as it answers False (at most `seconds`)."""
     texts = memory_texts(int(rate * seconds) + 1)
-    updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+    updates = await TopicReader(stack.broker.bootstrap, MEMORY_UPDATED).start()
     # linger 5 ms: the default of Kafka 4 producers, what an orchestrator would use.
     producer = AIOKafkaProducer(bootstrap_servers=stack.broker.bootstrap, acks="all",
                                 linger_ms=5)
@@ -132,7 +133,7 @@ async def write_to_searchable(stack: Stack, rate: float, seconds: float,
             event_id = uuid.uuid4().hex
             sent[memory_record_id(namespace, event_id)] = time.monotonic()
             await producer.send(
-                "memory.events", memory_event(namespace, text, event_id), key=namespace.encode()
+                MEMORY_EVENTS, memory_event(namespace, text, event_id), key=namespace.encode()
             )
         await updates.wait_for(
             lambda m: len({json.loads(x.value)["record_id"] for x in m} & sent.keys())
@@ -250,9 +251,9 @@ async def scale_out_rate(workers: int, events: int) -> float:
                 worker.start()
             await asyncio.sleep(5)  # the group settles before the load arrives
             texts = memory_texts(events)
-            updates = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+            updates = await TopicReader(stack.broker.bootstrap, MEMORY_UPDATED).start()
             try:
-                await produce(stack.broker.bootstrap, "memory.events", [
+                await produce(stack.broker.bootstrap, MEMORY_EVENTS, [
                     (f"{NAMESPACE}-scale-{n % 16}".encode(),
                      memory_event(f"{NAMESPACE}-scale-{n % 16}", text, uuid.uuid4().hex))
                     for n, text in enumerate(texts)])

@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.kafka_io import TopicReader, wait_caught_up
 from harness.load import Publishing, exactly_once, memory_writes, pg_index_points
 from harness.stack import Stack, Worker, crash_postgres
+from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 
 CRASHES = ("worker", "broker", "postgres")
 
@@ -56,7 +57,7 @@ async def soak(minutes: float, rate: float, every_s: float, worker_count: int) -
                 worker.start()
             writes = memory_writes(int(minutes * 60 * rate), namespaces=20, tag="soak")
             record_ids = {write.record_id for write in writes}
-            announced = await TopicReader(stack.broker.bootstrap, "memory.updated").start()
+            announced = await TopicReader(stack.broker.bootstrap, MEMORY_UPDATED).start()
             publishing = Publishing(stack.broker.bootstrap, writes, rate)
             started = time.monotonic()
             producer = asyncio.create_task(publishing.run())
@@ -75,7 +76,7 @@ async def soak(minutes: float, rate: float, every_s: float, worker_count: int) -
                             for m in announced.messages} & record_ids)
 
             await announced.wait_for(lambda m: created() == len(writes), 600)
-            await wait_caught_up(stack.broker.bootstrap, group, ["memory.events"], 300)
+            await wait_caught_up(stack.broker.bootstrap, group, [MEMORY_EVENTS], 300)
             await asyncio.sleep(3)
             counted = await exactly_once(
                 stack.pg_dsn, await pg_index_points(stack.pg_dsn, {w.namespace for w in writes}),
