@@ -345,3 +345,5 @@ async def test_a_worker_killed_mid_stream_loses_and_duplicates_nothing(
     finally:
         await connection.close()
     assert stored == total
+    announced = updated_ids(updates.messages, namespace)
+    assert len(announced) == len(set(announced)) == total, "each announced once"
