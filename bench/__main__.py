@@ -4,7 +4,9 @@
 
 The embedder alone (int8 vs fp32 in the same run, their parity), error signatures per second
 on one core, digest build and fix pattern rebuild times, consolidation of 10k memories, then
-the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means).
+the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means),
+and evidence recall of /v1/search on LoCoMo's development conversations beside baselines
+computed in the same run (bench/retrieval_eval.py).
 The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`.
@@ -20,6 +22,7 @@ from bench.consolidation_bench import run_consolidation_bench
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
+from bench.retrieval_eval import run_retrieval_eval
 from bench.signature_bench import run_signature_bench, signature_rows
 from embedder.build import DEFAULT_OUT, build
 
@@ -44,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *signature_rows(run_signature_bench()),
         *run_history_bench(),
         *run_consolidation_bench(),
+        *run_retrieval_eval(),
     ]
     width = 62
     print(f"{'measure':<{width}}  {'value':>16}  target")

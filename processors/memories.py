@@ -44,10 +44,24 @@ def memory_record(event: MemoryWrite, provenance: Provenance,
         review_state=payload.review_state,
         trust_class=payload.trust_class,
         source_ref=payload.source_ref,
+        thread=payload.thread,
         provenance=provenance,
         created_at=event.occurred_at,
         expires_at=payload.expires_at,
     )
+
+
+# How much of the memory before it in its thread a memory keeps as its context.
+CONTEXT_CHARS = 2000
+
+
+def with_context(record: Record, previous: Record | None) -> Record:
+    """`record` with the memory before it in its thread as its context (in its body), which
+    the lexical index reads beside its text."""
+    if previous is None:
+        return record
+    context = {"record_id": previous.record_id, "text": previous.text[:CONTEXT_CHARS]}
+    return record.model_copy(update={"body": {**record.body, "context": context}})
 
 
 def check_references(record: Record, known_ids: Collection[str]) -> None:

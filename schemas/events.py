@@ -158,6 +158,12 @@ class MemoryWritePayload(_Payload):
     source_ref: Annotated[str, StringConstraints(max_length=1000)] | None = Field(
         default=None, description="Where the writer found this (a URL, a run id, a file)."
     )
+    thread: Identifier | None = Field(
+        default=None,
+        description="The conversation, session or document this memory is one part of, "
+        "written in order: the memory before it in its thread is indexed beside it, as its "
+        "context at retrieval.",
+    )
     expires_at: Instant | None = None
 
     @model_validator(mode="after")

@@ -39,6 +39,8 @@ class Record(BaseModel):
     trust_class: TrustClass = "raw"
     source_ref: str | None = None
     run_ref: str | None = None
+    # The conversation, session or document a memory is one part of (see MemoryWritePayload).
+    thread: str | None = None
     provenance: Provenance
     created_at: datetime
     expires_at: datetime | None = None

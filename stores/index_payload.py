@@ -28,8 +28,9 @@ def index_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     payload["expires_at"] = None if expires_at is None else epoch_seconds(expires_at)
     run_ref = row.get("run_ref")
     payload["run_ref"] = None if run_ref is None else str(run_ref)
-    agent_id = row.get("agent_id")
-    payload["agent_id"] = None if agent_id is None else str(agent_id)
+    for name in ("agent_id", "memory_type"):
+        value = row.get(name)
+        payload[name] = None if value is None else str(value)
     return payload
 
 

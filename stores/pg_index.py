@@ -16,7 +16,6 @@ scan of the namespace's rows, which is exact.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -24,13 +23,15 @@ from typing import Any
 
 import asyncpg
 
-from stores.pgvector import register_vector_codec
+from processors.lexical import SparseVector
+from stores.pgvector import register_codecs
 from stores.vector_index import (
     DEFAULT_COLLECTION,
     DIM,
     IndexHit,
     IndexPoint,
     SearchScope,
+    TermCounts,
     Vector,
     as_vector,
     point_id,
@@ -76,7 +77,7 @@ class PostgresIndex:
             raise PostgresIndexError(
                 f"{self._table} holds {stored}, not vector({self._dim}): another dimension")
         self._pool = await asyncpg.create_pool(
-            self._dsn, min_size=1, max_size=4, init=_init_connection,
+            self._dsn, min_size=1, max_size=4, init=register_codecs,
             # Keep scanning the graph until `limit` rows pass the filters; a wider beam than
             # the default 40 for recall at 100k points.
             server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"})
@@ -85,20 +86,28 @@ class PostgresIndex:
         table = self._table
         return f"""
         CREATE TABLE IF NOT EXISTS {table} (
-            point_id    uuid PRIMARY KEY,
-            record_id   text NOT NULL,
-            namespace   text NOT NULL,
-            record_kind text NOT NULL,
-            scope       text NOT NULL,
-            agent_id    text,
-            related_ids text[] NOT NULL,
-            expires_at  double precision,
-            payload     jsonb NOT NULL,
-            embedding   vector({self._dim}) NOT NULL
+            point_id     uuid PRIMARY KEY,
+            record_id    text NOT NULL,
+            namespace    text NOT NULL,
+            record_kind  text NOT NULL,
+            scope        text NOT NULL,
+            agent_id     text,
+            related_ids  text[] NOT NULL,
+            tags         text[] NOT NULL,
+            memory_type  text,
+            tier         text,
+            review_state text NOT NULL,
+            created_at   double precision NOT NULL,
+            expires_at   double precision,
+            payload      jsonb NOT NULL,
+            embedding    vector({self._dim}) NOT NULL,
+            lexical      sparsevec NOT NULL,
+            terms        integer[] NOT NULL
         );
         CREATE INDEX IF NOT EXISTS {table}_namespace ON {table} (namespace, record_id);
         CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table}
             USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64);
+        CREATE INDEX IF NOT EXISTS {table}_terms ON {table} USING gin (terms);
         """
 
     def _open_pool(self) -> asyncpg.Pool:
@@ -113,20 +122,29 @@ class PostgresIndex:
         await self._open_pool().executemany(
             f"""
             INSERT INTO {self._table} (point_id, record_id, namespace, record_kind, scope,
-                                       agent_id, related_ids, expires_at, payload, embedding)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                                       agent_id, related_ids, tags, memory_type, tier,
+                                       review_state, created_at, expires_at, payload,
+                                       embedding, lexical, terms)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                    $17)
             ON CONFLICT (point_id) DO UPDATE SET
                 record_id = excluded.record_id, namespace = excluded.namespace,
                 record_kind = excluded.record_kind, scope = excluded.scope,
                 agent_id = excluded.agent_id, related_ids = excluded.related_ids,
-                expires_at = excluded.expires_at, payload = excluded.payload,
-                embedding = excluded.embedding
+                tags = excluded.tags, memory_type = excluded.memory_type,
+                tier = excluded.tier, review_state = excluded.review_state,
+                created_at = excluded.created_at, expires_at = excluded.expires_at,
+                payload = excluded.payload, embedding = excluded.embedding,
+                lexical = excluded.lexical, terms = excluded.terms
             """,
             [
                 (p.id, p.payload["record_id"], p.payload["namespace"],
                  str(p.payload.get("record_kind", "")), str(p.payload.get("scope", "shared")),
                  p.payload.get("agent_id"), list(p.payload.get("related_ids") or []),
-                 p.payload.get("expires_at"), p.payload, p.vector)
+                 list(p.payload.get("tags") or []), p.payload.get("memory_type"),
+                 p.payload.get("tier"), str(p.payload.get("review_state", "approved")),
+                 float(p.payload.get("created_at") or 0.0), p.payload.get("expires_at"),
+                 p.payload, p.vector, p.lexical, list(p.lexical.indices))
                 for p in prepared
             ],
         )
@@ -139,25 +157,45 @@ class PostgresIndex:
             [point_id(record_id) for record_id in record_ids])
 
     async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
-        query = as_vector(vector, self._dim)
         rows = await self._open_pool().fetch(
             f"""
             SELECT payload, score FROM (
                 SELECT payload, 1 - (embedding <=> $1) AS score FROM {self._table}
-                WHERE namespace = $2
-                  AND ($3::text[] IS NULL OR record_kind = ANY($3))
-                  AND ($4::text IS NULL OR $4 = ANY(related_ids))
-                  AND (scope = 'shared' OR agent_id = $5)
-                  AND (expires_at IS NULL OR expires_at > $6)
-                ORDER BY embedding <=> $1 LIMIT $7) AS nearest
-            WHERE score >= $8
+                WHERE {_SCOPE}
+                ORDER BY embedding <=> $1 LIMIT $13) AS nearest
+            WHERE score >= $14
             ORDER BY score DESC
             """,
-            query, scope.namespace, list(scope.record_kinds) or None, scope.related_id,
-            scope.agent_id, time.time(), scope.limit, scope.min_score,
+            as_vector(vector, self._dim), *_scope_args(scope), scope.limit, scope.min_score,
         )
-        return [IndexHit(str(row["payload"]["record_id"]), float(row["score"]), row["payload"])
-                for row in rows]
+        return _hits(rows)
+
+    async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
+        if not query:
+            return []
+        # Exact: the namespace's rows holding a query term (the GIN index), scored in full.
+        rows = await self._open_pool().fetch(
+            f"""
+            SELECT payload, -(lexical <#> $1) AS score FROM {self._table}
+            WHERE {_SCOPE} AND terms && $13::integer[]
+            ORDER BY lexical <#> $1, record_id LIMIT $14
+            """,
+            query, *_scope_args(scope), list(query.indices), scope.limit,
+        )
+        return _hits(rows)
+
+    async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
+        pool = self._open_pool()
+        documents: int = await pool.fetchval(
+            f"SELECT count(*) FROM {self._table} WHERE namespace = $1", namespace)
+        rows = await pool.fetch(
+            f"""
+            SELECT term, count(*) AS n FROM {self._table}, unnest(terms) AS term
+            WHERE namespace = $1 AND terms && $2::integer[] AND term = ANY($2::integer[])
+            GROUP BY term
+            """,
+            namespace, list(term_ids))
+        return TermCounts(documents, {int(row["term"]): int(row["n"]) for row in rows})
 
     async def count(self, namespace: str | None = None) -> int:
         count: int = await self._open_pool().fetchval(
@@ -186,11 +224,30 @@ class PostgresIndex:
             await pool.close()
 
 
-async def _init_connection(connection: asyncpg.Connection) -> None:
-    await register_vector_codec(connection)
-    await connection.set_type_codec(
-        "jsonb", schema="pg_catalog", encoder=_json_dumps, decoder=json.loads, format="text")
+# A point within a SearchScope: its namespace, kinds, related id, visibility and filters
+# ($1 is the query vector; see _scope_args for $2-$12).
+_SCOPE = """
+    namespace = $2
+    AND ($3::text[] IS NULL OR record_kind = ANY($3))
+    AND ($4::text IS NULL OR $4 = ANY(related_ids))
+    AND (scope = 'shared' OR agent_id = $5)
+    AND (expires_at IS NULL OR expires_at > $6)
+    AND ($7::text[] IS NULL OR tags && $7)
+    AND ($8::text[] IS NULL OR record_kind <> 'memory' OR memory_type = ANY($8))
+    AND ($9::text[] IS NULL OR tier = ANY($9))
+    AND review_state = ANY($10)
+    AND ($11::float8 IS NULL OR created_at >= $11)
+    AND ($12::float8 IS NULL OR created_at <= $12)
+"""
 
 
-def _json_dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+def _scope_args(scope: SearchScope) -> tuple[Any, ...]:
+    return (scope.namespace, list(scope.record_kinds) or None, scope.related_id,
+            scope.agent_id, time.time(), list(scope.tags) or None,
+            list(scope.memory_types) or None, list(scope.tiers) or None,
+            list(scope.review_states), scope.since, scope.until)
+
+
+def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
+    return [IndexHit(str(row["payload"]["record_id"]), float(row["score"]), row["payload"])
+            for row in rows]

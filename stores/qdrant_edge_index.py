@@ -21,26 +21,33 @@ One process at a time: the shard locks its log, and a second open fails.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import qdrant_edge as qe
 
+from processors.lexical import SparseVector
 from stores.vector_index import (
     DEFAULT_COLLECTION,
     DIM,
     FLOAT_FIELDS,
+    INTEGER_FIELDS,
     KEYWORD_FIELDS,
+    LEXICAL,
     IndexHit,
     IndexPoint,
     SearchScope,
+    TermCounts,
     Vector,
     Visibility,
     as_vector,
     point_id,
     prepare_points,
 )
+
+log = logging.getLogger(__name__)
 
 
 class EdgeIndexError(RuntimeError):
@@ -81,6 +88,9 @@ class EdgeIndex:
             # are scanned through the namespace index, which is faster than a graph anyway.
             hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000,
                                            payload_m=16),
+            # The lexical vector: an inverted index, scored by dot product with the query's
+            # IDF weights (processors/lexical.py).
+            sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams()},
         )
 
     async def ensure_collection(self) -> None:
@@ -88,12 +98,7 @@ class EdgeIndex:
             return
         config = self._config()
         try:
-            if (self._path / "edge_config.json").exists():
-                # Passing the config makes the engine check the stored vectors against it.
-                shard = qe.EdgeShard.load(str(self._path), config)
-            else:
-                self._path.mkdir(parents=True, exist_ok=True)
-                shard = qe.EdgeShard.create(str(self._path), config)
+            shard = self._open_or_create(config)
         except Exception as exc:  # the engine raises bare Exception
             hint = ""
             if "WouldBlock" in str(exc):
@@ -102,18 +107,41 @@ class EdgeIndex:
                 f"cannot open the edge shard at {self._path}: {exc}{hint}"
             ) from exc
         existing = shard.info().payload_schema
-        wanted: dict[str, qe.KeywordIndexParams | qe.FloatIndexParams] = {
+        wanted: dict[str, qe.KeywordIndexParams | qe.FloatIndexParams
+                     | qe.IntegerIndexParams] = {
             # The tenant flag keeps each namespace's points together on disk.
             "namespace": qe.KeywordIndexParams(is_tenant=True),
             # The other fields only narrow a namespace's candidates: no HNSW links for them.
             **{name: qe.KeywordIndexParams(enable_hnsw=False)
                for name in KEYWORD_FIELDS if name != "namespace"},
             **{name: qe.FloatIndexParams(enable_hnsw=False) for name in FLOAT_FIELDS},
+            # Term ids are only counted (IDF), never ranged.
+            **{name: qe.IntegerIndexParams(lookup=True, range=False, enable_hnsw=False)
+               for name in INTEGER_FIELDS},
         }
         for name, params in wanted.items():
             if name not in existing:
                 shard.update(qe.UpdateOperation.create_field_index(name, params))
         self._shard = shard
+
+    def _open_or_create(self, config: qe.EdgeConfig) -> qe.EdgeShard:
+        if not (self._path / "edge_config.json").exists():
+            self._path.mkdir(parents=True, exist_ok=True)
+            return qe.EdgeShard.create(str(self._path), config)
+        try:
+            # Passing the config makes the engine check the stored vectors against it.
+            return qe.EdgeShard.load(str(self._path), config)
+        except Exception as exc:
+            if "incompatible" not in str(exc).lower():
+                raise
+        # A shard of an older layout (before the lexical vector): the index is derived from
+        # Postgres, so it is set aside and rebuilt (`make reindex`, or the worker at start).
+        aside = self._path.with_name(f"{self._path.name}.old-{int(time.time())}")
+        self._path.rename(aside)
+        log.warning("the index at %s has an older layout: moved to %s; rebuild it with "
+                    "`make reindex`", self._path, aside)
+        self._path.mkdir(parents=True)
+        return qe.EdgeShard.create(str(self._path), config)
 
     def _open_shard(self) -> qe.EdgeShard:
         if self._shard is None:
@@ -124,9 +152,12 @@ class EdgeIndex:
         prepared = prepare_points(points, self._dim)
         if not prepared:
             return
-        operation = qe.UpdateOperation.upsert_points(
-            [qe.Point(p.id, p.vector.tolist(), p.payload) for p in prepared]
-        )
+        operation = qe.UpdateOperation.upsert_points([
+            qe.Point(p.id, {"": p.vector.tolist(),
+                            LEXICAL: qe.SparseVector(list(p.lexical.indices),
+                                                     list(p.lexical.values))}, p.payload)
+            for p in prepared
+        ])
         await self._write(operation)
 
     async def delete(self, record_ids: Sequence[str]) -> None:
@@ -148,22 +179,38 @@ class EdgeIndex:
 
     async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
         query = as_vector(vector, self._dim).tolist()
-        search_filter = _filter(scope.namespace, scope.record_kinds, scope.related_id,
-                                Visibility(scope.agent_id, time.time()))
-        points = self._open_shard().query(
-            qe.QueryRequest(
-                limit=scope.limit,
-                query=qe.Query.Nearest(query),
-                filter=search_filter,
-                score_threshold=scope.min_score,
-                with_payload=True,
-            )
-        )
+        return self._query(qe.QueryRequest(
+            limit=scope.limit, query=qe.Query.Nearest(query), filter=_scope_filter(scope),
+            score_threshold=scope.min_score, with_payload=True,
+        ))
+
+    async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
+        if not query:
+            return []
+        return self._query(qe.QueryRequest(
+            limit=scope.limit,
+            query=qe.Query.Nearest(qe.SparseVector(list(query.indices), list(query.values)),
+                                   using=LEXICAL),
+            filter=_scope_filter(scope), with_payload=True,
+        ))
+
+    def _query(self, request: qe.QueryRequest) -> list[IndexHit]:
         hits: list[IndexHit] = []
-        for point in points:
+        for point in self._open_shard().query(request):
             payload = point.payload or {}
             hits.append(IndexHit(str(payload.get("record_id", "")), point.score, payload))
         return hits
+
+    async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
+        shard = self._open_shard()
+        in_namespace = qe.FieldCondition("namespace", match=qe.MatchValue(namespace))
+        return TermCounts(
+            documents=shard.count(qe.CountRequest(exact=True, filter=qe.Filter(
+                must=[in_namespace]))),
+            frequencies={term: shard.count(qe.CountRequest(exact=True, filter=qe.Filter(
+                must=[in_namespace, qe.FieldCondition("terms", match=qe.MatchValue(term))])))
+                for term in term_ids},
+        )
 
     async def count(self, namespace: str | None = None) -> int:
         flt = _filter(namespace, None, None) if namespace else None
@@ -205,12 +252,39 @@ class EdgeIndex:
                 shard.close()
 
 
-def _filter(
+def _scope_filter(scope: SearchScope) -> qe.Filter:
+    """What a search of `scope` may return: its namespace, kinds, related id, visibility,
+    and the optional filters."""
+    must = _conditions(scope.namespace, scope.record_kinds, scope.related_id,
+                       Visibility(scope.agent_id, time.time()))
+    for name, values in (("tags", scope.tags), ("tier", scope.tiers),
+                         ("review_state", scope.review_states)):
+        if values:
+            must.append(qe.FieldCondition(name, match=qe.MatchAny(list(values))))
+    if scope.memory_types:
+        # Memory types narrow memories only: digests and fix patterns have none.
+        must.append(qe.Filter(should=[
+            qe.FieldCondition("memory_type", match=qe.MatchAny(list(scope.memory_types))),
+            qe.Filter(must_not=[qe.FieldCondition("record_kind",
+                                                  match=qe.MatchValue("memory"))]),
+        ]))
+    if scope.since is not None or scope.until is not None:
+        must.append(qe.FieldCondition("created_at", range=qe.RangeFloat(
+            gte=scope.since, lte=scope.until)))
+    return qe.Filter(must=must)
+
+
+def _filter(namespace: str | None, record_kinds: Sequence[str] | None,
+            related_id: str | None) -> qe.Filter:
+    return qe.Filter(must=_conditions(namespace, record_kinds, related_id))
+
+
+def _conditions(
     namespace: str | None,
     record_kinds: Sequence[str] | None,
     related_id: str | None,
     visibility: Visibility | None = None,
-) -> qe.Filter:
+) -> list[qe.ConditionType]:
     must: list[qe.ConditionType] = []
     if namespace is not None:
         must.append(qe.FieldCondition("namespace", match=qe.MatchValue(namespace)))
@@ -230,5 +304,5 @@ def _filter(
             qe.IsNullCondition("expires_at"),
             qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=visibility.now)),
         ]))
-    return qe.Filter(must=must)
+    return must
 

@@ -14,14 +14,18 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
+from processors.lexical import SparseVector
 from stores.vector_index import (
     DEFAULT_COLLECTION,
     DIM,
     FLOAT_FIELDS,
+    INTEGER_FIELDS,
     KEYWORD_FIELDS,
+    LEXICAL,
     IndexHit,
     IndexPoint,
     SearchScope,
+    TermCounts,
     Vector,
     Visibility,
     as_vector,
@@ -76,6 +80,8 @@ class QdrantClientIndex:
                     self._collection,
                     vectors_config=models.VectorParams(size=self._dim,
                                                        distance=models.Distance.COSINE),
+                    # The lexical vector, scored by dot product with the query's IDF weights.
+                    sparse_vectors_config={LEXICAL: models.SparseVectorParams()},
                     # Every search filters on one namespace: Qdrant's multitenant layout
                     # (no global HNSW graph, one graph per large tenant) fits exactly.
                     hnsw_config=models.HnswConfigDiff(m=0, payload_m=16),
@@ -105,6 +111,12 @@ class QdrantClientIndex:
                 self._collection, name,
                 models.FloatIndexParams(type=models.FloatIndexType.FLOAT, enable_hnsw=False),
             )
+        for name in INTEGER_FIELDS:
+            await self._client.create_payload_index(
+                self._collection, name,
+                models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True,
+                                          range=False, enable_hnsw=False),
+            )
 
     async def _check_dimension(self) -> None:
         info = await self._client.get_collection(self._collection)
@@ -115,6 +127,11 @@ class QdrantClientIndex:
                 f"collection {self._collection!r} holds vectors of size {size}, "
                 f"expected {self._dim}: rebuild it (stores.reindex) into a new collection"
             )
+        if LEXICAL not in (info.config.params.sparse_vectors or {}):
+            raise ValueError(
+                f"collection {self._collection!r} has no {LEXICAL!r} sparse vector (made by an "
+                "older version): rebuild it (stores.reindex) into a new collection"
+            )
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         prepared = prepare_points(points, self._dim)
@@ -123,7 +140,12 @@ class QdrantClientIndex:
             await self._client.upsert(
                 self._collection,
                 points=[
-                    models.PointStruct(id=str(p.id), vector=p.vector.tolist(), payload=p.payload)
+                    models.PointStruct(
+                        id=str(p.id),
+                        vector={"": p.vector.tolist(),
+                                LEXICAL: models.SparseVector(indices=list(p.lexical.indices),
+                                                             values=list(p.lexical.values))},
+                        payload=p.payload)
                     for p in chunk
                 ],
                 wait=True,
@@ -142,13 +164,41 @@ class QdrantClientIndex:
         response = await self._client.query_points(
             self._collection,
             query=as_vector(vector, self._dim).tolist(),
-            query_filter=_filter(scope.namespace, scope.record_kinds, scope.related_id,
-                                 Visibility(scope.agent_id, time.time())),
+            query_filter=_scope_filter(scope),
             limit=scope.limit,
             score_threshold=scope.min_score,
             with_payload=True,
         )
         return [_hit(point.payload or {}, point.score) for point in response.points]
+
+    async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
+        if not query:
+            return []
+        response = await self._client.query_points(
+            self._collection,
+            query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
+            using=LEXICAL,
+            query_filter=_scope_filter(scope),
+            limit=scope.limit,
+            with_payload=True,
+        )
+        return [_hit(point.payload or {}, point.score) for point in response.points]
+
+    async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
+        in_namespace = models.FieldCondition(key="namespace",
+                                             match=models.MatchValue(value=namespace))
+
+        async def count(*conditions: models.Condition) -> int:
+            result = await self._client.count(
+                self._collection, count_filter=models.Filter(must=[in_namespace, *conditions]),
+                exact=True)
+            return result.count
+
+        return TermCounts(
+            documents=await count(),
+            frequencies={term: await count(models.FieldCondition(
+                key="terms", match=models.MatchValue(value=term))) for term in term_ids},
+        )
 
     async def count(self, namespace: str | None = None) -> int:
         result = await self._client.count(
@@ -185,12 +235,40 @@ class QdrantClientIndex:
             await self._client.close()
 
 
-def _filter(
+def _scope_filter(scope: SearchScope) -> models.Filter:
+    """What a search of `scope` may return: its namespace, kinds, related id, visibility,
+    and the optional filters."""
+    must = _conditions(scope.namespace, scope.record_kinds, scope.related_id,
+                       Visibility(scope.agent_id, time.time()))
+    for name, values in (("tags", scope.tags), ("tier", scope.tiers),
+                         ("review_state", scope.review_states)):
+        if values:
+            must.append(models.FieldCondition(key=name, match=models.MatchAny(any=list(values))))
+    if scope.memory_types:
+        # Memory types narrow memories only: digests and fix patterns have none.
+        must.append(models.Filter(should=[
+            models.FieldCondition(key="memory_type",
+                                  match=models.MatchAny(any=list(scope.memory_types))),
+            models.Filter(must_not=[models.FieldCondition(
+                key="record_kind", match=models.MatchValue(value="memory"))]),
+        ]))
+    if scope.since is not None or scope.until is not None:
+        must.append(models.FieldCondition(key="created_at", range=models.Range(
+            gte=scope.since, lte=scope.until)))
+    return models.Filter(must=must)
+
+
+def _filter(namespace: str | None, record_kinds: Sequence[str] | None,
+            related_id: str | None) -> models.Filter:
+    return models.Filter(must=_conditions(namespace, record_kinds, related_id))
+
+
+def _conditions(
     namespace: str | None,
     record_kinds: Sequence[str] | None,
     related_id: str | None,
     visibility: Visibility | None = None,
-) -> models.Filter:
+) -> list[models.Condition]:
     must: list[models.Condition] = []
     if namespace is not None:
         must.append(models.FieldCondition(key="namespace",
@@ -213,7 +291,7 @@ def _filter(
             models.IsNullCondition(is_null=models.PayloadField(key="expires_at")),
             models.FieldCondition(key="expires_at", range=models.Range(gt=visibility.now)),
         ]))
-    return models.Filter(must=must)
+    return must
 
 
 def _hit(payload: dict[str, Any], score: float) -> IndexHit:

@@ -30,9 +30,10 @@ from numpy.typing import NDArray
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from processors.embedding_text import embedding_text
+from processors.lexical import SparseVector, context_text, document_vector
 from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
-from stores.pgvector import register_vector_codec
+from stores.pgvector import register_codecs
 from stores.qdrant_edge_index import EdgeIndex
 from stores.vector_index import IndexPoint, VectorIndex
 
@@ -43,7 +44,8 @@ Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
 _SELECT_LIVE = f"""
 SELECT record_id, namespace, record_kind, scope, agent_id, review_state, trust_class, tier,
-       tags, related_ids, created_at, expires_at, run_ref, title, text, embedding
+       tags, related_ids, created_at, expires_at, run_ref, title, text, embedding, body,
+       memory_type, lexical
 FROM records
 WHERE {LIVE} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
 ORDER BY record_id
@@ -51,6 +53,9 @@ LIMIT $3
 """
 _STILL_LIVE = f"SELECT record_id FROM records WHERE record_id = ANY($1::text[]) AND {LIVE}"
 _WRITE_BACK = "UPDATE records SET embedding = $2 WHERE record_id = $1 AND embedding IS NULL"
+_WRITE_BACK_LEXICAL = (
+    "UPDATE records SET lexical = $2, lexical_terms = $3 WHERE record_id = $1 AND lexical IS NULL"
+)
 
 
 @dataclass
@@ -88,12 +93,14 @@ async def reindex(
                 break
             after = rows[-1]["record_id"]
             live_ids.update(row["record_id"] for row in rows)
+            lexical = await _lexical_vectors(connection, rows)
             with_vector = [row for row in rows if row["embedding"] is not None]
             without = [row for row in rows if row["embedding"] is None]
-            points = [IndexPoint(row["record_id"], row["embedding"], index_payload(row))
+            points = [IndexPoint(row["record_id"], row["embedding"], index_payload(row),
+                                 lexical[row["record_id"]])
                       for row in with_vector]
             if without and embed is not None:
-                points += await _embed_and_write_back(connection, without, embed)
+                points += await _embed_and_write_back(connection, without, embed, lexical)
                 report.embedded += len(without)
             else:
                 report.missing_embedding += len(without)
@@ -107,8 +114,28 @@ async def reindex(
     return report
 
 
+async def _lexical_vectors(connection: asyncpg.Connection,
+                           rows: Sequence[asyncpg.Record]) -> dict[str, SparseVector]:
+    """The records' lexical vectors: stored, or computed (records older than hybrid search)
+    and written back."""
+    vectors: dict[str, SparseVector] = {}
+    missing = []
+    for row in rows:
+        if row["lexical"] is not None:
+            vectors[row["record_id"]] = row["lexical"]
+        else:
+            vectors[row["record_id"]] = document_vector(row["text"], row["title"],
+                                                        context_text(row["body"] or {}))
+            missing.append(row["record_id"])
+    await connection.executemany(_WRITE_BACK_LEXICAL, [
+        (record_id, vectors[record_id], list(vectors[record_id].indices))
+        for record_id in missing])
+    return vectors
+
+
 async def _embed_and_write_back(
-    connection: asyncpg.Connection, rows: Sequence[asyncpg.Record], embed: Embed
+    connection: asyncpg.Connection, rows: Sequence[asyncpg.Record], embed: Embed,
+    lexical: dict[str, SparseVector],
 ) -> list[IndexPoint]:
     texts = [embedding_text(row["title"], row["text"]) for row in rows]
     # Model inference is CPU-bound native code that releases the GIL: keep it off the loop.
@@ -119,7 +146,7 @@ async def _embed_and_write_back(
     await connection.executemany(
         _WRITE_BACK, [(row["record_id"], vector) for row, vector in zip(rows, vectors, strict=True)]
     )
-    return [IndexPoint(row["record_id"], vector, index_payload(row))
+    return [IndexPoint(row["record_id"], vector, index_payload(row), lexical[row["record_id"]])
             for row, vector in zip(rows, vectors, strict=True)]
 
 
@@ -142,10 +169,10 @@ async def _prune(
 
 
 async def connect_with_vectors(dsn: str) -> asyncpg.Connection:
-    """A connection that reads and writes pgvector `vector` as float32 numpy arrays."""
+    """A connection with memstream's codecs (stores.pgvector)."""
     connection: asyncpg.Connection = await asyncpg.connect(dsn)
     try:
-        await register_vector_codec(connection)
+        await register_codecs(connection)
     except RuntimeError:
         await connection.close()
         raise

@@ -6,7 +6,6 @@ so a replayed or re-delivered message changes nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,26 +18,19 @@ from numpy.typing import NDArray
 
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import ErrorOccurrence, RunFacts
+from processors.lexical import record_vector
 from processors.signatures import ErrorSignature
 from schemas.events import Provenance
 from schemas.records import Record
-from stores.pgvector import register_vector_codec
-from stores.vector_index import SearchScope
+from stores.pgvector import register_codecs
 
 Vector = NDArray[np.float32]
-
-
-async def _init_connection(connection: asyncpg.Connection) -> None:
-    await register_vector_codec(connection)
-    await connection.set_type_codec(
-        "jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads, format="text"
-    )
 
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 4) -> asyncpg.Pool:
     """A pool whose connections read and write `vector` as numpy arrays and `jsonb` as dicts."""
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection
+        dsn, min_size=min_size, max_size=max_size, init=register_codecs
     )
     assert pool is not None  # create_pool only returns None when awaited without a loop
     return pool
@@ -61,11 +53,11 @@ class RunEventRow:
 _RECORD_COLUMNS = (
     "record_id, namespace, record_kind, scope, agent_id, title, text, body, memory_type, tags,"
     " related_ids, tier, review_state, trust_class, source_ref, run_ref, provenance,"
-    " source_event_id, created_at, expires_at, embedding"
+    " source_event_id, created_at, expires_at, embedding, thread, lexical, lexical_terms"
 )
 _INSERT_RECORD = (
     f"INSERT INTO records ({_RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
 )
 _INSERT_VERSION = (
     "INSERT INTO record_versions (record_id, version, text, body, event_id)"
@@ -285,6 +277,21 @@ class Repository:
 
     # -- records -------------------------------------------------------------------------
 
+    async def last_in_threads(self, namespace: str, threads: Iterable[str]) -> dict[str, Record]:
+        """The latest memory stored in each of these threads of the namespace (in the order
+        the writes were consumed)."""
+        rows = await self._pool.fetch(
+            f"""
+            SELECT DISTINCT ON (thread) {_RECORD_COLUMNS} FROM records
+            WHERE namespace = $1 AND thread = ANY($2::text[]) AND record_kind = 'memory'
+            ORDER BY thread, stored_at DESC,
+                     (provenance->>'source_partition')::int DESC,
+                     (provenance->>'source_offset')::bigint DESC
+            """,
+            namespace, sorted(set(threads)),
+        )
+        return {row["thread"]: _record_of(row) for row in rows}
+
     async def existing_record_ids(self, namespace: str, record_ids: Iterable[str]) -> set[str]:
         rows = await self._pool.fetch(
             "SELECT record_id FROM unnest($2::text[]) AS wanted (id)"
@@ -351,7 +358,8 @@ class Repository:
         rows = await self._pool.fetch(
             """
             SELECT record_id, record_kind, title, text, body, source_ref, created_at,
-                   related_ids, tags, scope, review_state, trust_class, tier, run_ref, version
+                   related_ids, tags, scope, agent_id, review_state, trust_class, tier,
+                   run_ref, version, memory_type, thread, provenance, expires_at, embedding
             FROM unnest($2::text[]) AS wanted (id)
             JOIN records ON records.record_id = wanted.id
             WHERE namespace = $1
@@ -360,26 +368,6 @@ class Repository:
             list(record_ids),
         )
         return {row["record_id"]: row for row in rows}
-
-    async def vector_search(self, vector: Vector, scope: SearchScope) -> list[tuple[str, float]]:
-        """Exact cosine search in Postgres, the fallback when the index is unreachable, with
-        the index's rules: live, visible to `agent_id`, not expired."""
-        rows = await self._pool.fetch(
-            """
-            SELECT record_id, 1 - (embedding <=> $2) AS score FROM records
-            WHERE namespace = $1 AND superseded_by IS NULL AND review_state <> 'deprecated'
-              AND embedding IS NOT NULL
-              AND ($3::text[] IS NULL OR record_kind = ANY($3))
-              AND ($4::text IS NULL OR $4 = ANY(related_ids))
-              AND 1 - (embedding <=> $2) >= $5
-              AND (scope = 'shared' OR agent_id = $7)
-              AND (expires_at IS NULL OR expires_at > now())
-            ORDER BY embedding <=> $2 LIMIT $6
-            """,
-            scope.namespace, vector, list(scope.record_kinds) or None, scope.related_id,
-            scope.min_score, scope.limit, scope.agent_id,
-        )
-        return [(row["record_id"], float(row["score"])) for row in rows]
 
     async def record_counts(self, namespace: str) -> dict[str, int]:
         """Live records of the namespace by kind."""
@@ -705,6 +693,7 @@ class FixPatternSession:
             return SavedVersion(int(current["version"]), await embed(record),
                                 current["updated_at"])
         vector = await embed(record)
+        lexical = record_vector(record)
         if current is None:
             version = 1
             await self._connection.execute(_INSERT_RECORD, *_record_args(record, vector))
@@ -714,12 +703,14 @@ class FixPatternSession:
                 """
                 UPDATE records SET title = $2, text = $3, body = $4, tags = $5,
                        related_ids = $6, provenance = $7, source_event_id = $8,
-                       embedding = $9, version = $10, updated_at = now(), announced_at = NULL
+                       embedding = $9, version = $10, updated_at = now(), announced_at = NULL,
+                       lexical = $11, lexical_terms = $12
                 WHERE record_id = $1
                 """,
                 record.record_id, record.title, record.text, record.body, list(record.tags),
                 list(record.related_ids), record.provenance.model_dump(),
-                record.provenance.source_event_id, vector, version,
+                record.provenance.source_event_id, vector, version, lexical,
+                list(lexical.indices),
             )
         await self._connection.execute(
             _INSERT_VERSION, record.record_id, version, record.text, record.body,
@@ -780,17 +771,19 @@ def _record_of(row: Mapping[str, Any]) -> Record:
         memory_type=row["memory_type"], tags=tuple(row["tags"]),
         related_ids=tuple(row["related_ids"]), tier=row["tier"],
         review_state=row["review_state"], trust_class=row["trust_class"],
-        source_ref=row["source_ref"], run_ref=row["run_ref"],
+        source_ref=row["source_ref"], run_ref=row["run_ref"], thread=row["thread"],
         provenance=Provenance.model_validate(row["provenance"]),
         created_at=row["created_at"], expires_at=row["expires_at"],
     )
 
 
 def _record_args(record: Record, vector: Vector) -> tuple[Any, ...]:
+    lexical = record_vector(record)
     return (
         record.record_id, record.namespace, record.record_kind, record.scope, record.agent_id,
         record.title, record.text, record.body, record.memory_type, list(record.tags),
         list(record.related_ids), record.tier, record.review_state, record.trust_class,
         record.source_ref, record.run_ref, record.provenance.model_dump(),
         record.provenance.source_event_id, record.created_at, record.expires_at, vector,
+        record.thread, lexical, list(lexical.indices),
     )

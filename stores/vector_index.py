@@ -4,6 +4,10 @@ Postgres is the source of truth; the index holds one point per live record and c
 rebuilt from it (stores.reindex). Point ids are derived from record ids, so a replay or a
 restart overwrites a point instead of duplicating it. Every search names its namespace:
 namespaces never mix. The backends are chosen by URL in stores.index_factory.
+
+A point has two vectors: the dense embedding, and the lexical one (BM25 term weights,
+processors/lexical.py), whose term ids the payload also lists (`terms`) so that the index can
+count in how many of a namespace's records a term occurs (the IDF of a query's terms).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from processors.errors import IndexRefused
+from processors.lexical import NO_TERMS, SparseVector
 
 DEFAULT_COLLECTION = "memstream"
 DIM = 384
@@ -26,8 +31,12 @@ DIM = 384
 POINT_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a4e-5b0c-9d27-3e8f4a1b2c6d")
 
 # The payload fields that get an index, and their type. `created_at` is epoch seconds.
-KEYWORD_FIELDS = ("namespace", "record_kind", "related_ids", "tags", "scope", "agent_id")
+KEYWORD_FIELDS = ("namespace", "record_kind", "related_ids", "tags", "scope", "agent_id",
+                  "memory_type", "tier", "review_state")
 FLOAT_FIELDS = ("created_at", "expires_at")
+INTEGER_FIELDS = ("terms",)
+# The name of the lexical vector beside the (unnamed) dense one.
+LEXICAL = "lexical"
 
 Vector = Sequence[float] | NDArray[np.floating[Any]]
 
@@ -43,6 +52,7 @@ class IndexPoint:
     record_id: str
     vector: Vector
     payload: Mapping[str, Any] = field(default_factory=dict)
+    lexical: SparseVector = NO_TERMS
 
 
 @dataclass(frozen=True)
@@ -54,9 +64,11 @@ class IndexHit:
 
 @dataclass(frozen=True)
 class SearchScope:
-    """What one search may return and how much: the `limit` nearest records of `namespace`
-    with cosine similarity >= `min_score`, optionally only of these kinds / only those
-    listing `related_id`; personal records only to their owner `agent_id`."""
+    """What one search may return and how much: the `limit` best records of `namespace`
+    (dense: with cosine similarity >= `min_score`), personal records only to their owner
+    `agent_id`, and, when given, only those of these kinds, memory types, tiers and review
+    states (approved only, unless asked), holding one of `tags`, listing `related_id`, created
+    (occurred) within [`since`, `until`] (epoch seconds)."""
 
     namespace: str
     limit: int
@@ -64,6 +76,12 @@ class SearchScope:
     record_kinds: tuple[str, ...] = ()
     related_id: str | None = None
     agent_id: str | None = None
+    tags: tuple[str, ...] = ()
+    memory_types: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = ()
+    review_states: tuple[str, ...] = ("approved",)
+    since: float | None = None
+    until: float | None = None
 
     def __post_init__(self) -> None:
         if not self.namespace:
@@ -72,6 +90,16 @@ class SearchScope:
             raise ValueError(f"limit must be at least 1, got {self.limit}")
         if math.isnan(self.min_score):
             raise ValueError("min_score is NaN")
+        if not self.review_states:
+            raise ValueError("review_states is empty: nothing could be returned")
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """How many of a namespace's indexed records there are, and how many hold each term."""
+
+    documents: int
+    frequencies: dict[int, int]
 
 
 @dataclass(frozen=True)
@@ -83,7 +111,27 @@ class Visibility:
     now: float
 
 
-class VectorIndex(Protocol):
+class SearchIndex(Protocol):
+    """The read side of an index: what hybrid search asks of it. The index backends have
+    it, and so has the Postgres fallback (stores.records_search), so that one search
+    algorithm runs over either."""
+
+    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
+        """The points within `scope` nearest to `vector` (cosine), best first.
+
+        Only what the caller may see: shared records, and the personal ones of the scope's
+        `agent_id`; never a record whose `expires_at` has passed."""
+
+    async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
+        """The points within `scope` whose lexical vectors score highest against `query`
+        (their dot product: BM25 when `query` holds IDF weights), best first; the same
+        visibility rules; `min_score` does not apply."""
+
+    async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
+        """The namespace's number of points, and of points holding each term."""
+
+
+class VectorIndex(SearchIndex, Protocol):
     async def ensure_collection(self) -> None:
         """Create the collection (cosine, `dim`) and its payload indexes if missing; fail if
         an existing one has another dimension."""
@@ -93,12 +141,6 @@ class VectorIndex(Protocol):
 
     async def delete(self, record_ids: Sequence[str]) -> None:
         """Delete the points of these records; unknown ids are ignored."""
-
-    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
-        """The points within `scope`, best first.
-
-        Only what the caller may see: shared records, and the personal ones of the scope's
-        `agent_id`; never a record whose `expires_at` has passed."""
 
     async def count(self, namespace: str | None = None) -> int:
         """Exact number of points, in one namespace or in all."""
@@ -114,11 +156,13 @@ class VectorIndex(Protocol):
 
 @dataclass(frozen=True)
 class PreparedPoint:
-    """A point checked and normalised for a backend: numpy row, payload with `record_id`."""
+    """A point checked and normalised for a backend: numpy row, payload with `record_id` and
+    the lexical vector's term ids (`terms`)."""
 
     id: uuid.UUID
     vector: NDArray[np.float32]
     payload: dict[str, Any]
+    lexical: SparseVector
 
 
 def as_vector(vector: Vector, dim: int) -> NDArray[np.float32]:
@@ -156,6 +200,7 @@ def prepare_points(points: Sequence[IndexPoint], dim: int) -> list[PreparedPoint
         raise IndexRefused("a zero vector has no cosine similarity")
     return [
         PreparedPoint(point_id(point.record_id), vector,
-                      {**point.payload, "record_id": point.record_id})
+                      {**point.payload, "record_id": point.record_id,
+                       "terms": list(point.lexical.indices)}, point.lexical)
         for point, vector in zip(points, vectors, strict=True)
     ]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
 from pathlib import Path
@@ -26,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.errors import Unexpected
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
-from stores.vector_index import VectorIndex
+from stores.vector_index import SearchIndex, VectorIndex
 from streams.batches import BatchStages, StagedAgent
 from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
@@ -36,7 +35,7 @@ from streams.dead_letters import send_dead_letters
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.health import Health
 from streams.json_values import jsonable
-from streams.memory_intake import MemoryWriter
+from streams.memory_intake import MemoryWriter, WriterState
 from streams.messages import InboundMessage
 from streams.metrics import Metrics
 from streams.record_sink import RecordSink
@@ -194,16 +193,16 @@ class Wiring:
             )
 
 
-def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex,
+def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
                 settings: Settings) -> None:
     """The ingest role: writes and runs in, consolidations published, the read views."""
     app = wiring.app
     sink = RecordSink(runtime, index)
     trigger = ConsolidationTrigger(runtime)
-    # Records of batches not complete yet; it outlives a crash of the writer's stages.
-    in_flight: defaultdict[str, set[str]] = defaultdict(set)
+    # What the writer remembers between batches outlives a crash of its stages.
+    writer_state = WriterState()
     wiring.agent(MEMORY_EVENTS, "memory-writes",
-                 lambda: MemoryWriter(runtime, sink, trigger, in_flight), settings.batch_max)
+                 lambda: MemoryWriter(runtime, sink, trigger, writer_state), settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)
     wiring.common(index)
@@ -220,14 +219,13 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex,
 
     @wiring.page("/v1/search")
     async def search_view(web: View, request: Request) -> Response:
-        query_params: Any = request.query
-        query = SearchQuery.from_params(query_params, query_params.getall("kind", []))
-        return web.json(await search(runtime, index, query))
+        return web.json(await search(runtime, index, fallback,
+                                     SearchQuery.from_params(request.query)))
 
     @wiring.page("/v1/fix-patterns")
     async def fix_patterns_view(web: View, request: Request) -> Response:
         query = FixPatternQuery.from_params(request.query)
-        return web.json(await find_fix_patterns(runtime, index, query))
+        return web.json(await find_fix_patterns(runtime, index, fallback, query))
 
     @wiring.page("/v1/consolidation/counts")
     async def counts_view(web: View, request: Request) -> Response:

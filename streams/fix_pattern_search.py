@@ -12,15 +12,16 @@ from typing import Any
 
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
-from stores.vector_index import SearchScope, VectorIndex
+from processors.retrieval import PROFILES
+from stores.vector_index import SearchIndex, SearchScope
 from streams.runtime import Runtime
 from streams.search import (
     DEFAULT_LIMIT,
     DEFAULT_MIN_SCORE,
     BadQuery,
-    hit,
+    hit_view,
+    hybrid_search,
     limits,
-    nearest,
     required,
 )
 
@@ -43,21 +44,17 @@ class FixPatternQuery:
         return cls(namespace, error, *limits(params, cls.limit, cls.min_score))
 
 
-async def find_fix_patterns(runtime: Runtime, index: VectorIndex,
+async def find_fix_patterns(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                             query: FixPatternQuery) -> dict[str, Any]:
     signature = error_signature(query.error)
     exact_id = fix_pattern_record_id(query.namespace, signature.signature_id)
     title = fix_pattern_title(signature)
-    vector = (await runtime.embed([title]))[0]
     # One more than asked: the exact match may be among the nearest.
-    found = await nearest(runtime, index, vector, SearchScope(
+    found = await hybrid_search(runtime, index, fallback, title, SearchScope(
         query.namespace, query.limit + 1, query.min_score, record_kinds=("fix_pattern",),
-    ))
-    similar = [(rid, score) for rid, score in found.scored if rid != exact_id][: query.limit]
-    rows = await runtime.repository.records_by_id(
-        query.namespace, [exact_id, *(rid for rid, _ in similar)]
-    )
-    matches = [(exact_id, "exact", None)] + [(rid, "similar", s) for rid, s in similar]
+    ), PROFILES["default"])
+    similar = [hit for hit in found.hits if hit.row["record_id"] != exact_id][: query.limit]
+    exact = await runtime.repository.records_by_id(query.namespace, [exact_id])
     return {
         "namespace": query.namespace,
         "signature": {
@@ -69,9 +66,16 @@ async def find_fix_patterns(runtime: Runtime, index: VectorIndex,
         },
         "degraded": found.degraded,
         "fix_patterns": [
-            {**hit(rows[rid], score), "match": match, "version": rows[rid]["version"],
-             **rows[rid]["body"]}
-            for rid, match, score in matches
-            if rid in rows
+            {**_pattern(row, None), "match": "exact"} for row in exact.values()
+        ] + [
+            {**_pattern(hit.row, hit_view(hit)["score"]), "match": "similar"}
+            for hit in similar
         ],
     }
+
+
+def _pattern(row: Mapping[str, Any], score: float | None) -> dict[str, Any]:
+    return {"record_id": row["record_id"], "kind": row["record_kind"], "title": row["title"],
+            "text": row["text"], "score": score, "created_at": row["created_at"].isoformat(),
+            "source_ref": row["source_ref"], "scope": row["scope"], "tags": list(row["tags"]),
+            "related_ids": list(row["related_ids"]), "version": row["version"], **row["body"]}

@@ -8,13 +8,14 @@ and hands the rest to the sink, which dead-letters what the stores refuse.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 from processors.errors import Rejected, Rejection, Unexpected
 from processors.intake import parse_event
-from processors.memories import check_references, memory_record
+from processors.memories import check_references, memory_record, with_context
 from schemas.events import MEMORY_EVENT_TYPES
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
@@ -37,16 +38,40 @@ class PreparedWrites:
     vectors: asyncio.Task[Vector]
 
 
+@dataclass
+class WriterState:
+    """What a memory writer remembers between batches, and hands to the stages that replace
+    it after a crash."""
+
+    # Records accepted by `prepare` whose batch is not complete yet: later batches may refer
+    # to them before they reach Postgres.
+    in_flight: defaultdict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # The last memory accepted in each (namespace, thread), the most recent threads only:
+    # the context of the next memory of the thread, which may come before it is stored.
+    threads: OrderedDict[tuple[str, str], Record] = field(default_factory=OrderedDict)
+
+    def remember(self, record: Record) -> None:
+        if record.thread is None:
+            return
+        key = (record.namespace, record.thread)
+        self.threads[key] = record
+        self.threads.move_to_end(key)
+        while len(self.threads) > THREADS_REMEMBERED:
+            self.threads.popitem(last=False)
+
+
+THREADS_REMEMBERED = 10_000
+
+
 class MemoryWriter:
     def __init__(self, runtime: Runtime, sink: RecordSink, trigger: ConsolidationTrigger,
-                 in_flight: defaultdict[str, set[str]]) -> None:
+                 state: WriterState) -> None:
         self._runtime = runtime
         self._sink = sink
         self._trigger = trigger
         self._attempts = runtime.attempts(MEMORY_EVENTS)
-        # Records accepted by `prepare` whose batch is not complete yet: later batches may
-        # refer to them before they reach Postgres. Shared with the writer's successors.
-        self._in_flight = in_flight
+        self._state = state
+        self._in_flight = state.in_flight
 
     async def prepare(self, messages: Sequence[InboundMessage]) -> PreparedWrites:
         runtime = self._runtime
@@ -62,6 +87,7 @@ class MemoryWriter:
                     # A pure step gives the same answer every time: no use retrying it.
                     rejected.append((message, Unexpected.of(exc).rejection))
 
+        candidates = await self._with_context(candidates)
         known = await self._attempts.until_done(
             lambda: self._known_references([record for _, record in candidates]),
             what="reference lookup")
@@ -116,6 +142,31 @@ class MemoryWriter:
         events = runtime.metrics.events
         events.labels(MEMORY_EVENTS, "memory.write", "stored").inc(len(stored.done))
         events.labels(MEMORY_EVENTS, "memory.write", "duplicate").inc(prepared.duplicates)
+
+    async def _with_context(
+        self, candidates: list[tuple[InboundMessage, Record]]
+    ) -> list[tuple[InboundMessage, Record]]:
+        """Each memory of a thread with the memory before it in the thread as its context: the
+        one this writer saw last, else the latest stored."""
+        unknown: defaultdict[str, set[str]] = defaultdict(set)
+        for _, record in candidates:
+            if record.thread is not None and \
+                    (record.namespace, record.thread) not in self._state.threads:
+                unknown[record.namespace].add(record.thread)
+        stored: dict[tuple[str, str], Record] = {}
+        for namespace, threads in unknown.items():
+            last = await self._attempts.until_done(
+                partial(self._runtime.repository.last_in_threads, namespace, threads),
+                what="thread lookup")
+            stored.update(((namespace, thread), record) for thread, record in last.items())
+        placed = []
+        for message, record in candidates:
+            if record.thread is not None:
+                key = (record.namespace, record.thread)
+                record = with_context(record, self._state.threads.get(key, stored.get(key)))
+                self._state.remember(record)
+            placed.append((message, record))
+        return placed
 
     async def _known_references(self, records: Sequence[Record]) -> dict[str, set[str]]:
         wanted: defaultdict[str, set[str]] = defaultdict(set)

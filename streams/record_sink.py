@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from processors.lexical import record_vector
 from schemas.events import ChangeKind
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED
@@ -99,7 +100,8 @@ class RecordSink:
         with self._runtime.stage("index"):
             await index.upsert([
                 IndexPoint(change.record_id, change.vector,
-                           index_payload(change.record.model_dump()))
+                           index_payload(change.record.model_dump()),
+                           record_vector(change.record))
                 for change in changes if change.vector is not None])
             await index.delete([change.record_id for change in changes
                                 if change.vector is None])

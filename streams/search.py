@@ -1,15 +1,31 @@
-"""`GET /v1/search`: semantic search within one namespace, with Postgres as the fallback
-when the index is unreachable (the answer then says `degraded`)."""
+"""`GET /v1/search`: hybrid search within one namespace.
+
+Two ranked lists, a dense one (the query's embedding, cosine) and a lexical one (BM25 over
+stemmed terms, IDF from the namespace's own records), fused by weighted reciprocal rank and
+weighed by the recall profile (processors/retrieval.py). Both lists come from the index; if
+any part of that fails, the same algorithm runs over the records in Postgres
+(stores.records_search) and the answer says `degraded`.
+
+A hit must also be similar enough: `min_score` is a floor on its cosine similarity to the
+query, whichever list found it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, get_args
 
+import numpy as np
+
+from processors.lexical import query_term_ids, query_vector
+from processors.retrieval import PROFILES, Fused, Profile, age_in_days, fuse
+from schemas.events import MemoryType, ReviewState, Tier
 from stores.repository import Vector
-from stores.vector_index import SearchScope, VectorIndex
+from stores.vector_index import SearchIndex, SearchScope
 from streams.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -18,6 +34,8 @@ MAX_LIMIT = 100
 DEFAULT_LIMIT = 5
 DEFAULT_MIN_SCORE = 0.5
 RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
+# Candidates taken from each list, at least: fusion needs more than the hits it returns.
+CANDIDATES = 50
 
 
 class BadQuery(ValueError):
@@ -28,59 +46,72 @@ class BadQuery(ValueError):
 class SearchQuery:
     query: str
     scope: SearchScope
+    profile: Profile
+    # The run a search is made for, when given: searches per run are budgeted.
+    run_id: str | None = None
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str], kinds: list[str]) -> SearchQuery:
+    def from_params(cls, params: Any) -> SearchQuery:
+        """From the query string (a multidict: repeatable parameters may repeat)."""
         namespace = required(params, "namespace")
         query = params.get("query", params.get("q", "")).strip()
         if not query:
             raise BadQuery("query is required")
         limit, min_score = limits(params, DEFAULT_LIMIT, DEFAULT_MIN_SCORE)
-        wanted = tuple(dict.fromkeys(k for item in kinds for k in item.split(",") if k))
-        unknown = set(wanted) - RECORD_KINDS
-        if unknown:
-            raise BadQuery(f"unknown kind {sorted(unknown)}; known: {sorted(RECORD_KINDS)}")
+        profile = profile_of(params)
+        return cls(query, scope_of(params, namespace, limit, min_score, profile), profile,
+                   params.get("run_id") or None)
+
+
+def profile_of(params: Mapping[str, str]) -> Profile:
+    name = params.get("profile", "default")
+    if name not in PROFILES:
+        raise BadQuery(f"unknown profile {name!r}; known: {sorted(PROFILES)}")
+    return PROFILES[name]
+
+
+def scope_of(params: Any, namespace: str, limit: int, min_score: float,
+             profile: Profile) -> SearchScope:
+    """The scope of a search from its parameters, narrowed by the profile."""
+    kinds = repeated(params, "kind", RECORD_KINDS) or profile.record_kinds
+    memory_types = repeated(params, "memory_type", frozenset(get_args(MemoryType))) \
+        or profile.memory_types
+    return SearchScope(
+        namespace, limit, min_score, tuple(kinds),
+        related_id=params.get("related_id") or None,
         # Personal memories are returned to their owner (agent_id) only.
-        return cls(query, SearchScope(
-            namespace, limit, min_score, wanted, params.get("related_id") or None,
-            params.get("agent_id") or None,
-        ))
+        agent_id=params.get("agent_id") or None,
+        tags=tuple(repeated(params, "tag", None)),
+        memory_types=tuple(memory_types),
+        tiers=tuple(repeated(params, "tier", frozenset(get_args(Tier)))),
+        review_states=tuple(repeated(params, "review_state",
+                                     frozenset(get_args(ReviewState))) or ("approved",)),
+        since=moment(params, "since"), until=moment(params, "until"),
+    )
 
 
-@dataclass(frozen=True)
-class Nearest:
-    scored: list[tuple[str, float]]
-    # True when the index failed and Postgres answered.
-    degraded: bool
+def repeated(params: Any, name: str, known: frozenset[str] | None) -> list[str]:
+    """A parameter that may repeat or hold a comma-separated list, checked against `known`."""
+    values = params.getall(name, []) if hasattr(params, "getall") else (
+        [params[name]] if name in params else [])
+    found = list(dict.fromkeys(v.strip() for item in values for v in item.split(",")
+                               if v.strip()))
+    unknown = set(found) - known if known is not None else set()
+    if unknown:
+        raise BadQuery(f"unknown {name} {sorted(unknown)}; known: {sorted(known or ())}")
+    return found
 
 
-async def nearest(runtime: Runtime, index: VectorIndex, vector: Vector,
-                  scope: SearchScope) -> Nearest:
-    """The nearest records within `scope` from the index, or from Postgres when the index
-    fails."""
+def moment(params: Mapping[str, str], name: str) -> float | None:
+    """An ISO 8601 time (a date alone is its midnight, UTC), as epoch seconds."""
+    raw = params.get(name, "").strip()
+    if not raw:
+        return None
     try:
-        hits = await index.search(vector, scope)
-        return Nearest([(hit.record_id, hit.score) for hit in hits], degraded=False)
-    except Exception:
-        # Fail open: memory must never make its caller fail while Postgres can answer.
-        log.exception("index search failed; answering from Postgres")
-    return Nearest(await runtime.repository.vector_search(vector, scope), degraded=True)
-
-
-def hit(row: Mapping[str, Any], score: float | None) -> dict[str, Any]:
-    """A record as search answers show it."""
-    return {
-        "record_id": row["record_id"],
-        "kind": row["record_kind"],
-        "title": row["title"],
-        "text": row["text"],
-        "score": None if score is None else round(score, 4),
-        "created_at": row["created_at"].isoformat(),
-        "source_ref": row["source_ref"],
-        "scope": row["scope"],
-        "tags": list(row["tags"]),
-        "related_ids": list(row["related_ids"]),
-    }
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadQuery(f"{name} must be an ISO 8601 date or time, got {raw!r}") from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
 def required(params: Mapping[str, str], name: str, what: str = "") -> str:
@@ -104,20 +135,106 @@ def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int
     return limit, min_score
 
 
-async def search(runtime: Runtime, index: VectorIndex, query: SearchQuery) -> dict[str, Any]:
-    vector = (await runtime.embed([query.query]))[0]
-    found = await nearest(runtime, index, vector, query.scope)
+@dataclass(frozen=True)
+class Hit:
+    """A record found: its row, its fused and profile-weighed score, its similarity."""
+
+    row: Mapping[str, Any]
+    fused: Fused
+    score: float
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Found:
+    hits: list[Hit]
+    # True when the index failed and Postgres answered.
+    degraded: bool
+
+
+async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                        text: str, scope: SearchScope, profile: Profile,
+                        vector: Vector | None = None) -> Found:
+    """The best records within `scope` for `text`, from the index, or from Postgres when the
+    index fails (fail open: memory must never make its caller fail while Postgres can
+    answer)."""
+    if vector is None:
+        vector = (await runtime.embed([text]))[0]
+    try:
+        fused = await ranked(index, text, vector, scope, profile)
+        degraded = False
+    except Exception:
+        log.exception("index search failed; answering from Postgres")
+        fused = await ranked(fallback, text, vector, scope, profile)
+        degraded = True
     rows = await runtime.repository.records_by_id(
-        query.scope.namespace, [rid for rid, _ in found.scored]
-    )
+        scope.namespace, [item.record_id for item in fused])
+    now = datetime.now(UTC)
+    hits = []
+    for item in fused:
+        row = rows.get(item.record_id)
+        # A point whose record is gone from Postgres is stale: the index is rebuildable.
+        if row is None or row["embedding"] is None:
+            continue
+        similarity = float(np.dot(row["embedding"], vector))
+        if similarity < scope.min_score:
+            continue
+        weight = profile.weight(row["record_kind"], row["memory_type"],
+                                age_in_days(row["created_at"], now))
+        hits.append(Hit(row, item, item.score * weight, similarity))
+    hits.sort(key=lambda hit: (-hit.score, hit.row["record_id"]))
+    return Found(hits[: scope.limit], degraded)
+
+
+async def ranked(index: SearchIndex, text: str, vector: Vector, scope: SearchScope,
+                 profile: Profile) -> list[Fused]:
+    """Both lists from `index`, fused."""
+    candidates = replace(scope, limit=max(CANDIDATES, 3 * scope.limit), min_score=-1.0)
+    term_ids = query_term_ids(text)
+    counts = await index.term_counts(scope.namespace, term_ids)
+    dense, lexical = await asyncio.gather(
+        index.search(vector, candidates),
+        index.search_lexical(query_vector(term_ids, counts.frequencies, counts.documents),
+                             candidates))
+    return fuse([hit.record_id for hit in dense], [hit.record_id for hit in lexical],
+                profile.fusion)
+
+
+def hit_view(hit: Hit) -> dict[str, Any]:
+    """A record as search answers show it."""
+    row = hit.row
+    return {
+        "record_id": row["record_id"],
+        "kind": row["record_kind"],
+        "title": row["title"],
+        "text": row["text"],
+        "score": round(hit.score, 4),
+        "similarity": round(hit.similarity, 4),
+        "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
+        "created_at": row["created_at"].isoformat(),
+        "source_ref": row["source_ref"],
+        "scope": row["scope"],
+        "memory_type": row["memory_type"],
+        "tags": list(row["tags"]),
+        "related_ids": list(row["related_ids"]),
+        "tier": row["tier"],
+        "review_state": row["review_state"],
+        "trust_class": row["trust_class"],
+    }
+
+
+async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                 query: SearchQuery) -> dict[str, Any]:
+    found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
+                                query.profile)
     return {
         "namespace": query.scope.namespace,
         "query": query.query,
+        "profile": query.profile.name,
         "degraded": found.degraded,
-        "hits": [
-            hit(rows[record_id], score)
-            for record_id, score in found.scored
-            # A point whose record is gone from Postgres is stale: the index is rebuildable.
-            if record_id in rows
-        ],
+        "hits": [hit_view(hit) for hit in found.hits],
     }
+
+
+def record_ids(hits: Sequence[Hit]) -> list[str]:
+    return [hit.row["record_id"] for hit in hits]

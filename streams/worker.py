@@ -24,6 +24,7 @@ from embedder.model import Embedder
 from processors.consolidation_trigger import TriggerRules
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
+from stores.records_search import RecordsSearch
 from stores.repository import Repository
 from stores.vector_index import VectorIndex
 from streams.announcements import KafkaAnnouncementLog
@@ -105,21 +106,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The consolidator embeds only merged texts, on one core: the other serves the writes.
     embed_threads = settings.embed_threads if role == "ingest" else 1
     runtime = loop.run_until_complete(open_runtime(settings, producer, embed_threads))
-    index = loop.run_until_complete(open_index_of(settings)) if role == "ingest" else None
     lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, group_id(settings.app_id, role),
                                  runtime.metrics)
     health = Health(runtime.metrics, settings.stall_after_s)
     wiring = Wiring(app, settings, runtime, health, lag_probe, role)
-    if index is not None:
-        wire_ingest(wiring, runtime, index, settings)
+    # Read and written by the ingest role only: the index and its fallback over Postgres.
+    searches: list[VectorIndex | RecordsSearch] = []
+    if role == "ingest":
+        index = loop.run_until_complete(open_index_of(settings))
+        fallback = loop.run_until_complete(RecordsSearch.connect(settings.pg_dsn))
+        searches += [index, fallback]
+        wire_ingest(wiring, runtime, index, fallback, settings)
     else:
         wire_consolidator(wiring, runtime)
     runtime.metrics.up.set(1)
 
     async def close_stores() -> None:
         await lag_probe.close()
-        if index is not None:
-            await index.close()
+        for opened in searches:
+            await opened.close()
         await producer.stop()
         await runtime.repository.close()
         if runtime.llm is not None:

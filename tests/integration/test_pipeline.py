@@ -19,6 +19,8 @@ from embedder.model import Embedder
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.ids import digest_record_id, memory_record_id
+from processors.retrieval import PROFILES
+from stores.records_search import RecordsSearch
 from stores.repository import Repository
 from stores.vector_index import SearchScope
 from streams.metrics import Metrics
@@ -183,15 +185,19 @@ async def test_search_falls_back_to_postgres_when_the_index_is_down(
     await updates.wait_for(lambda messages: record_id in updated_ids(messages, namespace))
 
     repository = await Repository.connect(stack.pg_dsn)
+    fallback = await RecordsSearch.connect(stack.pg_dsn)
     embedder = Embedder.load(MODEL_DIR, threads=1)
     runtime = Runtime(repository=repository, embedder=embedder, metrics=Metrics(),
                       producer=None, announcements=None,  # type: ignore[arg-type]
                       max_event_bytes=1024)
     try:
-        answer = await search(runtime, UnreachableIndex(), SearchQuery(  # type: ignore[arg-type]
-            "how do I connect to staging?", SearchScope(namespace, limit=5, min_score=0.5)))
+        answer = await search(
+            runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
+            SearchQuery("how do I connect to staging?",
+                        SearchScope(namespace, limit=5, min_score=0.5), PROFILES["default"]))
     finally:
         embedder.close()
+        await fallback.close()
         await repository.close()
     assert answer["degraded"] is True
     assert [hit["record_id"] for hit in answer["hits"]] == [record_id]

@@ -19,11 +19,13 @@ import pytest
 from numpy.typing import NDArray
 
 from processors.errors import IndexRefused
+from processors.lexical import document_vector
 from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.local_postgres import LocalPostgres, throwaway_postgres
 from stores.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
 from stores.qdrant_edge_index import EdgeIndex
+from stores.records_search import RecordsSearch
 from stores.reindex import connect_with_vectors, reindex
 from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, point_id
 
@@ -51,7 +53,8 @@ def near(vector: NDArray[np.float32], cosine: float) -> NDArray[np.float32]:
 def payload(namespace: str, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"namespace": namespace, "record_kind": "memory", "tags": [],
                             "related_ids": [], "created_at": 1.0, "scope": "shared",
-                            "agent_id": None, "expires_at": None}
+                            "agent_id": None, "expires_at": None, "review_state": "approved",
+                            "tier": "active", "memory_type": "fact"}
     return base | fields
 
 
@@ -292,8 +295,6 @@ async def test_personal_records_reach_their_owner_only_and_expired_ones_nobody(
 
 
 async def test_postgres_fallback_search_keeps_the_index_rules(migrated_dsn: str) -> None:
-    from stores.repository import Repository
-
     [query] = unit_vectors(1)
     now = datetime.now(UTC)
     await _insert_records(migrated_dsn, [
@@ -301,25 +302,26 @@ async def test_postgres_fallback_search_keeps_the_index_rules(migrated_dsn: str)
         _record("digest", "ns", near(query, 0.8), record_kind="run_digest"),
         _record("ann-private", "ns", near(query, 0.85), scope="personal", agent_id="ann"),
         _record("expired", "ns", near(query, 0.95), expires_at=now - timedelta(minutes=1)),
+        _record("draft", "ns", near(query, 0.97), review_state="draft"),
         _record("far", "ns", near(query, 0.2)),
         _record("elsewhere", "other", near(query, 0.99)),
     ])
-    repository = await Repository.connect(migrated_dsn)
+    fallback = await RecordsSearch.connect(migrated_dsn)
     try:
-        found = await repository.vector_search(query, SearchScope("ns", limit=10, min_score=0.5))
-        assert [record_id for record_id, _ in found] == ["close", "digest"]
-        assert [round(score, 3) for _, score in found] == [0.9, 0.8]
-        found = await repository.vector_search(
-            query, SearchScope("ns", limit=10, min_score=0.5, agent_id="ann"))
-        assert [record_id for record_id, _ in found] == ["close", "ann-private", "digest"]
-        found = await repository.vector_search(
-            query, SearchScope("ns", limit=10, min_score=0.5, record_kinds=("run_digest",)))
-        assert [record_id for record_id, _ in found] == ["digest"]
-        found = await repository.vector_search(
-            query, SearchScope("ns", limit=10, min_score=0.5, related_id="x"))
-        assert [record_id for record_id, _ in found] == ["close"]
+        async def found(**scope: Any) -> list[str]:
+            hits = await fallback.search(query, SearchScope("ns", limit=10, min_score=0.5,
+                                                            **scope))
+            return [hit.record_id for hit in hits]
+
+        assert await found() == ["close", "digest"]
+        hits = await fallback.search(query, SearchScope("ns", limit=10, min_score=0.5))
+        assert [round(hit.score, 3) for hit in hits] == [0.9, 0.8]
+        assert await found(agent_id="ann") == ["close", "ann-private", "digest"]
+        assert await found(record_kinds=("run_digest",)) == ["digest"]
+        assert await found(related_id="x") == ["close"]
+        assert await found(review_states=("approved", "draft")) == ["draft", "close", "digest"]
     finally:
-        await repository.close()
+        await fallback.close()
 
 
 async def test_delete(index: VectorIndex) -> None:
@@ -458,6 +460,7 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
         "tags": ["x"],
         "related_ids": ["m-2"], "created_at": datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp(),
         "expires_at": datetime(2027, 1, 1, tzinfo=UTC).timestamp(), "run_ref": "run-9",
+        "memory_type": None, "terms": sorted(document_vector("text of m-1").indices),
     }
 
     embedded_texts: list[str] = []

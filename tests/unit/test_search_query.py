@@ -1,37 +1,78 @@
+from datetime import UTC, datetime
+
 import pytest
+from multidict import MultiDict
 
 from streams.fix_pattern_search import FixPatternQuery
 from streams.search import BadQuery, SearchQuery
 
 
+def params(**values: str | list[str]) -> MultiDict[str]:
+    """A query string: a list is a parameter repeated."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in values.items():
+        pairs += [(name, item) for item in (value if isinstance(value, list) else [value])]
+    return MultiDict(pairs)
+
+
 def test_defaults_follow_the_contract() -> None:
-    query = SearchQuery.from_params({"namespace": "a", "query": "vpn"}, [])
+    query = SearchQuery.from_params(params(namespace="a", query="vpn"))
     scope = query.scope
     assert (scope.limit, scope.min_score, scope.record_kinds, scope.related_id) == (
         5, 0.5, (), None)
+    assert scope.review_states == ("approved",), "approved only, unless asked"
+    assert (query.profile.name, query.run_id) == ("default", None)
 
 
 def test_kinds_may_repeat_or_be_comma_separated() -> None:
-    query = SearchQuery.from_params({"namespace": "a", "query": "q"},
-                                    ["memory,run_digest", "memory"])
+    query = SearchQuery.from_params(params(namespace="a", query="q",
+                                           kind=["memory,run_digest", "memory"]))
     assert query.scope.record_kinds == ("memory", "run_digest")
 
 
+def test_filters_reach_the_scope() -> None:
+    query = SearchQuery.from_params(params(
+        namespace="a", query="q", tag=["ops", "db"], memory_type="decision,lesson",
+        tier="long_term", review_state=["approved", "draft"], since="2026-01-01",
+        until="2026-02-01T12:00:00+00:00", agent_id="ann", run_id="run-7"))
+    scope = query.scope
+    assert scope.tags == ("ops", "db")
+    assert scope.memory_types == ("decision", "lesson")
+    assert scope.tiers == ("long_term",)
+    assert scope.review_states == ("approved", "draft")
+    assert scope.since == datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    assert scope.until == datetime(2026, 2, 1, 12, tzinfo=UTC).timestamp()
+    assert (scope.agent_id, query.run_id) == ("ann", "run-7")
+
+
+def test_a_profile_narrows_kinds_and_types_unless_the_request_does() -> None:
+    incident = SearchQuery.from_params(params(namespace="a", query="q", profile="incident"))
+    assert incident.scope.record_kinds == ("fix_pattern", "run_digest", "memory")
+    assert "lesson" in incident.scope.memory_types
+    asked = SearchQuery.from_params(params(namespace="a", query="q", profile="incident",
+                                           kind="memory"))
+    assert asked.scope.record_kinds == ("memory",)
+
+
 @pytest.mark.parametrize(
-    ("params", "kinds", "message"),
+    ("values", "message"),
     [
-        ({"query": "q"}, [], "namespace is required"),
-        ({"namespace": " ", "query": "q"}, [], "namespace is required"),
-        ({"namespace": "a"}, [], "query is required"),
-        ({"namespace": "a", "query": "q", "limit": "0"}, [], "limit must be between"),
-        ({"namespace": "a", "query": "q", "limit": "x"}, [], "must be numbers"),
-        ({"namespace": "a", "query": "q", "min_score": "2"}, [], "min_score must be"),
-        ({"namespace": "a", "query": "q"}, ["nonsense"], "unknown kind"),
+        ({"query": "q"}, "namespace is required"),
+        ({"namespace": " ", "query": "q"}, "namespace is required"),
+        ({"namespace": "a"}, "query is required"),
+        ({"namespace": "a", "query": "q", "limit": "0"}, "limit must be between"),
+        ({"namespace": "a", "query": "q", "limit": "x"}, "must be numbers"),
+        ({"namespace": "a", "query": "q", "min_score": "2"}, "min_score must be"),
+        ({"namespace": "a", "query": "q", "kind": "nonsense"}, "unknown kind"),
+        ({"namespace": "a", "query": "q", "memory_type": "gossip"}, "unknown memory_type"),
+        ({"namespace": "a", "query": "q", "review_state": "maybe"}, "unknown review_state"),
+        ({"namespace": "a", "query": "q", "since": "last week"}, "ISO 8601"),
+        ({"namespace": "a", "query": "q", "profile": "brunch"}, "unknown profile"),
     ],
 )
-def test_unusable_requests_say_why(params: dict[str, str], kinds: list[str], message: str) -> None:
+def test_unusable_requests_say_why(values: dict[str, str], message: str) -> None:
     with pytest.raises(BadQuery, match=message):
-        SearchQuery.from_params(params, kinds)
+        SearchQuery.from_params(params(**values))
 
 
 def test_a_fix_pattern_lookup_takes_the_error_text_and_the_same_limits() -> None:

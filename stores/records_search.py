@@ -1,0 +1,98 @@
+"""Search over the records in Postgres: the fallback when the index is unreachable.
+
+It answers the same three questions as an index (`SearchIndex`: dense nearest, lexical best,
+term counts) over the records the index would hold (not superseded, not deprecated), with the
+same visibility rules and filters, exactly (no approximate graph). Hybrid search then runs
+the same algorithm over it as over the index, so the degraded answer ranks like the live one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from processors.lexical import SparseVector
+from stores.repository import create_pool
+from stores.vector_index import DIM, IndexHit, SearchScope, TermCounts, Vector, as_vector
+
+# The records an index holds: live ones (stores.reindex rebuilds from the same rule).
+_INDEXED = "superseded_by IS NULL AND review_state <> 'deprecated'"
+# A record within a SearchScope ($1 is the query; see _scope_args for $2-$12).
+_SCOPE = f"""
+    namespace = $2 AND {_INDEXED}
+    AND ($3::text[] IS NULL OR record_kind = ANY($3))
+    AND ($4::text IS NULL OR $4 = ANY(related_ids))
+    AND (scope = 'shared' OR agent_id = $5)
+    AND (expires_at IS NULL OR expires_at > to_timestamp($6))
+    AND ($7::text[] IS NULL OR tags && $7)
+    AND ($8::text[] IS NULL OR record_kind <> 'memory' OR memory_type = ANY($8))
+    AND ($9::text[] IS NULL OR tier = ANY($9))
+    AND review_state = ANY($10)
+    AND ($11::float8 IS NULL OR created_at >= to_timestamp($11))
+    AND ($12::float8 IS NULL OR created_at <= to_timestamp($12))
+"""
+
+
+class RecordsSearch:
+    def __init__(self, pool: asyncpg.Pool, dim: int = DIM) -> None:
+        self._pool = pool
+        self._dim = dim
+
+    @classmethod
+    async def connect(cls, dsn: str) -> RecordsSearch:
+        return cls(await create_pool(dsn))
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT record_id, 1 - (embedding <=> $1) AS score FROM records
+            WHERE {_SCOPE} AND embedding IS NOT NULL AND 1 - (embedding <=> $1) >= $14
+            ORDER BY embedding <=> $1, record_id LIMIT $13
+            """,
+            as_vector(vector, self._dim), *_scope_args(scope), scope.limit, scope.min_score,
+        )
+        return _hits(rows)
+
+    async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
+        if not query:
+            return []
+        rows = await self._pool.fetch(
+            f"""
+            SELECT record_id, -(lexical <#> $1) AS score FROM records
+            WHERE {_SCOPE} AND lexical_terms && $13::integer[]
+            ORDER BY lexical <#> $1, record_id LIMIT $14
+            """,
+            query, *_scope_args(scope), list(query.indices), scope.limit,
+        )
+        return _hits(rows)
+
+    async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
+        documents: int = await self._pool.fetchval(
+            f"SELECT count(*) FROM records WHERE namespace = $1 AND {_INDEXED}", namespace)
+        rows = await self._pool.fetch(
+            f"""
+            SELECT term, count(*) AS n FROM records, unnest(lexical_terms) AS term
+            WHERE namespace = $1 AND {_INDEXED} AND lexical_terms && $2::integer[]
+              AND term = ANY($2::integer[])
+            GROUP BY term
+            """,
+            namespace, list(term_ids))
+        return TermCounts(documents, {int(row["term"]): int(row["n"]) for row in rows})
+
+
+def _scope_args(scope: SearchScope) -> tuple[Any, ...]:
+    return (scope.namespace, list(scope.record_kinds) or None, scope.related_id,
+            scope.agent_id, time.time(), list(scope.tags) or None,
+            list(scope.memory_types) or None, list(scope.tiers) or None,
+            list(scope.review_states), scope.since, scope.until)
+
+
+def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
+    return [IndexHit(row["record_id"], float(row["score"]), {"record_id": row["record_id"]})
+            for row in rows]
