@@ -165,6 +165,17 @@ class Embedder:
         with self._tokenizer_lock:
             return len(self._tokenizer.encode(text).ids)
 
+    def token_costs(self, texts: Sequence[str]) -> list[int]:
+        """The model's tokens in each whole text (no truncation, no special tokens): what a
+        text costs in a prompt measured by this model's vocabulary."""
+        with self._tokenizer_lock:
+            self._tokenizer.no_truncation()
+            try:
+                encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            finally:
+                self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        return [len(encoding.ids) for encoding in encoded]
+
     def _feed(self, ids: list[int]) -> dict[str, npt.NDArray[np.int64]]:
         input_ids = np.asarray(ids, dtype=np.int64).reshape(1, -1)
         feed = {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)}

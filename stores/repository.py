@@ -82,6 +82,21 @@ class StoredRecord:
 
 
 @dataclass(frozen=True)
+class RetrievalRow:
+    """One record surfaced by search or context (memory_retrieval_log)."""
+
+    namespace: str
+    record_id: str
+    agent_id: str | None
+    run_id: str | None
+    # A hash of the query, not the query: the log is for scoring, not for reading back.
+    query_hash: str
+    route: str
+    rank: int
+    retrieved_at: datetime
+
+
+@dataclass(frozen=True)
 class ReportLease:
     """A consolidation report to index and announce, held by one worker for a while."""
 
@@ -261,6 +276,35 @@ class Repository:
             [run_id for _, run_id in pairs],
         )
         return {(row["namespace"], row["run_id"]) for row in rows}
+
+    async def run_signatures(self, namespace: str, run_id: str) -> list[str]:
+        """The error signatures a run met, the latest first."""
+        rows = await self._pool.fetch(
+            "SELECT signature_id, max(occurred_at) AS last FROM error_occurrences"
+            " WHERE namespace = $1 AND run_id = $2 GROUP BY signature_id ORDER BY last DESC",
+            namespace, run_id)
+        return [row["signature_id"] for row in rows]
+
+    async def spend_search(self, namespace: str, run_id: str) -> int:
+        """Count one more search made for a run; return how many it has made, this one
+        included (every worker counts in the same row)."""
+        searches: int = await self._pool.fetchval(
+            """
+            INSERT INTO run_search_budgets (namespace, run_id, searches) VALUES ($1, $2, 1)
+            ON CONFLICT (namespace, run_id)
+            DO UPDATE SET searches = run_search_budgets.searches + 1, last_at = now()
+            RETURNING searches
+            """,
+            namespace, run_id)
+        return searches
+
+    async def log_retrievals(self, rows: Sequence[RetrievalRow]) -> None:
+        await self._pool.copy_records_to_table(
+            "memory_retrieval_log",
+            columns=["namespace", "record_id", "agent_id", "run_id", "query_hash", "route",
+                     "rank", "retrieved_at"],
+            records=[(r.namespace, r.record_id, r.agent_id, r.run_id, r.query_hash, r.route,
+                      r.rank, r.retrieved_at) for r in rows])
 
     async def run_ledger(self, namespace: str, run_id: str) -> list[dict[str, Any]]:
         """The run's events as envelopes, in the order they occurred."""

@@ -31,6 +31,7 @@ from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
 from streams.consolidator import Consolidator
 from streams.consumer_lag import ConsumerLagProbe
+from streams.context import ContextQuery, build_context
 from streams.dead_letters import send_dead_letters
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.health import Health
@@ -40,9 +41,10 @@ from streams.messages import InboundMessage
 from streams.metrics import Metrics
 from streams.record_sink import RecordSink
 from streams.report_relay import ReportRelay
+from streams.retrieval_log import RetrievalLog
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
-from streams.search import BadQuery, SearchQuery, required, search
+from streams.search import BadQuery, SearchQuery, required, search, spend_search
 
 log = logging.getLogger(__name__)
 
@@ -217,10 +219,45 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
 
     app.timer(interval=settings.relay_interval_s)(publish_consolidations)
 
+    retrievals = RetrievalLog(runtime.repository, runtime.metrics)
+    app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)
+
+    def exhausted(route: str, namespace: str, run_id: str | None) -> dict[str, Any]:
+        runtime.metrics.search_budget_exhausted.labels(route).inc()
+        return {"namespace": namespace, "run_id": run_id, "budget_exhausted": True,
+                "max_searches_per_run": settings.max_searches_per_run}
+
     @wiring.page("/v1/search")
     async def search_view(web: View, request: Request) -> Response:
-        return web.json(await search(runtime, index, fallback,
-                                     SearchQuery.from_params(request.query)))
+        query = SearchQuery.from_params(request.query)
+        namespace = query.scope.namespace
+        if not await spend_search(runtime, namespace, query.run_id,
+                                  settings.max_searches_per_run):
+            return web.json({**exhausted("/v1/search", namespace, query.run_id), "hits": []})
+        answer = await search(runtime, index, fallback, query)
+        retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/search",
+                            record_ids=[hit["record_id"] for hit in answer["hits"]],
+                            agent_id=query.scope.agent_id, run_id=query.run_id)
+        return web.json({**answer, "budget_exhausted": False})
+
+    @wiring.page("/v1/context")
+    async def context_view(web: View, request: Request) -> Response:
+        flags = settings.memory
+        query = ContextQuery.from_params(request.query, flags)
+        namespace = query.scope.namespace
+        if not flags.enabled:
+            return web.json({"namespace": namespace, "enabled": False, "sections": {},
+                             "tokens": 0, "degraded": []})
+        if not await spend_search(runtime, namespace, query.run_id,
+                                  settings.max_searches_per_run):
+            return web.json({**exhausted("/v1/context", namespace, query.run_id),
+                             "sections": {}, "tokens": 0, "degraded": []})
+        pack = await build_context(runtime, index, fallback, flags, query)
+        retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/context",
+                            record_ids=[item["record_id"] for items in pack["sections"].values()
+                                        for item in items],
+                            agent_id=query.scope.agent_id, run_id=query.run_id)
+        return web.json({**pack, "enabled": True, "budget_exhausted": False})
 
     @wiring.page("/v1/fix-patterns")
     async def fix_patterns_view(web: View, request: Request) -> Response:

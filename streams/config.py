@@ -8,12 +8,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from stores.index_factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class MemoryFlags:
+    """Seed 002's runtime controls of the read path, under its names (`MEMORY_*`):
+    fail-open by default."""
+
+    enabled: bool = True
+    history: bool = True
+    long_term: bool = True
+    fail_open: bool = True
+    context_budget_tokens: int = 2000
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> MemoryFlags:
+        return cls(
+            enabled=_flag(env.get("MEMORY_ENABLED", "true")),
+            # The seed's values name what is on ("digest", "mem0"); "off" turns it off.
+            history=_switch(env.get("MEMORY_HISTORY", "on")),
+            long_term=_switch(env.get("MEMORY_LONG_TERM", "on")),
+            fail_open=_flag(env.get("MEMORY_FAIL_OPEN", "true")),
+            context_budget_tokens=int(env.get("MEMORY_CONTEXT_BUDGET_TOKENS",
+                                              str(cls.context_budget_tokens))),
+        )
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,11 @@ class Settings:
     relay_interval_s: float = 1.0
     # The consolidator process's niceness: maintenance yields the CPU to the writes.
     consolidator_nice: int = 10
+    # Searches (and context packs) answered for one run; past it they answer empty.
+    max_searches_per_run: int = 10
+    # How often the records surfaced by reads are written to the retrieval log.
+    retrieval_log_interval_s: float = 1.0
+    memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -95,7 +124,17 @@ class Settings:
             unexpected_attempts=int(get("UNEXPECTED_ATTEMPTS", str(cls.unexpected_attempts))),
             relay_interval_s=float(get("RELAY_INTERVAL_S", str(cls.relay_interval_s))),
             consolidator_nice=int(get("CONSOLIDATOR_NICE", str(cls.consolidator_nice))),
+            max_searches_per_run=int(get("MAX_SEARCHES_PER_RUN",
+                                         str(cls.max_searches_per_run))),
+            retrieval_log_interval_s=float(get("RETRIEVAL_LOG_INTERVAL_S",
+                                               str(cls.retrieval_log_interval_s))),
+            memory=MemoryFlags.from_env(env),
         )
+
+
+def _switch(raw: str) -> bool:
+    """Off for off, false, no, 0 (and nothing else)."""
+    return raw.strip().lower() not in ("off", "false", "no", "0")
 
 
 def _flag(raw: str) -> bool:

@@ -178,6 +178,29 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=r,
         )
+        self.retrieval_log_dropped = Counter(
+            "memstream_retrieval_log_dropped_total",
+            "Retrieval log rows dropped because Postgres was away too long.",
+            registry=r,
+        )
+        self.search_budget_exhausted = Counter(
+            "memstream_search_budget_exhausted_total",
+            "Searches and context packs refused because their run spent its budget, by route.",
+            ["route"],
+            registry=r,
+        )
+        self.context_items = Histogram(
+            "memstream_context_items",
+            "Items per context pack.", buckets=(0, 1, 2, 4, 8, 16, 32, 64),
+            registry=r,
+        )
+        self.context_degraded = Counter(
+            "memstream_context_degraded_total",
+            "Context packs answered without a part (index: from Postgres; history or "
+            "long_term: left out), by part.",
+            ["part"],
+            registry=r,
+        )
         self.up = Gauge("memstream_worker_up", "1 while the worker runs.", registry=r)
         self.build_info = Gauge(
             "memstream_build_info", "Always 1; the labels say what runs.",
@@ -205,6 +228,11 @@ class Metrics:
         for use in ("digest", "merge"):
             for outcome in ("used", "fallback"):
                 self.llm_hook.labels(use, outcome)
+        self.retrieval_log_dropped.inc(0)
+        for route in ("/v1/search", "/v1/context"):
+            self.search_budget_exhausted.labels(route)
+        for part in ("index", "history", "long_term", "budget"):
+            self.context_degraded.labels(part)
         for reason in get_args(ConsolidateReason):
             self.consolidation_requests.labels(reason)
             for outcome in get_args(RunOutcome):

@@ -238,3 +238,17 @@ async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
 
 def record_ids(hits: Sequence[Hit]) -> list[str]:
     return [hit.row["record_id"] for hit in hits]
+
+
+async def spend_search(runtime: Runtime, namespace: str, run_id: str | None,
+                       allowed: int) -> bool:
+    """Count a search made for `run_id` (if any); False once the run has made more than
+    `allowed`. If the count cannot be kept (Postgres away), the search goes on: a budget
+    must not make memory fail."""
+    if run_id is None:
+        return True
+    try:
+        return await runtime.repository.spend_search(namespace, run_id) <= allowed
+    except Exception as exc:
+        log.warning("could not count a search of run %s: %s", run_id, exc)
+        return True

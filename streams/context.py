@@ -1,0 +1,207 @@
+"""`GET /v1/context`: the context pack of seed 002's read path (its RetrievalGateway).
+
+    namespace, query, run_id?, error?, budget_tokens?, profile?, agent_id?, min_score?
+
+Sections, in order: history (for the error given, or those the run met, the fix patterns of
+its signature, most successful first, then similar ones; run digests like the query), then
+long-term memories. Each section is searched hybrid, like /v1/search, and the candidates are
+packed into the token budget (processors/context_pack.py). Fail-open per section: a section
+whose store is down contributes nothing and is named in `degraded` (`index` when the index
+failed and Postgres answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM,
+MEMORY_FAIL_OPEN, MEMORY_CONTEXT_BUDGET_TOKENS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from processors.context_pack import Candidate, pack
+from processors.fix_patterns import error_signature, fix_pattern_title
+from processors.ids import fix_pattern_record_id
+from processors.retrieval import PROFILES, Fused, Profile, age_in_days
+from stores.vector_index import SearchIndex, SearchScope
+from streams.config import MemoryFlags
+from streams.runtime import Runtime
+from streams.search import (
+    BadQuery,
+    Found,
+    Hit,
+    hybrid_search,
+    limits,
+    profile_of,
+    required,
+    scope_of,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_BUDGET_TOKENS = 32_000
+DEFAULT_MIN_SCORE = 0.2
+MAX_ERROR_CHARS = 32_000
+# Candidates searched per part; the budget decides how many are kept.
+DIGESTS = 5
+FIX_PATTERNS = 5
+MEMORIES = 30
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    query: str
+    scope: SearchScope
+    profile: Profile
+    budget_tokens: int
+    run_id: str | None
+    error: str | None
+
+    @classmethod
+    def from_params(cls, params: Any, flags: MemoryFlags) -> ContextQuery:
+        namespace = required(params, "namespace")
+        query = params.get("query", params.get("q", "")).strip()
+        if not query:
+            raise BadQuery("query is required")
+        _, min_score = limits(params, 1, DEFAULT_MIN_SCORE)
+        try:
+            budget = int(params.get("budget_tokens", flags.context_budget_tokens))
+        except ValueError:
+            raise BadQuery("budget_tokens must be an integer") from None
+        if not 0 <= budget <= MAX_BUDGET_TOKENS:
+            raise BadQuery(f"budget_tokens must be between 0 and {MAX_BUDGET_TOKENS}")
+        error = params.get("error", "").strip() or None
+        if error is not None and len(error) > MAX_ERROR_CHARS:
+            raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
+        profile = profile_of(params)
+        return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile), profile,
+                   budget, params.get("run_id") or None, error)
+
+
+@dataclass
+class Gathered:
+    candidates: list[Candidate]
+    degraded: set[str]
+
+
+async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                        flags: MemoryFlags, query: ContextQuery) -> dict[str, Any]:
+    """The context pack for `query` (see the module docstring)."""
+    vector = (await runtime.embed([query.query]))[0]
+    gathered = Gathered([], set())
+
+    async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
+        try:
+            hits = await part()
+        except Exception:
+            if not flags.fail_open:
+                raise
+            log.exception("context: the %s section failed; left out", name)
+            gathered.degraded.add(name)
+            return
+        gathered.candidates += await candidates(runtime, name, hits)
+
+    async def searched(found: Awaitable[Found]) -> list[Hit]:
+        result = await found
+        if result.degraded:
+            gathered.degraded.add("index")
+        return result.hits
+
+    if flags.history:
+        await section("history", lambda: history(runtime, index, fallback, query, vector,
+                                                 searched))
+    if flags.long_term:
+        memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
+        await section("long_term", lambda: searched(hybrid_search(
+            runtime, index, fallback, query.query, memories, query.profile, vector)))
+    packed = pack(gathered.candidates, query.budget_tokens)
+    for part in sorted(gathered.degraded):
+        runtime.metrics.context_degraded.labels(part).inc()
+    runtime.metrics.context_items.observe(len(packed.items))
+    return {
+        "namespace": query.scope.namespace,
+        "query": query.query,
+        "profile": query.profile.name,
+        "budget_tokens": query.budget_tokens,
+        "tokens": packed.tokens,
+        "degraded": sorted(gathered.degraded),
+        "dropped": packed.dropped,
+        "sections": {name: [item_view(item) for item in packed.items if item.section == name]
+                     for name in ("history", "long_term")},
+    }
+
+
+async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                  query: ContextQuery, vector: Any,
+                  searched: Callable[[Awaitable[Found]], Awaitable[list[Hit]]]) -> list[Hit]:
+    """Fix patterns of the error (given, or met by the run), most successful first, then the
+    fix patterns and run digests most like the query."""
+    namespace = query.scope.namespace
+    if query.error is not None:
+        signatures = [error_signature(query.error).signature_id]
+    elif query.run_id is not None:
+        signatures = await runtime.repository.run_signatures(namespace, query.run_id)
+    else:
+        signatures = []
+    exact = await runtime.repository.records_by_id(
+        namespace, [fix_pattern_record_id(namespace, s) for s in signatures])
+    hits = sorted(
+        (Hit(row, Fused(row["record_id"], 1.0, None, None), 1.0, 1.0) for row in exact.values()
+         if row["review_state"] in query.scope.review_states),
+        key=lambda hit: (-int(hit.row["body"].get("success_count", 0)), hit.row["record_id"]))
+    patterns_like = fix_pattern_title(error_signature(query.error)) if query.error \
+        else query.query
+    similar, digests = await asyncio.gather(
+        searched(hybrid_search(
+            runtime, index, fallback, patterns_like,
+            replace(query.scope, record_kinds=("fix_pattern",), limit=FIX_PATTERNS),
+            PROFILES["incident"])),
+        searched(hybrid_search(
+            runtime, index, fallback, query.query,
+            replace(query.scope, record_kinds=("run_digest",), limit=DIGESTS),
+            query.profile, vector)))
+    seen = {hit.row["record_id"] for hit in hits}
+    return hits + [hit for hit in [*similar, *digests] if hit.row["record_id"] not in seen]
+
+
+async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> list[Candidate]:
+    """Hits as pack candidates, each with its cost in the model's tokens."""
+    if not hits:
+        return []
+    costs = await asyncio.to_thread(runtime.embedder.token_costs,
+                                    [hit.row["text"] for hit in hits])
+    now = datetime.now(UTC)
+    return [
+        Candidate(
+            section=section, record_id=hit.row["record_id"], kind=hit.row["record_kind"],
+            text=hit.row["text"], source=source_of(hit.row),
+            trust_class=hit.row["trust_class"], provenance=hit.row["provenance"],
+            created_at=hit.row["created_at"].isoformat(),
+            age_days=age_in_days(hit.row["created_at"], now), score=hit.score,
+            token_cost=cost, vector=hit.row["embedding"])
+        for hit, cost in zip(hits, costs, strict=True)
+    ]
+
+
+def source_of(row: Mapping[str, Any]) -> str:
+    """Where an item comes from, for a reader: its source ref, else its run, else itself."""
+    if row["source_ref"]:
+        return str(row["source_ref"])
+    if row["run_ref"]:
+        return f"run:{row['run_ref']}"
+    return f"record:{row['record_id']}"
+
+
+def item_view(item: Candidate) -> dict[str, Any]:
+    return {
+        "record_id": item.record_id,
+        "kind": item.kind,
+        "text": item.text,
+        "source": item.source,
+        "trust_class": item.trust_class,
+        "provenance": dict(item.provenance),
+        "recency": {"created_at": item.created_at, "age_days": round(item.age_days, 2)},
+        "score": round(item.score, 4),
+        "token_cost": item.token_cost,
+    }
