@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping
 
 from processors.errors import Rejected
 from processors.ids import memory_record_id
+from processors.lexical import CONTEXT_WEIGHTS
 from processors.redaction import redact_secrets
 from schemas.events import MemoryWrite, Provenance
 from schemas.records import Record
@@ -51,16 +52,20 @@ def memory_record(event: MemoryWrite, provenance: Provenance,
     )
 
 
-# How much of the memory before it in its thread a memory keeps as its context.
+# How much of each memory before it in its thread a memory keeps as its context.
 CONTEXT_CHARS = 2000
 
 
 def with_context(record: Record, previous: Record | None) -> Record:
-    """`record` with the memory before it in its thread as its context (in its body), which
-    the lexical index reads beside its text."""
+    """`record` with the memories before it in its thread as its context (in its body,
+    nearest first, as many as the lexical index weighs), which the lexical index reads
+    beside its text: `previous` and the nearest of `previous`'s own context."""
     if previous is None:
         return record
-    context = {"record_id": previous.record_id, "text": previous.text[:CONTEXT_CHARS]}
+    before = previous.body.get("context")
+    earlier = before if isinstance(before, list) else []
+    context = [{"record_id": previous.record_id, "text": previous.text[:CONTEXT_CHARS]},
+               *earlier][: len(CONTEXT_WEIGHTS)]
     return record.model_copy(update={"body": {**record.body, "context": context}})
 
 

@@ -1,9 +1,10 @@
-"""How hybrid search ranks: two ranked lists (dense: cosine; lexical: BM25) fused by weighted
-reciprocal rank, then weighed by the recall profile (kinds, memory types, recency).
+"""How hybrid search ranks: two ranked lists (dense: cosine; lexical: BM25), each's scores
+scaled to [0, 1] over the list (min-max), combined as a weighted sum (a record missing from a
+list gets 0 from it), then weighed by the recall profile (kinds, memory types, recency).
 
-Reciprocal rank fusion uses ranks, not scores, so the two signals need no common scale:
-a record's fused score is the sum over the lists it appears in of weight / (k + rank). It is
-reported divided by its best possible value (rank 1 in both lists), so 1.0 is the top.
+Min-max fusion keeps how far apart the candidates are, which rank fusion throws away; on the
+development conversations it gave the best R@1, and its weight chosen on two conversations
+was the same on the third (docs/retrieval.md). 1.0 is a record first in both lists.
 
 Profiles (seed 003) are named presets of what to recall and how to weigh it:
 
@@ -25,14 +26,11 @@ from datetime import datetime
 
 from schemas.events import MemoryType, RecordKind
 
-# Reciprocal rank fusion's constant: how much rank 1 outweighs rank 10.
-RRF_K = 60
-
 
 @dataclass(frozen=True)
 class FusionWeights:
-    dense: float = 1.0
-    lexical: float = 1.0
+    dense: float = 0.4
+    lexical: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -43,18 +41,32 @@ class Fused:
     lexical_rank: int | None
 
 
-def fuse(dense: Sequence[str], lexical: Sequence[str], weights: FusionWeights,
-         k: int = RRF_K) -> list[Fused]:
-    """The records of both ranked lists (best first), by weighted reciprocal rank."""
-    dense_ranks = {record_id: rank for rank, record_id in enumerate(dense, 1)}
-    lexical_ranks = {record_id: rank for rank, record_id in enumerate(lexical, 1)}
-    best = (weights.dense + weights.lexical) / (k + 1)
-    fused = []
-    for record_id in dict.fromkeys([*dense, *lexical]):
-        d, w = dense_ranks.get(record_id), lexical_ranks.get(record_id)
-        score = (weights.dense / (k + d) if d else 0.0) + (
-            weights.lexical / (k + w) if w else 0.0)
-        fused.append(Fused(record_id, score / best, d, w))
+def scaled(scores: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """A list's scores scaled to [0, 1] over the list (all 1 when they are equal)."""
+    if not scores:
+        return {}
+    low = min(score for _, score in scores)
+    high = max(score for _, score in scores)
+    span = high - low
+    return {record_id: (score - low) / span if span > 0 else 1.0
+            for record_id, score in scores}
+
+
+def fuse(dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]],
+         weights: FusionWeights) -> list[Fused]:
+    """The records of both ranked lists ((id, score), best first), by the weighted sum of
+    their scaled scores, divided by the weights' sum so that 1.0 is the top."""
+    dense_scaled, lexical_scaled = scaled(dense), scaled(lexical)
+    dense_ranks = {record_id: rank for rank, (record_id, _) in enumerate(dense, 1)}
+    lexical_ranks = {record_id: rank for rank, (record_id, _) in enumerate(lexical, 1)}
+    total = weights.dense + weights.lexical
+    fused = [
+        Fused(record_id,
+              (weights.dense * dense_scaled.get(record_id, 0.0)
+               + weights.lexical * lexical_scaled.get(record_id, 0.0)) / total,
+              dense_ranks.get(record_id), lexical_ranks.get(record_id))
+        for record_id in dict.fromkeys([*dense_ranks, *lexical_ranks])
+    ]
     # Ties: the dense rank decides, then the id, so every backend orders alike.
     fused.sort(key=lambda f: (-f.score, f.dense_rank or math.inf, f.record_id))
     return fused
@@ -75,6 +87,11 @@ class Profile:
     # older records weigh down to half, never to nothing.
     recency_half_life_days: float | None = None
 
+    @property
+    def max_weight(self) -> float:
+        """No record is weighed more than this."""
+        return max([1.0, *self.kind_weights.values()]) * max([1.0, *self.type_weights.values()])
+
     def weight(self, record_kind: str, memory_type: str | None, age_days: float) -> float:
         weight = self.kind_weights.get(record_kind, 1.0)
         if memory_type is not None:
@@ -87,7 +104,7 @@ class Profile:
 # Lexical weighed above dense: on conversational memory BM25 over stemmed terms finds the
 # evidence more often than the small embedding model, and fusing both beats either
 # (docs/retrieval.md has the measurements).
-HYBRID = FusionWeights(dense=1.0, lexical=1.5)
+HYBRID = FusionWeights(dense=0.4, lexical=0.6)
 
 PROFILES: dict[str, Profile] = {
     profile.name: profile for profile in (

@@ -31,7 +31,21 @@ def index_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     for name in ("agent_id", "memory_type"):
         value = row.get(name)
         payload[name] = None if value is None else str(value)
+    # Who may read it and until when, each one indexed condition: a filter of `should`s and
+    # null checks made every namespace-wide scan three times slower.
+    payload["readers"] = [readers_of(payload["scope"], payload["agent_id"])]
+    payload["live_until"] = FOREVER if expires_at is None else payload["expires_at"]
     return payload
+
+
+# The `live_until` of a record that never expires.
+FOREVER = 1e15
+SHARED_READERS = "shared"
+
+
+def readers_of(scope: str, agent_id: str | None) -> str:
+    """The readers value of a record: everyone in its namespace, or its owner's vault."""
+    return SHARED_READERS if scope == "shared" or agent_id is None else f"agent:{agent_id}"
 
 
 def epoch_seconds(value: datetime | float | int) -> float:

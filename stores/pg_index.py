@@ -184,6 +184,10 @@ class PostgresIndex:
         )
         return _hits(rows)
 
+    async def maintain(self, min_changes: int) -> bool:
+        # Postgres keeps the HNSW graph up to date on every write, and vacuums by itself.
+        return False
+
     async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
         pool = self._open_pool()
         documents: int = await pool.fetchval(

@@ -36,6 +36,7 @@ from stores.vector_index import (
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
     LEXICAL,
+    CountCache,
     IndexHit,
     IndexPoint,
     SearchScope,
@@ -68,6 +69,9 @@ class EdgeIndex:
         self._flush_interval_s = flush_interval_s
         self._shard: qe.EdgeShard | None = None
         self._dirty_since: float | None = None
+        self._counts = CountCache()
+        # Points written since the segments were last optimized (see `maintain`).
+        self._changes = 0
         # Writes are applied in call order: upserts of the same record must not overtake
         # each other, whatever the caller's tasks do.
         self._write_lock = asyncio.Lock()
@@ -158,16 +162,17 @@ class EdgeIndex:
                                                      list(p.lexical.values))}, p.payload)
             for p in prepared
         ])
-        await self._write(operation)
+        await self._write(operation, len(prepared))
 
     async def delete(self, record_ids: Sequence[str]) -> None:
         if not record_ids:
             return
         ids: list[qe.PointId] = [point_id(r) for r in record_ids]
-        await self._write(qe.UpdateOperation.delete_points(ids))
+        await self._write(qe.UpdateOperation.delete_points(ids), len(ids))
 
-    async def _write(self, operation: qe.UpdateOperation) -> None:
+    async def _write(self, operation: qe.UpdateOperation, points: int) -> None:
         async with self._write_lock:
+            self._changes += points
             shard = self._open_shard()
             shard.update(operation)
             now = time.monotonic()
@@ -202,15 +207,15 @@ class EdgeIndex:
         return hits
 
     async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
-        shard = self._open_shard()
         in_namespace = qe.FieldCondition("namespace", match=qe.MatchValue(namespace))
-        return TermCounts(
-            documents=shard.count(qe.CountRequest(exact=True, filter=qe.Filter(
-                must=[in_namespace]))),
-            frequencies={term: shard.count(qe.CountRequest(exact=True, filter=qe.Filter(
-                must=[in_namespace, qe.FieldCondition("terms", match=qe.MatchValue(term))])))
-                for term in term_ids},
-        )
+
+        async def count(term: int | None) -> int:
+            holding = [] if term is None else [
+                qe.FieldCondition("terms", match=qe.MatchValue(term))]
+            return self._open_shard().count(qe.CountRequest(exact=True, filter=qe.Filter(
+                must=[in_namespace, *holding])))
+
+        return await self._counts.counts(namespace, term_ids, count)
 
     async def count(self, namespace: str | None = None) -> int:
         flt = _filter(namespace, None, None) if namespace else None
@@ -242,7 +247,15 @@ class EdgeIndex:
         """Merge segments, drop deleted points, build per-namespace graphs where needed.
         Blocks the whole process while it runs (seconds at 100k points)."""
         async with self._write_lock:
+            self._changes = 0
             return self._open_shard().optimize()
+
+    async def maintain(self, min_changes: int) -> bool:
+        """Optimize once `min_changes` points changed: until then, a search filtered by more
+        than its namespace scans the namespace (24 ms at 100k points; 0.2 ms optimized)."""
+        if self._changes < min_changes:
+            return False
+        return await self.optimize()
 
     async def close(self) -> None:
         async with self._write_lock:
@@ -294,15 +307,7 @@ def _conditions(
         # On an array field, MatchValue matches when any element equals the value.
         must.append(qe.FieldCondition("related_ids", match=qe.MatchValue(related_id)))
     if visibility is not None:
-        readable: list[qe.ConditionType] = [
-            qe.FieldCondition("scope", match=qe.MatchValue("shared"))]
-        if visibility.agent_id is not None:
-            readable.append(
-                qe.FieldCondition("agent_id", match=qe.MatchValue(visibility.agent_id)))
-        must.append(qe.Filter(should=readable))
-        must.append(qe.Filter(should=[
-            qe.IsNullCondition("expires_at"),
-            qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=visibility.now)),
-        ]))
+        must.append(qe.FieldCondition("readers", match=qe.MatchAny(visibility.readers)))
+        must.append(qe.FieldCondition("live_until", range=qe.RangeFloat(gt=visibility.now)))
     return must
 

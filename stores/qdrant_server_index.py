@@ -22,6 +22,7 @@ from stores.vector_index import (
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
     LEXICAL,
+    CountCache,
     IndexHit,
     IndexPoint,
     SearchScope,
@@ -51,6 +52,7 @@ class QdrantClientIndex:
         self._dim = dim
         self._local = local
         self._closed = False
+        self._counts = CountCache()
 
     @classmethod
     def for_server(
@@ -188,17 +190,19 @@ class QdrantClientIndex:
         in_namespace = models.FieldCondition(key="namespace",
                                              match=models.MatchValue(value=namespace))
 
-        async def count(*conditions: models.Condition) -> int:
+        async def count(term: int | None) -> int:
+            holding: list[models.Condition] = [] if term is None else [models.FieldCondition(
+                key="terms", match=models.MatchValue(value=term))]
             result = await self._client.count(
-                self._collection, count_filter=models.Filter(must=[in_namespace, *conditions]),
+                self._collection, count_filter=models.Filter(must=[in_namespace, *holding]),
                 exact=True)
             return result.count
 
-        return TermCounts(
-            documents=await count(),
-            frequencies={term: await count(models.FieldCondition(
-                key="terms", match=models.MatchValue(value=term))) for term in term_ids},
-        )
+        return await self._counts.counts(namespace, term_ids, count)
+
+    async def maintain(self, min_changes: int) -> bool:
+        # A Qdrant server runs its optimizers itself; local mode has none to run.
+        return False
 
     async def count(self, namespace: str | None = None) -> int:
         result = await self._client.count(
@@ -281,16 +285,10 @@ def _conditions(
         must.append(models.FieldCondition(key="related_ids",
                                           match=models.MatchValue(value=related_id)))
     if visibility is not None:
-        readable: list[models.Condition] = [
-            models.FieldCondition(key="scope", match=models.MatchValue(value="shared"))]
-        if visibility.agent_id is not None:
-            readable.append(models.FieldCondition(
-                key="agent_id", match=models.MatchValue(value=visibility.agent_id)))
-        must.append(models.Filter(should=readable))
-        must.append(models.Filter(should=[
-            models.IsNullCondition(is_null=models.PayloadField(key="expires_at")),
-            models.FieldCondition(key="expires_at", range=models.Range(gt=visibility.now)),
-        ]))
+        must.append(models.FieldCondition(key="readers",
+                                          match=models.MatchAny(any=visibility.readers)))
+        must.append(models.FieldCondition(key="live_until",
+                                          range=models.Range(gt=visibility.now)))
     return must
 
 

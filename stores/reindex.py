@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from processors.embedding_text import embedding_text
-from processors.lexical import SparseVector, context_text, document_vector
+from processors.lexical import SparseVector, context_texts, document_vector
 from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
 from stores.pgvector import register_codecs
@@ -124,8 +124,8 @@ async def _lexical_vectors(connection: asyncpg.Connection,
         if row["lexical"] is not None:
             vectors[row["record_id"]] = row["lexical"]
         else:
-            vectors[row["record_id"]] = document_vector(row["text"], row["title"],
-                                                        context_text(row["body"] or {}))
+            vectors[row["record_id"]] = document_vector(
+                row["text"], row["title"], context_texts(row["body"] or {}), row["created_at"])
             missing.append(row["record_id"])
     await connection.executemany(_WRITE_BACK_LEXICAL, [
         (record_id, vectors[record_id], list(vectors[record_id].indices))

@@ -53,6 +53,8 @@ ViewHandler = Callable[..., Awaitable[Response]]
 # Maintenance reports listed per request, by default and at most.
 REPORTS_LIMIT = 20
 MAX_REPORTS_LIMIT = 200
+# How often the ingest worker checks whether its index wants maintenance.
+INDEX_MAINTENANCE_INTERVAL_S = 30.0
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
     "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
@@ -119,7 +121,7 @@ class Wiring:
         self.app = app
         self._settings = settings
         self._runtime = runtime
-        self._health = health
+        self.health = health
         self._lag_probe = lag_probe
         self._role = role
 
@@ -142,7 +144,7 @@ class Wiring:
             await send_dead_letters(runtime, [(message, error.rejection)
                                               for message in messages])
 
-        staged = StagedAgent(name, new_stages, give_up, self._health, batch_max,
+        staged = StagedAgent(name, new_stages, give_up, self.health, batch_max,
                              self._settings.batch_within_s, runtime.retry_policy)
         topic_of_bytes = self.app.topic(topic, key_type=bytes, value_type=bytes,
                                          value_serializer="raw", key_serializer="raw")
@@ -150,7 +152,7 @@ class Wiring:
 
     def common(self, index: VectorIndex | None) -> None:
         """What every role has: the lag and stall probe, /healthz and /metrics."""
-        app, runtime, health = self.app, self._runtime, self._health
+        app, runtime, health = self.app, self._runtime, self.health
         consumed = ROLE_TOPICS[self._role]
 
         async def measure_consumer_lag() -> None:
@@ -218,6 +220,16 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
             log.warning("could not publish consolidations: %s", Unexpected.of(exc).detail)
 
     app.timer(interval=settings.relay_interval_s)(publish_consolidations)
+
+    async def maintain_index() -> None:
+        # Optimizing blocks the worker for seconds: only while it has nothing to consume.
+        if not wiring.health.idle():
+            return
+        started = time.perf_counter()
+        if await index.maintain(settings.index_optimize_after):
+            log.info("index optimized in %.1fs", time.perf_counter() - started)
+
+    app.timer(interval=INDEX_MAINTENANCE_INTERVAL_S)(maintain_index)
 
     retrievals = RetrievalLog(runtime.repository, runtime.metrics)
     app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)

@@ -85,6 +85,8 @@ class Settings:
     max_searches_per_run: int = 10
     # How often the records surfaced by reads are written to the retrieval log.
     retrieval_log_interval_s: float = 1.0
+    # Points written to the embedded index before it is optimized again (when idle).
+    index_optimize_after: int = 10_000
     memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
@@ -128,6 +130,8 @@ class Settings:
                                          str(cls.max_searches_per_run))),
             retrieval_log_interval_s=float(get("RETRIEVAL_LOG_INTERVAL_S",
                                                str(cls.retrieval_log_interval_s))),
+            index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
+                                         str(cls.index_optimize_after))),
             memory=MemoryFlags.from_env(env),
         )
 

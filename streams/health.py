@@ -92,6 +92,11 @@ class Health:
             progress.lag = seen.lag
         self._refresh(now)
 
+    def idle(self) -> bool:
+        """Whether every partition this worker owns was caught up when last measured."""
+        return bool(self._partitions) and all(
+            progress.lag == 0 for progress in self._partitions.values())
+
     def problems(self) -> dict[str, dict[str, str]]:
         """The agents that are down and the partitions that are stalled, with why; empty
         when healthy."""

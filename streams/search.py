@@ -34,8 +34,9 @@ MAX_LIMIT = 100
 DEFAULT_LIMIT = 5
 DEFAULT_MIN_SCORE = 0.5
 RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
-# Candidates taken from each list, at least: fusion needs more than the hits it returns.
-CANDIDATES = 50
+# Candidates taken from each list, at least: fusion needs more than the hits it returns
+# (and min-max scaling a long enough list).
+CANDIDATES = 100
 
 
 class BadQuery(ValueError):
@@ -167,21 +168,30 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         log.exception("index search failed; answering from Postgres")
         fused = await ranked(fallback, text, vector, scope, profile)
         degraded = True
-    rows = await runtime.repository.records_by_id(
-        scope.namespace, [item.record_id for item in fused])
     now = datetime.now(UTC)
-    hits = []
-    for item in fused:
-        row = rows.get(item.record_id)
-        # A point whose record is gone from Postgres is stale: the index is rebuildable.
-        if row is None or row["embedding"] is None:
-            continue
-        similarity = float(np.dot(row["embedding"], vector))
-        if similarity < scope.min_score:
-            continue
-        weight = profile.weight(row["record_kind"], row["memory_type"],
-                                age_in_days(row["created_at"], now))
-        hits.append(Hit(row, item, item.score * weight, similarity))
+    hits: list[Hit] = []
+    # The records of the best candidates first, more only while the rest could still make
+    # the cut (too few passed `min_score`, or the profile's weights could lift one above
+    # the last hit): a search of 5 reads a few rows, not every candidate's.
+    step = max(2 * scope.limit, 20)
+    for start in range(0, len(fused), step):
+        if len(hits) >= scope.limit and fused[start].score * profile.max_weight <= \
+                sorted(hit.score for hit in hits)[-scope.limit]:
+            break
+        part = fused[start:start + step]
+        rows = await runtime.repository.records_by_id(
+            scope.namespace, [item.record_id for item in part])
+        for item in part:
+            row = rows.get(item.record_id)
+            # A point whose record is gone from Postgres is stale: the index is rebuildable.
+            if row is None or row["embedding"] is None:
+                continue
+            similarity = float(np.dot(row["embedding"], vector))
+            if similarity < scope.min_score:
+                continue
+            weight = profile.weight(row["record_kind"], row["memory_type"],
+                                    age_in_days(row["created_at"], now))
+            hits.append(Hit(row, item, item.score * weight, similarity))
     hits.sort(key=lambda hit: (-hit.score, hit.row["record_id"]))
     return Found(hits[: scope.limit], degraded)
 
@@ -196,8 +206,8 @@ async def ranked(index: SearchIndex, text: str, vector: Vector, scope: SearchSco
         index.search(vector, candidates),
         index.search_lexical(query_vector(term_ids, counts.frequencies, counts.documents),
                              candidates))
-    return fuse([hit.record_id for hit in dense], [hit.record_id for hit in lexical],
-                profile.fusion)
+    return fuse([(hit.record_id, hit.score) for hit in dense],
+                [(hit.record_id, hit.score) for hit in lexical], profile.fusion)
 
 
 def hit_view(hit: Hit) -> dict[str, Any]:

@@ -51,11 +51,13 @@ def near(vector: NDArray[np.float32], cosine: float) -> NDArray[np.float32]:
 
 
 def payload(namespace: str, **fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"namespace": namespace, "record_kind": "memory", "tags": [],
-                            "related_ids": [], "created_at": 1.0, "scope": "shared",
-                            "agent_id": None, "expires_at": None, "review_state": "approved",
+    """A point's payload as stores.index_payload makes it from a record."""
+    base: dict[str, Any] = {"record_id": "r", "namespace": namespace, "record_kind": "memory",
+                            "tags": [], "related_ids": [], "created_at": 1.0,
+                            "scope": "shared", "agent_id": None, "expires_at": None,
+                            "review_state": "approved", "trust_class": "raw",
                             "tier": "active", "memory_type": "fact"}
-    return base | fields
+    return index_payload(base | fields)
 
 
 def with_database(dsn: str, database: str) -> str:
@@ -460,7 +462,10 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
         "tags": ["x"],
         "related_ids": ["m-2"], "created_at": datetime(2026, 11, 1, 12, 0, tzinfo=UTC).timestamp(),
         "expires_at": datetime(2027, 1, 1, tzinfo=UTC).timestamp(), "run_ref": "run-9",
-        "memory_type": None, "terms": sorted(document_vector("text of m-1").indices),
+        "memory_type": None, "readers": ["shared"],
+        "live_until": datetime(2027, 1, 1, tzinfo=UTC).timestamp(),
+        "terms": list(document_vector("text of m-1", occurred_at=datetime(
+            2026, 11, 1, 12, 0, tzinfo=UTC)).indices),
     }
 
     embedded_texts: list[str] = []
