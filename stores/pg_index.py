@@ -144,7 +144,9 @@ class PostgresIndex:
                  list(p.payload.get("tags") or []), p.payload.get("memory_type"),
                  p.payload.get("tier"), str(p.payload.get("review_state", "approved")),
                  float(p.payload.get("created_at") or 0.0), p.payload.get("expires_at"),
-                 p.payload, p.vector, p.lexical, list(p.lexical.indices))
+                 # The term ids have a column of their own; hits leave them out.
+                 {k: v for k, v in p.payload.items() if k != "terms"}, p.vector, p.lexical,
+                 list(p.lexical.indices))
                 for p in prepared
             ],
         )
@@ -199,7 +201,8 @@ class PostgresIndex:
             GROUP BY term
             """,
             namespace, list(term_ids))
-        return TermCounts(documents, {int(row["term"]): int(row["n"]) for row in rows})
+        counted = {int(row["term"]): int(row["n"]) for row in rows}
+        return TermCounts(documents, {term: counted.get(term, 0) for term in term_ids})
 
     async def count(self, namespace: str | None = None) -> int:
         count: int = await self._open_pool().fetchval(

@@ -50,6 +50,9 @@ from stores.vector_index import (
 
 log = logging.getLogger(__name__)
 
+# A hit's payload without its term ids: a hundred hits' lists of them cost a search 3 ms.
+_HIT_PAYLOAD = qe.PayloadSelector.Exclude(["terms"])
+
 
 class EdgeIndexError(RuntimeError):
     """The shard is not open, or cannot be opened with this configuration."""
@@ -186,7 +189,7 @@ class EdgeIndex:
         query = as_vector(vector, self._dim).tolist()
         return self._query(qe.QueryRequest(
             limit=scope.limit, query=qe.Query.Nearest(query), filter=_scope_filter(scope),
-            score_threshold=scope.min_score, with_payload=True,
+            score_threshold=scope.min_score, with_payload=_HIT_PAYLOAD,
         ))
 
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
@@ -196,7 +199,7 @@ class EdgeIndex:
             limit=scope.limit,
             query=qe.Query.Nearest(qe.SparseVector(list(query.indices), list(query.values)),
                                    using=LEXICAL),
-            filter=_scope_filter(scope), with_payload=True,
+            filter=_scope_filter(scope), with_payload=_HIT_PAYLOAD,
         ))
 
     def _query(self, request: qe.QueryRequest) -> list[IndexHit]:

@@ -34,6 +34,8 @@ from stores.vector_index import (
     prepare_points,
 )
 
+# A hit's payload without its term ids (a hundred hits' lists of them are heavy).
+_HIT_PAYLOAD = models.PayloadSelectorExclude(exclude=["terms"])
 # Points per request: bounds a request's size (a 384-d point is ~4 kB of JSON).
 _UPSERT_CHUNK = 512
 
@@ -169,7 +171,7 @@ class QdrantClientIndex:
             query_filter=_scope_filter(scope),
             limit=scope.limit,
             score_threshold=scope.min_score,
-            with_payload=True,
+            with_payload=_HIT_PAYLOAD,
         )
         return [_hit(point.payload or {}, point.score) for point in response.points]
 
@@ -182,7 +184,7 @@ class QdrantClientIndex:
             using=LEXICAL,
             query_filter=_scope_filter(scope),
             limit=scope.limit,
-            with_payload=True,
+            with_payload=_HIT_PAYLOAD,
         )
         return [_hit(point.payload or {}, point.score) for point in response.points]
 

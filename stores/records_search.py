@@ -83,7 +83,8 @@ class RecordsSearch:
             GROUP BY term
             """,
             namespace, list(term_ids))
-        return TermCounts(documents, {int(row["term"]): int(row["n"]) for row in rows})
+        counted = {int(row["term"]): int(row["n"]) for row in rows}
+        return TermCounts(documents, {term: counted.get(term, 0) for term in term_ids})
 
 
 def _scope_args(scope: SearchScope) -> tuple[Any, ...]:

@@ -34,9 +34,11 @@ MAX_LIMIT = 100
 DEFAULT_LIMIT = 5
 DEFAULT_MIN_SCORE = 0.5
 RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
-# Candidates taken from each list, at least: fusion needs more than the hits it returns
-# (and min-max scaling a long enough list).
-CANDIDATES = 100
+# Candidates taken from each list, at least: fusion needs more than the hits it returns,
+# and min-max scaling a long enough list. The lexical list is cheap to lengthen (an inverted
+# index); a longer dense one costs the graph search more.
+DENSE_CANDIDATES = 50
+LEXICAL_CANDIDATES = 100
 
 
 class BadQuery(ValueError):
@@ -159,15 +161,18 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
     """The best records within `scope` for `text`, from the index, or from Postgres when the
     index fails (fail open: memory must never make its caller fail while Postgres can
     answer)."""
-    if vector is None:
-        vector = (await runtime.embed([text]))[0]
+    # The model runs in a thread while the index counts the query's terms.
+    embedding = None if vector is not None else asyncio.ensure_future(runtime.embed([text]))
     try:
-        fused = await ranked(index, text, vector, scope, profile)
+        fused = await ranked(index, text, vector, embedding, scope, profile)
         degraded = False
     except Exception:
         log.exception("index search failed; answering from Postgres")
-        fused = await ranked(fallback, text, vector, scope, profile)
+        fused = await ranked(fallback, text, vector, embedding, scope, profile)
         degraded = True
+    if vector is None:
+        assert embedding is not None
+        vector = (await embedding)[0]
     now = datetime.now(UTC)
     hits: list[Hit] = []
     # The records of the best candidates first, more only while the rest could still make
@@ -196,16 +201,20 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
     return Found(hits[: scope.limit], degraded)
 
 
-async def ranked(index: SearchIndex, text: str, vector: Vector, scope: SearchScope,
+async def ranked(index: SearchIndex, text: str, vector: Vector | None,
+                 embedding: asyncio.Future[Vector] | None, scope: SearchScope,
                  profile: Profile) -> list[Fused]:
-    """Both lists from `index`, fused."""
-    candidates = replace(scope, limit=max(CANDIDATES, 3 * scope.limit), min_score=-1.0)
+    """Both lists from `index`, fused; the query's vector is given or being computed."""
     term_ids = query_term_ids(text)
     counts = await index.term_counts(scope.namespace, term_ids)
+    if vector is None:
+        assert embedding is not None
+        vector = (await embedding)[0]
     dense, lexical = await asyncio.gather(
-        index.search(vector, candidates),
+        index.search(vector, replace(scope, limit=max(DENSE_CANDIDATES, 3 * scope.limit),
+                                     min_score=-1.0)),
         index.search_lexical(query_vector(term_ids, counts.frequencies, counts.documents),
-                             candidates))
+                             replace(scope, limit=max(LEXICAL_CANDIDATES, 3 * scope.limit))))
     return fuse([(hit.record_id, hit.score) for hit in dense],
                 [(hit.record_id, hit.score) for hit in lexical], profile.fusion)
 

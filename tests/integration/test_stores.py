@@ -19,7 +19,7 @@ import pytest
 from numpy.typing import NDArray
 
 from processors.errors import IndexRefused
-from processors.lexical import document_vector
+from processors.lexical import NO_TERMS, document_vector, query_term_ids, query_vector
 from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.local_postgres import LocalPostgres, throwaway_postgres
@@ -464,8 +464,6 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
         "expires_at": datetime(2027, 1, 1, tzinfo=UTC).timestamp(), "run_ref": "run-9",
         "memory_type": None, "readers": ["shared"],
         "live_until": datetime(2027, 1, 1, tzinfo=UTC).timestamp(),
-        "terms": list(document_vector("text of m-1", occurred_at=datetime(
-            2026, 11, 1, 12, 0, tzinfo=UTC)).indices),
     }
 
     embedded_texts: list[str] = []
@@ -557,3 +555,56 @@ async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: s
         assert not await repository.claim_consolidation_request("ns", "day:x", "cns_2", 12)
     finally:
         await repository.close()
+
+
+# --- lexical ------------------------------------------------------------------------------
+
+LEXICAL_TEXTS = {
+    "paint": "Melanie painted a sunrise over the lake last summer.",
+    "paints": "Caroline paints landscapes; painting calms her down.",
+    "support": "Caroline went to an LGBTQ support group yesterday.",
+    "vpn": "The staging database only accepts connections over the VPN.",
+}
+
+
+async def test_lexical_search_and_term_counts_agree_in_every_backend_and_in_postgres(
+    index: VectorIndex, migrated_dsn: str,
+) -> None:
+    vectors = unit_vectors(len(LEXICAL_TEXTS))
+    created = datetime(2026, 11, 1, tzinfo=UTC)
+    await index.upsert([
+        IndexPoint(record_id, vector, payload("ns", created_at=created.timestamp()),
+                   document_vector(text, occurred_at=created))
+        for (record_id, text), vector in zip(LEXICAL_TEXTS.items(), vectors, strict=True)])
+    await _insert_records(migrated_dsn, [
+        _record(record_id, "ns", vector, text=text, created_at=created,
+                lexical=document_vector(text, occurred_at=created),
+                lexical_terms=list(document_vector(text, occurred_at=created).indices))
+        for (record_id, text), vector in zip(LEXICAL_TEXTS.items(), vectors, strict=True)])
+    fallback = await RecordsSearch.connect(migrated_dsn)
+    try:
+        for query in ("who paints?", "support group", "VPN staging", "sunrise in November 2026"):
+            term_ids = query_term_ids(query)
+            counted, exact = (await index.term_counts("ns", term_ids),
+                              await fallback.term_counts("ns", term_ids))
+            assert counted == exact, query
+            vector = query_vector(term_ids, exact.frequencies, exact.documents)
+            scope = SearchScope("ns", limit=10, min_score=0.0)
+            # Backends order equal scores their own way: compare by score, then id.
+            live = sorted(((h.record_id, round(h.score, 4))
+                           for h in await index.search_lexical(vector, scope)),
+                          key=lambda hit: (-hit[1], hit[0]))
+            degraded = sorted(((h.record_id, round(h.score, 4))
+                               for h in await fallback.search_lexical(vector, scope)),
+                              key=lambda hit: (-hit[1], hit[0]))
+            assert live == degraded, query
+            assert live, query
+        paints = query_term_ids("who paints?")
+        counts = await index.term_counts("ns", paints)
+        found = [h.record_id for h in await index.search_lexical(
+            query_vector(paints, counts.frequencies, counts.documents),
+            SearchScope("ns", limit=10, min_score=0.0))]
+        assert set(found) == {"paint", "paints"}, "stems meet: paints, painted, painting"
+        assert await index.search_lexical(NO_TERMS, SearchScope("ns", 10, 0.0)) == []
+    finally:
+        await fallback.close()
