@@ -18,6 +18,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+from bench.agent_memory_eval import run_agent_memory_eval
 from bench.consolidation_bench import run_consolidation_bench
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *run_history_bench(),
         *run_consolidation_bench(),
         *run_retrieval_eval(),
+        *run_agent_memory_eval(),
     ]
     width = 62
     print(f"{'measure':<{width}}  {'value':>16}  target")

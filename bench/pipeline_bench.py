@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import numpy as np
 from aiokafka import AIOKafkaProducer
 
@@ -183,6 +184,13 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
         # As a rebuild does (stores.reindex): a bulk load is followed by the engine's
         # optimization, which builds the namespace's graph.
         await index.maintain(min_changes=1)
+        # And by fresh planner statistics, which autovacuum would otherwise gather in the
+        # middle of the measurement.
+        connection = await asyncpg.connect(stack.pg_dsn)
+        try:
+            await connection.execute("ANALYZE records")
+        finally:
+            await connection.close()
     finally:
         await index.close()
         await repository.close()
