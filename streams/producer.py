@@ -25,7 +25,7 @@ class KafkaProducer:
         # aiokafka binds a client to the running loop: made here, not in __init__.
         self._kafka = AIOKafkaProducer(
             bootstrap_servers=self._bootstrap, client_id=self._client_id, acks="all",
-            enable_idempotence=True, linger_ms=1,
+            enable_idempotence=True, linger_ms=1, max_batch_size=512 * 1024,
         )
         await self._kafka.start()
 

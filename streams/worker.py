@@ -15,6 +15,7 @@ import logging
 import os
 from collections.abc import Awaitable, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import faust
@@ -85,6 +86,23 @@ async def open_index_of(settings: Settings) -> VectorIndex:
     return index
 
 
+def lower_priority(increment: int) -> None:
+    """Make this process yield the CPU to the others by `increment` nice levels.
+
+    With autogroups (Linux's default for desktops and most VMs), CPU time is shared between
+    sessions first and niceness counts only inside one; a process started in a session of
+    its own, as honcho and the test harness start each one, would compete with the writer as
+    an equal whatever its nice value. Such a process, the leader of its session, also lowers
+    its session's autogroup."""
+    niceness = os.nice(increment)
+    autogroup = Path("/proc/self/autogroup")
+    if os.getsid(0) == os.getpid() and autogroup.exists():
+        try:
+            autogroup.write_text(f"{niceness}\n")
+        except OSError as exc:
+            log.warning("could not lower the autogroup's priority: %s", exc)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m streams.worker", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -97,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if role == "consolidator":
         # HDBSCAN takes a core for seconds; on a machine shared with the writes, they come
         # first (the write->searchable latency), the consolidation a little later.
-        os.nice(settings.consolidator_nice)
+        lower_priority(settings.consolidator_nice)
     faust_dir(settings, role).mkdir(parents=True, exist_ok=True)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
