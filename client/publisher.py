@@ -89,6 +89,50 @@ class Publisher:
         )
         return memory_record_id(namespace, event_id)
 
+    async def update_memory(
+        self, namespace: str, record_id: str, *, expected_version: int,
+        event_id: str | None = None, **fields: Any,
+    ) -> str:
+        """Publish a memory.update of the fields given (text, title, memory_type, tags,
+        related_ids) against the version the caller saw; return its event_id, which is also
+        the pending diff's id when the record is protected."""
+        return await self.publish(
+            "memory.update", namespace,
+            {"record_id": record_id, "expected_version": expected_version, **fields},
+            event_id=event_id)
+
+    async def deprecate_memory(
+        self, namespace: str, record_id: str, *, reason: str,
+        expected_version: int | None = None, event_id: str | None = None,
+    ) -> str:
+        payload: dict[str, Any] = {"record_id": record_id, "reason": reason}
+        if expected_version is not None:
+            payload["expected_version"] = expected_version
+        return await self.publish("memory.deprecate", namespace, payload, event_id=event_id)
+
+    async def review_memory(
+        self, namespace: str, record_id: str, *, decision: str, reviewer: str,
+        diff_id: str | None = None, note: str | None = None, event_id: str | None = None,
+    ) -> str:
+        """Approve or reject a draft memory, or the pending diff `diff_id` of a record."""
+        payload: dict[str, Any] = {"record_id": record_id, "decision": decision,
+                                   "reviewer": reviewer}
+        if diff_id is not None:
+            payload["diff_id"] = diff_id
+        if note is not None:
+            payload["note"] = note
+        return await self.publish("memory.review", namespace, payload, event_id=event_id)
+
+    async def restore_memory(
+        self, namespace: str, record_id: str, *, version: int,
+        expected_version: int | None = None, event_id: str | None = None,
+    ) -> str:
+        """Bring a memory back to the content of `version`, as its next version."""
+        payload: dict[str, Any] = {"record_id": record_id, "version": version}
+        if expected_version is not None:
+            payload["expected_version"] = expected_version
+        return await self.publish("memory.restore", namespace, payload, event_id=event_id)
+
     async def request_consolidation(self, namespace: str, *, event_id: str | None = None) -> str:
         """Ask the workers to consolidate the namespace now, whatever the trigger rules say;
         return the request's event_id, which its maintenance report will carry."""

@@ -36,6 +36,8 @@ DeadLetterReason = Literal[
     "invalid_event",
     "invalid_text",
     "broken_reference",
+    "stale_version",
+    "invalid_transition",
     "refused_by_store",
     "refused_by_index",
     "refused_by_broker",

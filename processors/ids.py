@@ -23,8 +23,12 @@ def fix_pattern_record_id(namespace: str, signature_id: str) -> str:
     return f"fix_{_digest('fix_pattern', namespace, signature_id)}"
 
 
-def change_event_id(record_id: str, version: int, change: str) -> str:
-    return f"chg_{_digest(record_id, str(version), change)}"
+def change_event_id(record_id: str, version: int, change: str, cause: str | None = None) -> str:
+    """A change is one version of a record, except those that leave the record as it is (a
+    proposal, a rejected diff): the lifecycle event that caused it tells those apart."""
+    parts = (record_id, str(version), change) if cause is None else \
+        (record_id, str(version), change, cause)
+    return f"chg_{_digest(*parts)}"
 
 
 

@@ -173,6 +173,70 @@ class MemoryWritePayload(_Payload):
         return self
 
 
+Version = Annotated[int, Field(ge=1)]
+
+
+class MemoryUpdatePayload(_Payload):
+    """A change to a stored memory: the fields given replace the current ones."""
+
+    PROSE = frozenset({"text", "title"})
+
+    record_id: Identifier
+    expected_version: Version = Field(
+        description="The version the writer saw: an update of any other version is stale and "
+        "refused (stale_version), so that no change is lost silently."
+    )
+    text: Annotated[str, StringConstraints(min_length=1, max_length=8000)] | None = None
+    title: Annotated[str, StringConstraints(max_length=200)] | None = None
+    memory_type: MemoryType | None = None
+    tags: list[Tag] | None = Field(default=None, max_length=20)
+    related_ids: list[Identifier] | None = Field(default=None, max_length=MAX_RELATED_IDS)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> MemoryUpdatePayload:
+        if not self.model_fields_set & UPDATABLE_FIELDS:
+            raise ValueError(f"an update sets one of {', '.join(sorted(UPDATABLE_FIELDS))}")
+        return self
+
+
+UPDATABLE_FIELDS = frozenset({"text", "title", "memory_type", "tags", "related_ids"})
+
+
+class MemoryDeprecatePayload(_Payload):
+    """Take a memory out of every answer; it stays readable by id, with its history."""
+
+    PROSE = frozenset({"reason"})
+
+    record_id: Identifier
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+    expected_version: Version | None = None
+
+
+ReviewDecision = Literal["approve", "reject"]
+
+
+class MemoryReviewPayload(_Payload):
+    """A reviewer's decision on a draft memory, or on a pending diff (`diff_id`)."""
+
+    PROSE = frozenset({"note"})
+
+    record_id: Identifier
+    decision: ReviewDecision
+    reviewer: Identifier
+    diff_id: Identifier | None = Field(
+        default=None, description="The pending diff decided on; none: the draft record itself."
+    )
+    note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class MemoryRestorePayload(_Payload):
+    """Bring a memory back to an earlier version's content, as a new version."""
+
+    record_id: Identifier
+    version: Version = Field(description="The version whose content comes back.")
+    expected_version: Version | None = None
+
+
 class RunStarted(_EnvelopeFields):
     type: Literal["run.started"]
     payload: RunStartedPayload
@@ -198,6 +262,26 @@ class MemoryWrite(_EnvelopeFields):
     payload: MemoryWritePayload
 
 
+class MemoryUpdate(_EnvelopeFields):
+    type: Literal["memory.update"]
+    payload: MemoryUpdatePayload
+
+
+class MemoryDeprecate(_EnvelopeFields):
+    type: Literal["memory.deprecate"]
+    payload: MemoryDeprecatePayload
+
+
+class MemoryReview(_EnvelopeFields):
+    type: Literal["memory.review"]
+    payload: MemoryReviewPayload
+
+
+class MemoryRestore(_EnvelopeFields):
+    type: Literal["memory.restore"]
+    payload: MemoryRestorePayload
+
+
 ConsolidateReason = Literal["new_memories", "manual"]
 
 
@@ -220,7 +304,9 @@ class ConsolidateRequest(_EnvelopeFields):
 
 
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
-MemoryEvent = MemoryWrite
+# Events that change a stored memory, named by its record_id.
+LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
+MemoryEvent = MemoryWrite | LifecycleEvent
 
 # The event types accepted on each input topic: anything else is an unknown type.
 RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
@@ -229,7 +315,15 @@ RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
     "run.artifact": RunArtifact,
     "run.finished": RunFinished,
 }
-MEMORY_EVENT_TYPES: dict[str, type[MemoryWrite]] = {"memory.write": MemoryWrite}
+LIFECYCLE_EVENT_TYPES: dict[str, type[LifecycleEvent]] = {
+    "memory.update": MemoryUpdate,
+    "memory.deprecate": MemoryDeprecate,
+    "memory.review": MemoryReview,
+    "memory.restore": MemoryRestore,
+}
+MEMORY_EVENT_TYPES: dict[str, type[MemoryEvent]] = {
+    "memory.write": MemoryWrite, **LIFECYCLE_EVENT_TYPES,
+}
 CONSOLIDATE_EVENT_TYPES: dict[str, type[ConsolidateRequest]] = {
     "memory.consolidate": ConsolidateRequest,
 }
@@ -237,7 +331,10 @@ EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest]] = {
     **RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES, **CONSOLIDATE_EVENT_TYPES,
 }
 
-ChangeKind = Literal["created", "updated", "merged", "superseded", "deprecated"]
+ChangeKind = Literal[
+    "created", "updated", "merged", "superseded", "deprecated", "approved", "rejected",
+    "restored", "proposed",
+]
 RecordKind = Literal["run_digest", "memory", "fix_pattern"]
 
 
@@ -262,3 +359,7 @@ class MemoryUpdated(_Strict):
     version: int
     occurred_at: datetime
     provenance: Provenance
+    cause_event_id: str | None = Field(
+        default=None, description="The lifecycle event (update, deprecate, review, restore) "
+        "that made the change; for `proposed` and a rejected diff, the pending diff's id."
+    )

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import ErrorOccurrence, RunFacts
 from processors.lexical import record_vector
+from processors.lifecycle import version_fields
 from processors.signatures import ErrorSignature
 from schemas.events import Provenance
 from schemas.records import Record
@@ -60,8 +61,8 @@ _INSERT_RECORD = (
     " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
 )
 _INSERT_VERSION = (
-    "INSERT INTO record_versions (record_id, version, text, body, event_id)"
-    " VALUES ($1, $2, $3, $4, $5)"
+    "INSERT INTO record_versions (record_id, version, text, body, event_id, fields, change,"
+    " actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
 )
 
 
@@ -334,7 +335,7 @@ class Repository:
             """,
             namespace, sorted(set(threads)),
         )
-        return {row["thread"]: _record_of(row) for row in rows}
+        return {row["thread"]: record_of(row) for row in rows}
 
     async def existing_record_ids(self, namespace: str, record_ids: Iterable[str]) -> set[str]:
         rows = await self._pool.fetch(
@@ -438,7 +439,7 @@ class Repository:
             """,
             namespace,
         )
-        return [(_record_of(row), row["embedding"]) for row in rows]
+        return [(record_of(row), row["embedding"]) for row in rows]
 
     async def stored_records(self, namespace: str,
                              record_ids: Sequence[str]) -> list[StoredRecord]:
@@ -452,7 +453,7 @@ class Repository:
             """,
             namespace, list(record_ids),
         )
-        return [StoredRecord(_record_of(row), row["embedding"], int(row["version"]),
+        return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
                              row["superseded_by"]) for row in rows]
 
     async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
@@ -571,15 +572,15 @@ class Repository:
                 FROM unnest($1::text[], $2::text[]) AS wanted (id, by)
                 WHERE records.record_id = wanted.id AND records.namespace = $3
                   AND records.superseded_by IS NULL
-                RETURNING records.record_id, records.version, records.text, records.body,
-                          records.superseded_by
+                RETURNING records.*
                 """,
                 list(superseded), list(superseded.values()), report["namespace"],
             )
             await connection.executemany(
                 _INSERT_VERSION,
                 [(row["record_id"], row["version"], row["text"],
-                  {**row["body"], "superseded_by": row["superseded_by"]}, report["report_id"])
+                  {**row["body"], "superseded_by": row["superseded_by"]}, report["report_id"],
+                  version_fields(record_of(row)), "superseded", "consolidation")
                  for row in rows],
             )
             return {row["record_id"]: int(row["version"]) for row in rows}
@@ -652,7 +653,7 @@ class Repository:
                 record_id, namespace,
             )
         return {
-            "record": _record_of(row).model_dump(mode="json"),
+            "record": record_of(row).model_dump(mode="json"),
             "version": int(row["version"]),
             "superseded_by": row["superseded_by"],
             "versions": [dict(version) for version in versions],
@@ -758,7 +759,8 @@ class FixPatternSession:
             )
         await self._connection.execute(
             _INSERT_VERSION, record.record_id, version, record.text, record.body,
-            record.provenance.source_event_id,
+            record.provenance.source_event_id, version_fields(record),
+            "created" if version == 1 else "updated", record.provenance.producer,
         )
         return SavedVersion(version, vector)
 
@@ -802,12 +804,13 @@ async def _insert_new_records(connection: asyncpg.Connection,
     )
     await connection.executemany(
         f"{_INSERT_VERSION} ON CONFLICT (record_id, version) DO NOTHING",
-        [(record.record_id, 1, record.text, record.body, record.provenance.source_event_id)
+        [(record.record_id, 1, record.text, record.body, record.provenance.source_event_id,
+          version_fields(record), "created", record.provenance.producer)
          for record, _ in records],
     )
 
 
-def _record_of(row: Mapping[str, Any]) -> Record:
+def record_of(row: Mapping[str, Any]) -> Record:
     return Record(
         record_id=row["record_id"], namespace=row["namespace"],
         record_kind=row["record_kind"], scope=row["scope"], agent_id=row["agent_id"],

@@ -24,9 +24,10 @@ from streams.topics import partitions_of
 EVENT_ID_HEADER = "memstream.event_id"
 
 
-def announcement(record: Record, change: ChangeKind, version: int = 1) -> Outbound:
+def announcement(record: Record, change: ChangeKind, version: int = 1,
+                 cause_event_id: str | None = None) -> Outbound:
     update = MemoryUpdated(
-        event_id=change_event_id(record.record_id, version, change),
+        event_id=change_event_id(record.record_id, version, change, cause_event_id),
         change=change,
         record_id=record.record_id,
         record_kind=record.record_kind,
@@ -34,6 +35,7 @@ def announcement(record: Record, change: ChangeKind, version: int = 1) -> Outbou
         version=version,
         occurred_at=record.created_at,
         provenance=record.provenance,
+        cause_event_id=cause_event_id,
     )
     return Outbound(
         topic=MEMORY_UPDATED,

@@ -25,6 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.errors import Unexpected
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from stores.record_versions import RecordVersions
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.batches import BatchStages, StagedAgent
 from streams.config import Settings
@@ -37,8 +38,10 @@ from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.health import Health
 from streams.json_values import jsonable
 from streams.memory_intake import MemoryWriter, WriterState
+from streams.memory_lifecycle import LifecycleApplier
 from streams.messages import InboundMessage
 from streams.metrics import Metrics
+from streams.record_history import pending_diffs, record_diff, record_history
 from streams.record_sink import RecordSink
 from streams.report_relay import ReportRelay
 from streams.retrieval_log import RetrievalLog
@@ -198,15 +201,17 @@ class Wiring:
 
 
 def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
-                settings: Settings) -> None:
+                versions: RecordVersions, settings: Settings) -> None:
     """The ingest role: writes and runs in, consolidations published, the read views."""
     app = wiring.app
     sink = RecordSink(runtime, index)
     trigger = ConsolidationTrigger(runtime)
     # What the writer remembers between batches outlives a crash of its stages.
     writer_state = WriterState()
+    lifecycle = LifecycleApplier(runtime, sink, versions, settings.protect)
     wiring.agent(MEMORY_EVENTS, "memory-writes",
-                 lambda: MemoryWriter(runtime, sink, trigger, writer_state), settings.batch_max)
+                 lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle),
+                 settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)
     wiring.common(index)
@@ -300,6 +305,27 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         if lineage is None:
             return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
         return web.json(jsonable(lineage))
+
+    @wiring.page("/v1/records/{record_id}/history")
+    async def history_view(web: View, request: Request, record_id: str) -> Response:
+        namespace = required(request.query, "namespace")
+        history = await record_history(versions, namespace, record_id)
+        if history is None:
+            return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+        return web.json(history)
+
+    @wiring.page("/v1/records/{record_id}/diff")
+    async def diff_view(web: View, request: Request, record_id: str) -> Response:
+        namespace = required(request.query, "namespace")
+        diff = await record_diff(versions, namespace, record_id, request.query)
+        if diff is None:
+            return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+        return web.json(jsonable(diff))
+
+    @wiring.page("/v1/pending-diffs")
+    async def pending_diffs_view(web: View, request: Request) -> Response:
+        namespace = required(request.query, "namespace")
+        return web.json(await pending_diffs(versions, namespace, request.query))
 
     @wiring.page("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:

@@ -10,7 +10,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast, get_args
 
+from processors.lifecycle import Protection
 from stores.index_factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +89,9 @@ class Settings:
     retrieval_log_interval_s: float = 1.0
     # Points written to the embedded index before it is optimized again (when idle).
     index_optimize_after: int = 10_000
+    # Records that take updates only through review: an update to one becomes a pending
+    # diff (MEMSTREAM_PROTECT: "approved", or "none").
+    protect: tuple[Protection, ...] = ("approved",)
     memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
@@ -132,8 +137,18 @@ class Settings:
                                                str(cls.retrieval_log_interval_s))),
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
+            protect=_protection(get("PROTECT", ",".join(cls.protect))),
             memory=MemoryFlags.from_env(env),
         )
+
+
+def _protection(raw: str) -> tuple[Protection, ...]:
+    names = {name.strip() for name in raw.split(",")} - {"", "none"}
+    unknown = names - set(get_args(Protection))
+    if unknown:
+        raise ValueError(f"MEMSTREAM_PROTECT: unknown {', '.join(sorted(unknown))}; "
+                         f"expected none or {', '.join(get_args(Protection))}")
+    return tuple(cast(Protection, name) for name in sorted(names))
 
 
 def _switch(raw: str) -> bool:

@@ -1,4 +1,5 @@
-"""`memory.events` → validate → redact → embed → the record sink → `memory.updated`.
+"""`memory.events` → validate → redact → embed → the record sink → `memory.updated`; the
+lifecycle events among them go to streams/memory_lifecycle.py.
 
 Two stages, so that the model works on one batch while the previous one is written:
 `prepare` validates, redacts and starts embedding; `complete` dead-letters what was rejected
@@ -14,15 +15,16 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from processors.errors import Rejected, Rejection, Unexpected
-from processors.intake import parse_event
+from processors.intake import Parsed, parse_event
 from processors.memories import check_references, memory_record, with_context
-from schemas.events import MEMORY_EVENT_TYPES
+from schemas.events import MEMORY_EVENT_TYPES, MemoryWrite
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from stores.repository import Vector
 from streams.consolidation_requests import ConsolidationTrigger
 from streams.dead_letters import send_dead_letters
 from streams.embedding import embedded, start_embedding
+from streams.memory_lifecycle import Lifecycle, LifecycleApplier
 from streams.messages import InboundMessage
 from streams.record_sink import RecordChange, RecordSink
 from streams.runtime import Runtime
@@ -36,6 +38,9 @@ class PreparedWrites:
     # Accepted, and announced before: a replay.
     duplicates: int
     vectors: asyncio.Task[Vector]
+    # Updates, deprecations, reviews and restores, in the order they came: applied after
+    # the batch's writes (which they may name), one at a time.
+    lifecycle: list[Lifecycle]
 
 
 @dataclass
@@ -65,9 +70,10 @@ THREADS_REMEMBERED = 10_000
 
 class MemoryWriter:
     def __init__(self, runtime: Runtime, sink: RecordSink, trigger: ConsolidationTrigger,
-                 state: WriterState) -> None:
+                 state: WriterState, lifecycle: LifecycleApplier) -> None:
         self._runtime = runtime
         self._sink = sink
+        self._lifecycle = lifecycle
         self._trigger = trigger
         self._attempts = runtime.attempts(MEMORY_EVENTS)
         self._state = state
@@ -77,10 +83,17 @@ class MemoryWriter:
         runtime = self._runtime
         rejected: list[tuple[InboundMessage, Rejection]] = []
         candidates: list[tuple[InboundMessage, Record]] = []
+        lifecycle: list[Lifecycle] = []
         with runtime.stage("validate"):
             for message in messages:
                 try:
-                    candidates.append((message, self._record_of(message)))
+                    parsed = parse_event(message.value, MEMORY_EVENT_TYPES,
+                                         runtime.max_event_bytes)
+                    if isinstance(parsed.event, MemoryWrite):
+                        candidates.append((message, self._record_of(
+                            message, Parsed(parsed.event, parsed.sanitized))))
+                    else:
+                        lifecycle.append((message, Parsed(parsed.event, parsed.sanitized)))
                 except Rejected as exc:
                     rejected.append((message, exc.rejection))
                 except Exception as exc:
@@ -111,10 +124,10 @@ class MemoryWriter:
                 fresh.discard(record.record_id)  # an event twice in one batch: stored once
                 todo.append((message, record))
         return PreparedWrites(rejected, todo, len(accepted) - len(todo),
-                              start_embedding(runtime, [record for _, record in todo]))
+                              start_embedding(runtime, [record for _, record in todo]),
+                              lifecycle)
 
-    def _record_of(self, message: InboundMessage) -> Record:
-        parsed = parse_event(message.value, MEMORY_EVENT_TYPES, self._runtime.max_event_bytes)
+    def _record_of(self, message: InboundMessage, parsed: Parsed[MemoryWrite]) -> Record:
         provenance = message.provenance(parsed.event.event_id, parsed.event.producer)
         with self._runtime.stage("redact"):
             record = memory_record(parsed.event, provenance, parsed.sanitized)
@@ -142,6 +155,7 @@ class MemoryWriter:
         events = runtime.metrics.events
         events.labels(MEMORY_EVENTS, "memory.write", "stored").inc(len(stored.done))
         events.labels(MEMORY_EVENTS, "memory.write", "duplicate").inc(prepared.duplicates)
+        await self._lifecycle.apply(prepared.lifecycle)
 
     async def _with_context(
         self, candidates: list[tuple[InboundMessage, Record]]

@@ -48,6 +48,8 @@ class RecordChange:
     sources: tuple[InboundMessage, ...] = ()
     # Set when an earlier try may have announced it already: read back from then on.
     maybe_announced_since: datetime | None = None
+    # The lifecycle event that made the change (update, deprecate, review, restore).
+    cause_event_id: str | None = None
 
     @property
     def record_id(self) -> str:
@@ -127,7 +129,8 @@ class _Announce:
 
     async def __call__(self, changes: Sequence[RecordChange]) -> None:
         runtime = self._runtime
-        messages = [announcement(c.record, c.change, c.version) for c in changes]
+        messages = [announcement(c.record, c.change, c.version, c.cause_event_id)
+                    for c in changes]
         since = [c.maybe_announced_since.timestamp() for c in changes
                  if c.maybe_announced_since is not None]
         if self._first_tried_at is not None:

@@ -25,6 +25,7 @@ from embedder.model import Embedder
 from processors.consolidation_trigger import TriggerRules
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
+from stores.record_versions import PostgresRecordVersions
 from stores.records_search import RecordsSearch
 from stores.repository import Repository
 from stores.vector_index import VectorIndex
@@ -129,12 +130,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     health = Health(runtime.metrics, settings.stall_after_s)
     wiring = Wiring(app, settings, runtime, health, lag_probe, role)
     # Read and written by the ingest role only: the index and its fallback over Postgres.
-    searches: list[VectorIndex | RecordsSearch] = []
+    searches: list[VectorIndex | RecordsSearch | PostgresRecordVersions] = []
     if role == "ingest":
         index = loop.run_until_complete(open_index_of(settings))
         fallback = loop.run_until_complete(RecordsSearch.connect(settings.pg_dsn))
-        searches += [index, fallback]
-        wire_ingest(wiring, runtime, index, fallback, settings)
+        versions = loop.run_until_complete(PostgresRecordVersions.connect(settings.pg_dsn))
+        searches += [index, fallback, versions]
+        wire_ingest(wiring, runtime, index, fallback, versions, settings)
     else:
         wire_consolidator(wiring, runtime)
     runtime.metrics.up.set(1)

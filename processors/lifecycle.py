@@ -1,0 +1,287 @@
+"""The lifecycle of a stored memory: what an update, a deprecation, a review or a restore
+does to it, as pure rules. The stream stage reads what they need, asks them for an
+`Outcome`, and stores it as the record's next version.
+
+Every rule refuses what it cannot apply with its reason (processors/errors.py):
+`broken_reference` for a record, version or diff that does not exist, `stale_version` for
+a change made against another version than the current one, `invalid_transition` for one
+that the record's state does not admit (updating a deprecated or superseded memory,
+approving what is not a draft).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from processors.errors import Rejected
+from processors.memories import wiki_links
+from processors.redaction import redact_secrets
+from schemas.events import (
+    ChangeKind,
+    LifecycleEvent,
+    MemoryDeprecate,
+    MemoryRestore,
+    MemoryReview,
+    MemoryUpdate,
+)
+from schemas.records import Record
+
+# The fields of a version beside its text and body: what history shows and restore brings
+# back (the tier moves by its own rule, and is shown, not restored).
+VERSIONED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state", "tier")
+RESTORED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state")
+# Which records take updates only through review (MEMSTREAM_PROTECT).
+Protection = Literal["approved"]
+OutcomeKind = ChangeKind | Literal["unchanged"]
+
+
+@dataclass(frozen=True)
+class Current:
+    """A record as it is stored now."""
+
+    record: Record
+    version: int
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordVersion:
+    """One version of a record, as history keeps it."""
+
+    record_id: str
+    version: int
+    text: str
+    body: Mapping[str, Any]
+    fields: Mapping[str, Any]
+    change: str
+    actor: str | None
+    event_id: str
+    changed_at: datetime
+    changed: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingDiff:
+    """A change proposed to a protected record, waiting for review."""
+
+    diff_id: str
+    namespace: str
+    record_id: str
+    base_version: int
+    proposed: Mapping[str, Any]
+    proposer: str
+    proposed_at: datetime
+    state: Literal["pending", "approved", "rejected", "superseded"] = "pending"
+    decided_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a lifecycle event does. `record` is the record after it; a change of text or
+    title needs a new vector."""
+
+    change: OutcomeKind
+    record: Record
+    actor: str
+    changed: tuple[str, ...] = ()
+    reason: str | None = None
+    # A proposal to store, or the diff a review decided and how.
+    proposal: PendingDiff | None = None
+    decided: tuple[str, Literal["approved", "rejected"]] | None = None
+
+    @property
+    def new_version(self) -> bool:
+        """Whether the record itself changes (a proposal or a rejected diff leaves it)."""
+        return self.change not in ("unchanged", "proposed") and self.changed != ()
+
+    @property
+    def reembed(self) -> bool:
+        return "text" in self.changed or "title" in self.changed
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules need beside the record: read by the stream stage before it asks."""
+
+    current: Current
+    # Related ids the namespace holds, among those an update names.
+    known_ids: Collection[str] = ()
+    # The version a restore names, and the diff a review names.
+    version: RecordVersion | None = None
+    diff: PendingDiff | None = None
+
+
+def version_fields(record: Record) -> dict[str, Any]:
+    """The fields a version keeps beside text and body."""
+    return {
+        "title": record.title, "memory_type": record.memory_type, "tags": list(record.tags),
+        "related_ids": list(record.related_ids), "review_state": record.review_state,
+        "tier": record.tier,
+    }
+
+
+def outcome_of(event: LifecycleEvent, facts: Facts, protect: Collection[Protection] = (),
+               sanitized: Mapping[str, int] | None = None) -> Outcome:
+    """What `event` does to the record in `facts`; raises `Rejected` when it cannot."""
+    current = facts.current
+    _check_changeable(current, event)
+    if isinstance(event, MemoryUpdate):
+        return _update(event, facts, protect, sanitized or {})
+    if isinstance(event, MemoryDeprecate):
+        return _deprecate(event, current)
+    if isinstance(event, MemoryReview):
+        return _review(event, facts)
+    return _restore(event, facts)
+
+
+def _check_changeable(current: Current, event: LifecycleEvent) -> None:
+    record = current.record
+    if record.record_kind != "memory":
+        raise Rejected("invalid_transition",
+                       f"{record.record_id} is a {record.record_kind}: only memories change "
+                       "by lifecycle events")
+    if current.superseded_by is not None:
+        raise Rejected("invalid_transition",
+                       f"{record.record_id} was merged into {current.superseded_by}; change "
+                       "that record instead")
+    expected = getattr(event.payload, "expected_version", None)
+    if expected is not None and expected != current.version:
+        raise Rejected("stale_version",
+                       f"{record.record_id} is at version {current.version}, the "
+                       f"{event.type} expected version {expected}")
+
+
+def _update(event: MemoryUpdate, facts: Facts, protect: Collection[Protection],
+            sanitized: Mapping[str, int]) -> Outcome:
+    current = facts.current
+    record = current.record
+    if record.review_state == "deprecated":
+        raise Rejected("invalid_transition",
+                       f"{record.record_id} is deprecated: restore a version of it first")
+    payload = event.payload
+    proposed = payload.model_dump(include=payload.model_fields_set & _UPDATE_FIELDS)
+    missing = [related for related in proposed.get("related_ids", ())
+               if related not in facts.known_ids]
+    if missing:
+        raise Rejected("broken_reference", f"related_ids not found in namespace "
+                       f"{record.namespace!r}: {', '.join(missing)}")
+    if "approved" in protect and record.review_state == "approved":
+        return Outcome("proposed", record, event.producer, proposal=PendingDiff(
+            diff_id=event.event_id, namespace=record.namespace, record_id=record.record_id,
+            base_version=current.version, proposed=proposed, proposer=event.producer,
+            proposed_at=event.occurred_at))
+    return _changed(record, "updated", event.producer, proposed, sanitized=sanitized)
+
+
+_UPDATE_FIELDS = {"text", "title", "memory_type", "tags", "related_ids"}
+
+
+def _deprecate(event: MemoryDeprecate, current: Current) -> Outcome:
+    record = current.record
+    if record.review_state == "deprecated":
+        return Outcome("unchanged", record, event.producer)
+    return _changed(record, "deprecated", event.producer, {"review_state": "deprecated"},
+                    reason=event.payload.reason)
+
+
+def _review(event: MemoryReview, facts: Facts) -> Outcome:
+    payload = event.payload
+    record = facts.current.record
+    reason = payload.note
+    if payload.diff_id is None:
+        if record.review_state != "draft":
+            raise Rejected("invalid_transition",
+                           f"{record.record_id} is {record.review_state}, not a draft: "
+                           "nothing to review")
+        if payload.decision == "approve":
+            return _changed(record, "approved", payload.reviewer,
+                            {"review_state": "approved", "trust_class": "approved"},
+                            reason=reason)
+        return _changed(record, "rejected", payload.reviewer, {"review_state": "deprecated"},
+                        reason=reason or "rejected in review")
+    diff = facts.diff
+    if diff is None or diff.record_id != record.record_id:
+        raise Rejected("broken_reference",
+                       f"no pending diff {payload.diff_id} for {record.record_id}")
+    if diff.state != "pending":
+        raise Rejected("invalid_transition", f"diff {diff.diff_id} is {diff.state}")
+    if payload.decision == "reject":
+        return Outcome("rejected", record, payload.reviewer, reason=reason,
+                       decided=(diff.diff_id, "rejected"))
+    if diff.base_version != facts.current.version:
+        raise Rejected("stale_version",
+                       f"diff {diff.diff_id} was proposed against version {diff.base_version}"
+                       f" of {record.record_id}, which is at version {facts.current.version}")
+    approved = _changed(record, "approved", payload.reviewer, diff.proposed, reason=reason)
+    return Outcome(approved.change, approved.record, approved.actor, approved.changed,
+                   reason, decided=(diff.diff_id, "approved"))
+
+
+def _restore(event: MemoryRestore, facts: Facts) -> Outcome:
+    record = facts.current.record
+    old = facts.version
+    if old is None:
+        raise Rejected("broken_reference",
+                       f"{record.record_id} has no version {event.payload.version}")
+    fields = {name: old.fields[name] for name in RESTORED_FIELDS if name in old.fields}
+    restored = _changed(record, "restored", event.producer, {**fields, "text": old.text},
+                        reason=f"restored version {old.version}")
+    if restored.change == "unchanged":
+        return restored
+    # The body comes back too (its links and redactions are the old text's), but not the
+    # thread context, which belongs to where the memory sits, not to a version.
+    body = {**old.body, **({"context": record.body["context"]} if "context" in record.body
+                           else {})}
+    return Outcome(restored.change, restored.record.model_copy(update={"body": body}),
+                   restored.actor, restored.changed, restored.reason)
+
+
+def _changed(record: Record, change: ChangeKind, actor: str, fields: Mapping[str, Any], *,
+             reason: str | None = None, sanitized: Mapping[str, int] | None = None) -> Outcome:
+    """`record` with `fields` set (text and title redacted of secrets, the wiki links
+    followed again); "unchanged" when they are what the record holds already."""
+    update: dict[str, Any] = {}
+    body = dict(record.body)
+    for name, value in fields.items():
+        if name == "text":
+            redacted = redact_secrets(str(value))
+            value = redacted.text
+            body["wiki_links"] = wiki_links(value)
+            body["redactions"] = dict(sorted(redacted.found.items()))
+        elif name == "title" and value is not None:
+            value = redact_secrets(str(value)).text
+        elif name in ("tags", "related_ids"):
+            value = tuple(dict.fromkeys(value))
+        if getattr(record, name) != value:
+            update[name] = value
+    if not update:
+        return Outcome("unchanged", record, actor)
+    if sanitized:
+        body["sanitized"] = dict(sorted(sanitized.items()))
+    update["body"] = body
+    return Outcome(change, record.model_copy(update=update), actor,
+                   tuple(name for name in _FIELD_ORDER if name in update), reason)
+
+
+# The order in which `changed` names fields, whatever order they were given in.
+_FIELD_ORDER = ("text", "title", "memory_type", "tags", "related_ids", "review_state",
+                "trust_class")
+
+
+def version_diff(older: RecordVersion, newer: RecordVersion) -> dict[str, Any]:
+    """What changed from one version to another: each field that differs, before and after,
+    and the text as a unified diff."""
+    fields = {
+        name: {"from": older.fields.get(name), "to": newer.fields.get(name)}
+        for name in VERSIONED_FIELDS if older.fields.get(name) != newer.fields.get(name)
+    }
+    text = list(difflib.unified_diff(
+        older.text.splitlines(), newer.text.splitlines(),
+        fromfile=f"v{older.version}", tofile=f"v{newer.version}", lineterm=""))
+    return {"record_id": older.record_id, "from": older.version, "to": newer.version,
+            "fields": fields, "text": text}

@@ -1,0 +1,229 @@
+"""Records and their versions, as the lifecycle of a memory sees them: the current record,
+any earlier version, pending diffs, and the ledger of lifecycle events that makes each one
+apply once. `RecordVersions` is the contract the stream stage uses; `PostgresRecordVersions`
+keeps it in the source of truth."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, cast
+
+import asyncpg
+
+from processors.errors import MemstreamError
+from processors.lexical import record_vector
+from processors.lifecycle import Current, Outcome, PendingDiff, RecordVersion, version_fields
+from schemas.events import ChangeKind
+from schemas.records import Record
+from stores.repository import Vector, create_pool, record_of
+
+VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
+    " changed_at, changed, reason"
+_DIFF_COLUMNS = "diff_id, namespace, record_id, base_version, proposed, proposer," \
+    " proposed_at, state, decided_by"
+
+
+@dataclass(frozen=True)
+class AppliedEvent:
+    """A lifecycle event found applied: a replay of it changes nothing, and is announced
+    only if its announcement may be missing."""
+
+    event_id: str
+    record_id: str
+    # What it changed; None when it changed nothing.
+    change: ChangeKind | None
+    version: int
+    applied_at: datetime
+    announced: bool
+
+
+@dataclass(frozen=True)
+class StoredCurrent:
+    current: Current
+    vector: Vector | None
+
+
+class VersionConflict(MemstreamError):
+    """The record changed between reading it and saving its next version (the consolidator
+    superseded it): read it again and decide again."""
+
+    retriable = True
+
+
+class RecordVersions(Protocol):
+    async def applied(self, event_id: str) -> AppliedEvent | None: ...
+
+    async def current(self, namespace: str, record_id: str) -> StoredCurrent | None: ...
+
+    async def version(self, namespace: str, record_id: str,
+                      version: int) -> RecordVersion | None: ...
+
+    async def history(self, namespace: str, record_id: str) -> list[RecordVersion] | None: ...
+
+    async def pending_diff(self, namespace: str, diff_id: str) -> PendingDiff | None: ...
+
+    async def pending_diffs(self, namespace: str, record_id: str | None,
+                            limit: int) -> list[PendingDiff]: ...
+
+    async def save(self, event_id: str, event_type: str, base_version: int,
+                   outcome: Outcome, vector: Vector | None) -> int:
+        """Store what a lifecycle event did, with the event, in one transaction; return the
+        record's version after it. Raises `VersionConflict` if the record is no longer at
+        `base_version`."""
+
+    async def mark_announced(self, event_id: str) -> None: ...
+
+
+class PostgresRecordVersions:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def connect(cls, dsn: str) -> PostgresRecordVersions:
+        return cls(await create_pool(dsn, max_size=2))
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def applied(self, event_id: str) -> AppliedEvent | None:
+        row = await self._pool.fetchrow(
+            "SELECT event_id, record_id, outcome, version, applied_at, announced_at"
+            " FROM lifecycle_events WHERE event_id = $1", event_id)
+        if row is None:
+            return None
+        outcome = row["outcome"]
+        change = None if outcome == "unchanged" else cast(ChangeKind, outcome)
+        return AppliedEvent(row["event_id"], row["record_id"], change,
+                            int(row["version"]), row["applied_at"],
+                            row["announced_at"] is not None)
+
+    async def current(self, namespace: str, record_id: str) -> StoredCurrent | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM records WHERE namespace = $1 AND record_id = $2",
+            namespace, record_id)
+        if row is None:
+            return None
+        return StoredCurrent(Current(record_of(row), int(row["version"]), row["superseded_by"]),
+                             row["embedding"])
+
+    async def version(self, namespace: str, record_id: str,
+                      version: int) -> RecordVersion | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {_prefixed(VERSION_COLUMNS, 'v')} FROM record_versions v"
+            " JOIN records r USING (record_id)"
+            " WHERE r.namespace = $1 AND v.record_id = $2 AND v.version = $3",
+            namespace, record_id, version)
+        return None if row is None else version_of(row)
+
+    async def history(self, namespace: str, record_id: str) -> list[RecordVersion] | None:
+        rows = await self._pool.fetch(
+            f"SELECT {_prefixed(VERSION_COLUMNS, 'v')} FROM record_versions v"
+            " JOIN records r USING (record_id)"
+            " WHERE r.namespace = $1 AND v.record_id = $2 ORDER BY v.version",
+            namespace, record_id)
+        return [version_of(row) for row in rows] or None
+
+    async def pending_diff(self, namespace: str, diff_id: str) -> PendingDiff | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {_DIFF_COLUMNS} FROM pending_diffs WHERE namespace = $1 AND diff_id = $2",
+            namespace, diff_id)
+        return None if row is None else _diff_of(row)
+
+    async def pending_diffs(self, namespace: str, record_id: str | None,
+                            limit: int) -> list[PendingDiff]:
+        rows = await self._pool.fetch(
+            f"SELECT {_DIFF_COLUMNS} FROM pending_diffs WHERE namespace = $1"
+            " AND state = 'pending' AND ($2::text IS NULL OR record_id = $2)"
+            " ORDER BY proposed_at, diff_id LIMIT $3",
+            namespace, record_id, limit)
+        return [_diff_of(row) for row in rows]
+
+    async def save(self, event_id: str, event_type: str, base_version: int,
+                   outcome: Outcome, vector: Vector | None) -> int:
+        record = outcome.record
+        async with self._pool.acquire() as connection, connection.transaction():
+            version = await connection.fetchval(
+                "SELECT version FROM records WHERE record_id = $1 FOR UPDATE",
+                record.record_id)
+            if version != base_version:
+                raise VersionConflict(f"{record.record_id} moved from version {base_version} "
+                                      f"to {version}")
+            if outcome.new_version:
+                version = base_version + 1
+                await _store_version(connection, record, version, vector, event_id, outcome)
+            if outcome.proposal is not None:
+                await _propose(connection, outcome.proposal)
+            if outcome.decided is not None:
+                diff_id, state = outcome.decided
+                await connection.execute(
+                    "UPDATE pending_diffs SET state = $2, decided_by = $3, decided_at = now(),"
+                    " decision_event_id = $4 WHERE diff_id = $1 AND state = 'pending'",
+                    diff_id, state, outcome.actor, event_id)
+            await connection.execute(
+                "INSERT INTO lifecycle_events (event_id, namespace, record_id, type, outcome,"
+                " version) VALUES ($1, $2, $3, $4, $5, $6)",
+                event_id, record.namespace, record.record_id, event_type, outcome.change,
+                version)
+        return int(version)
+
+    async def mark_announced(self, event_id: str) -> None:
+        await self._pool.execute(
+            "UPDATE lifecycle_events SET announced_at = now()"
+            " WHERE event_id = $1 AND announced_at IS NULL", event_id)
+
+
+async def _store_version(connection: asyncpg.Connection, record: Record, version: int,
+                         vector: Vector | None, event_id: str, outcome: Outcome) -> None:
+    lexical = record_vector(record)
+    await connection.execute(
+        """
+        UPDATE records SET title = $2, text = $3, body = $4, memory_type = $5, tags = $6,
+               related_ids = $7, review_state = $8, trust_class = $9,
+               embedding = COALESCE($10, embedding), lexical = $11, lexical_terms = $12,
+               version = $13, updated_at = now(), announced_at = NULL
+        WHERE record_id = $1
+        """,
+        record.record_id, record.title, record.text, record.body, record.memory_type,
+        list(record.tags), list(record.related_ids), record.review_state, record.trust_class,
+        vector, lexical, list(lexical.indices), version)
+    await connection.execute(
+        f"INSERT INTO record_versions ({VERSION_COLUMNS})"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10)",
+        record.record_id, version, record.text, record.body, version_fields(record),
+        outcome.change, outcome.actor, event_id, list(outcome.changed), outcome.reason)
+
+
+async def _propose(connection: asyncpg.Connection, diff: PendingDiff) -> None:
+    """Keep a proposal; the older pending ones of the record are superseded by it."""
+    await connection.execute(
+        "UPDATE pending_diffs SET state = 'superseded', decided_at = now(),"
+        " decision_event_id = $2 WHERE record_id = $1 AND state = 'pending'",
+        diff.record_id, diff.diff_id)
+    await connection.execute(
+        f"INSERT INTO pending_diffs ({_DIFF_COLUMNS})"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', NULL)",
+        diff.diff_id, diff.namespace, diff.record_id, diff.base_version, dict(diff.proposed),
+        diff.proposer, diff.proposed_at)
+
+
+def version_of(row: Mapping[str, Any]) -> RecordVersion:
+    return RecordVersion(
+        record_id=row["record_id"], version=int(row["version"]), text=row["text"],
+        body=row["body"], fields=row["fields"], change=row["change"], actor=row["actor"],
+        event_id=row["event_id"], changed_at=row["changed_at"],
+        changed=tuple(row["changed"]), reason=row["reason"])
+
+
+def _diff_of(row: Mapping[str, Any]) -> PendingDiff:
+    return PendingDiff(
+        diff_id=row["diff_id"], namespace=row["namespace"], record_id=row["record_id"],
+        base_version=int(row["base_version"]), proposed=row["proposed"],
+        proposer=row["proposer"], proposed_at=row["proposed_at"], state=row["state"],
+        decided_by=row["decided_by"])
+
+
+def _prefixed(columns: str, alias: str) -> str:
+    return ", ".join(f"{alias}.{column.strip()}" for column in columns.split(","))
+

@@ -1,0 +1,132 @@
+"""`memory.update`, `memory.deprecate`, `memory.review`, `memory.restore` → a new version of
+the record → the record sink → `memory.updated`.
+
+Lifecycle events are applied one at a time, in the order of their partition (memory events
+are keyed by namespace, so every change of a record comes in order): read what the rules
+need, ask them (processors/lifecycle.py), embed again if the text changed, store the outcome
+with the event id in one transaction, then index and announce it through the sink. An event
+found applied is a replay: nothing changes, and its announcement is made only if it may be
+missing. An event the rules refuse is dead-lettered with their reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from functools import partial
+
+from processors.embedding_text import embedding_text
+from processors.errors import MemstreamError, Rejected
+from processors.intake import Parsed
+from processors.lifecycle import (
+    Current,
+    Facts,
+    Outcome,
+    OutcomeKind,
+    Protection,
+    outcome_of,
+)
+from schemas.events import ChangeKind, LifecycleEvent, MemoryRestore, MemoryReview, MemoryUpdate
+from schemas.records import Record
+from schemas.topics import MEMORY_EVENTS
+from stores.record_versions import AppliedEvent, RecordVersions
+from stores.repository import Vector
+from streams.dead_letters import send_dead_letters
+from streams.messages import InboundMessage
+from streams.record_sink import RecordChange, RecordSink
+from streams.runtime import Runtime
+
+Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent]]
+
+
+class LifecycleApplier:
+    def __init__(self, runtime: Runtime, sink: RecordSink, versions: RecordVersions,
+                 protect: Collection[Protection]) -> None:
+        self._runtime = runtime
+        self._sink = sink
+        self._versions = versions
+        self._protect = protect
+        self._attempts = runtime.attempts(MEMORY_EVENTS)
+
+    async def apply(self, items: Sequence[Lifecycle]) -> None:
+        events = self._runtime.metrics.events
+        for message, parsed in items:
+            try:
+                outcome = await self._attempts.until_done(
+                    partial(self._apply_one, message, parsed),
+                    what=f"applying {parsed.event.type}")
+            except MemstreamError as error:
+                await send_dead_letters(self._runtime, [(message, error.rejection)])
+                continue
+            events.labels(MEMORY_EVENTS, parsed.event.type, outcome).inc()
+
+    async def _apply_one(self, message: InboundMessage,
+                         parsed: Parsed[LifecycleEvent]) -> OutcomeKind | str:
+        event = parsed.event
+        applied = await self._versions.applied(event.event_id)
+        if applied is not None:
+            if not applied.announced and applied.change is not None:
+                await self._announce_again(message, event, applied, applied.change)
+            return "duplicate"
+        stored = await self._versions.current(event.namespace, event.payload.record_id)
+        if stored is None:
+            raise Rejected("broken_reference", f"no record {event.payload.record_id} in "
+                           f"namespace {event.namespace!r}")
+        outcome = outcome_of(event, await self._facts(event, stored.current), self._protect,
+                             parsed.sanitized)
+        vector = stored.vector
+        if outcome.reembed or vector is None:
+            vector = await self._embedded(outcome.record)
+        version = await self._versions.save(
+            event.event_id, event.type, stored.current.version, outcome,
+            vector if outcome.new_version else None)
+        await self._announce(message, event, outcome, version, vector)
+        return outcome.change
+
+    async def _facts(self, event: LifecycleEvent, current: Current) -> Facts:
+        namespace, record_id = event.namespace, event.payload.record_id
+        if isinstance(event, MemoryUpdate) and event.payload.related_ids:
+            known = await self._runtime.repository.existing_record_ids(
+                namespace, event.payload.related_ids)
+            return Facts(current, known_ids=known)
+        if isinstance(event, MemoryRestore):
+            return Facts(current, version=await self._versions.version(
+                namespace, record_id, event.payload.version))
+        if isinstance(event, MemoryReview) and event.payload.diff_id is not None:
+            return Facts(current, diff=await self._versions.pending_diff(
+                namespace, event.payload.diff_id))
+        return Facts(current)
+
+    async def _embedded(self, record: Record) -> Vector:
+        with self._runtime.stage("embed"):
+            vectors = await self._runtime.embed([embedding_text(record.title, record.text)])
+        vector: Vector = vectors[0]
+        return vector
+
+    async def _announce(self, message: InboundMessage, event: LifecycleEvent,
+                        outcome: Outcome, version: int, vector: Vector) -> None:
+        if outcome.change == "unchanged":
+            return
+        await self._publish(RecordChange(outcome.record, outcome.change, version, vector,
+                                         (message,), cause_event_id=event.event_id),
+                            event.event_id)
+
+    async def _announce_again(self, message: InboundMessage, event: LifecycleEvent,
+                              applied: AppliedEvent, change: ChangeKind) -> None:
+        """Complete an event applied by an earlier try that may not have announced it."""
+        stored = await self._versions.current(event.namespace, applied.record_id)
+        if stored is None:
+            return
+        vector = stored.vector if stored.vector is not None else \
+            await self._embedded(stored.current.record)
+        await self._publish(RecordChange(
+            stored.current.record, change, applied.version, vector, (message,),
+            maybe_announced_since=applied.applied_at, cause_event_id=event.event_id),
+            event.event_id)
+
+    async def _publish(self, change: RecordChange, event_id: str) -> None:
+        published = await self._sink.publish([change], self._attempts)
+        if published.failed:
+            (_, error), = published.failed
+            raise error
+        await self._attempts.until_done(partial(self._versions.mark_announced, event_id),
+                                        what="marking a lifecycle event announced")

@@ -1,0 +1,76 @@
+"""The read views of a record's lifecycle: its versions, what changed between two of them,
+and the diffs waiting for review. JSON-ready answers; None where the record is unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from processors.lifecycle import PendingDiff, RecordVersion, version_diff
+from stores.record_versions import RecordVersions
+from streams.search import BadQuery
+
+# Pending diffs listed per request, by default and at most.
+DIFFS_LIMIT = 50
+MAX_DIFFS_LIMIT = 500
+
+
+async def record_history(versions: RecordVersions, namespace: str,
+                         record_id: str) -> dict[str, Any] | None:
+    history = await versions.history(namespace, record_id)
+    if history is None:
+        return None
+    return {"namespace": namespace, "record_id": record_id,
+            "versions": [_version_json(version) for version in history]}
+
+
+async def record_diff(versions: RecordVersions, namespace: str, record_id: str,
+                      params: Mapping[str, str]) -> dict[str, Any] | None:
+    """`from` and `to` versions (by default the one before the current, and the current)."""
+    history = await versions.history(namespace, record_id)
+    if history is None:
+        return None
+    by_number = {version.version: version for version in history}
+    newer = _version_param(params, "to", history[-1].version)
+    older = _version_param(params, "from", max(newer - 1, 1))
+    missing = [str(n) for n in (older, newer) if n not in by_number]
+    if missing:
+        raise BadQuery(f"{record_id} has no version {', '.join(missing)} "
+                       f"(it has 1 to {history[-1].version})")
+    return {"namespace": namespace, **version_diff(by_number[older], by_number[newer])}
+
+
+async def pending_diffs(versions: RecordVersions, namespace: str,
+                        params: Mapping[str, str]) -> dict[str, Any]:
+    limit = _version_param(params, "limit", DIFFS_LIMIT)
+    if limit > MAX_DIFFS_LIMIT:
+        raise BadQuery(f"limit must be at most {MAX_DIFFS_LIMIT}")
+    diffs = await versions.pending_diffs(namespace, params.get("record_id") or None, limit)
+    return {"namespace": namespace, "pending_diffs": [_diff_json(diff) for diff in diffs]}
+
+
+def _version_param(params: Mapping[str, str], name: str, default: int) -> int:
+    raw = params.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise BadQuery(f"{name} must be a positive integer")
+    return value
+
+
+def _version_json(version: RecordVersion) -> dict[str, Any]:
+    return {"version": version.version, "change": version.change, "actor": version.actor,
+            "event_id": version.event_id, "changed_at": version.changed_at.isoformat(),
+            "changed": list(version.changed), "reason": version.reason, "text": version.text,
+            **version.fields}
+
+
+def _diff_json(diff: PendingDiff) -> dict[str, Any]:
+    return {"diff_id": diff.diff_id, "record_id": diff.record_id,
+            "base_version": diff.base_version, "proposed": dict(diff.proposed),
+            "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
+            "state": diff.state}

@@ -1,0 +1,215 @@
+"""A memory's lifecycle on the real stack: updates, reviews, pending diffs, deprecation and
+restore, each a version in Postgres, a change of the index and an announcement. The worker
+runs with the default policy: approved memories take updates through review."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from client.publisher import Publisher
+from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
+from harness.stack import Stack, Worker
+
+pytestmark = pytest.mark.integration
+
+TEXT = "Deploys of the billing service need the office VPN up."
+NEW_TEXT = "Deploys of the billing service go through the bastion host, no VPN."
+
+
+def changes_of(messages: list[Received], record_id: str) -> list[tuple[str, int]]:
+    """The (change, version) announced for the record, in order."""
+    found = []
+    for message in messages:
+        body = json.loads(message.value)
+        if body["record_id"] == record_id:
+            found.append((body["change"], body["version"]))
+    return found
+
+
+async def announced(updates: TopicReader, record_id: str,
+                    expected: list[tuple[str, int]]) -> None:
+    await updates.wait_for(lambda messages: len(changes_of(messages, record_id)) >= len(expected))
+    assert changes_of(updates.messages, record_id) == expected
+
+
+async def search_ids(http: httpx.AsyncClient, namespace: str, query: str,
+                     **params: Any) -> list[str]:
+    answer = await http.get("/v1/search", params={"namespace": namespace, "query": query,
+                                                  "min_score": "0", **params})
+    assert answer.status_code == 200, answer.text
+    return [hit["record_id"] for hit in answer.json()["hits"]]
+
+
+async def history(http: httpx.AsyncClient, namespace: str, record_id: str) -> list[Any]:
+    answer = await http.get(f"/v1/records/{record_id}/history", params={"namespace": namespace})
+    assert answer.status_code == 200, answer.text
+    return list(answer.json()["versions"])
+
+
+def dead_letters(dlq: TopicReader, namespace: str) -> list[tuple[str, str]]:
+    return [(m.headers["dlq.reason"].decode(), m.headers["dlq.error"].decode())
+            for m in dlq.messages if m.key == namespace.encode()]
+
+
+async def test_write_update_stale_update_deprecate_restore(
+    stack: Stack, worker: Worker, updates: TopicReader, memory_dlq: TopicReader,
+    http: httpx.AsyncClient, namespace: str,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT, tags=["ops"])
+        await announced(updates, record_id, [("created", 1)])
+
+        # The record is approved, so protected: the update waits as a pending diff.
+        diff_id = await publisher.update_memory(namespace, record_id, expected_version=1,
+                                                text=NEW_TEXT, tags=["ops", "billing"])
+        await announced(updates, record_id, [("created", 1), ("proposed", 1)])
+        pending = (await http.get("/v1/pending-diffs", params={"namespace": namespace})).json()
+        assert [(d["diff_id"], d["base_version"], d["proposed"]["text"], d["proposer"])
+                for d in pending["pending_diffs"]] == [(diff_id, 1, NEW_TEXT, "orchestrator")]
+        assert await search_ids(http, namespace, "bastion host") == [record_id]
+        assert len(await history(http, namespace, record_id)) == 1, "not applied yet"
+
+        await publisher.review_memory(namespace, record_id, decision="approve",
+                                      reviewer="ana", diff_id=diff_id)
+        await announced(updates, record_id, [("created", 1), ("proposed", 1), ("approved", 2)])
+        # The index holds the new text: the lexical signal finds a word only it has.
+        hits = (await http.get("/v1/search", params={
+            "namespace": namespace, "query": "bastion", "min_score": "0"})).json()["hits"]
+        assert [(hit["record_id"], hit["text"]) for hit in hits] == [(record_id, NEW_TEXT)]
+        assert await search_ids(http, namespace, "deploys", tag="billing") == [record_id]
+
+        stale = await publisher.update_memory(namespace, record_id, expected_version=1,
+                                              text="A change made against version 1.")
+        await memory_dlq.wait_for(lambda _: len(dead_letters(memory_dlq, namespace)) == 1)
+        (reason, detail), = dead_letters(memory_dlq, namespace)
+        assert reason == "stale_version" and "version 2" in detail, detail
+
+        await publisher.deprecate_memory(namespace, record_id, reason="billing left the VPN",
+                                         expected_version=2)
+        await announced(updates, record_id, [("created", 1), ("proposed", 1), ("approved", 2),
+                                             ("deprecated", 3)])
+        assert await search_ids(http, namespace, "billing deploys") == []
+        assert await search_ids(http, namespace, "billing deploys",
+                                review_state="deprecated") == [record_id]
+        shown = (await http.get(f"/v1/records/{record_id}",
+                                params={"namespace": namespace})).json()
+        assert shown["record"]["review_state"] == "deprecated", "readable by id"
+
+        await publisher.restore_memory(namespace, record_id, version=1)
+        await announced(updates, record_id, [("created", 1), ("proposed", 1), ("approved", 2),
+                                             ("deprecated", 3), ("restored", 4)])
+        hits = (await http.get("/v1/search", params={
+            "namespace": namespace, "query": "office VPN", "min_score": "0"})).json()["hits"]
+        assert [(hit["record_id"], hit["text"]) for hit in hits] == [(record_id, TEXT)]
+
+    versions = await history(http, namespace, record_id)
+    assert [(v["version"], v["change"], v["actor"], v["review_state"]) for v in versions] == [
+        (1, "created", "orchestrator", "approved"),
+        (2, "approved", "ana", "approved"),
+        (3, "deprecated", "orchestrator", "deprecated"),
+        (4, "restored", "orchestrator", "approved"),
+    ]
+    assert versions[1]["event_id"] != diff_id and versions[1]["changed"] == ["text", "tags"]
+    assert versions[2]["reason"] == "billing left the VPN"
+    assert versions[3]["text"] == TEXT and versions[3]["tags"] == ["ops"]
+    assert stale not in {v["event_id"] for v in versions}
+
+    diff = (await http.get(f"/v1/records/{record_id}/diff",
+                           params={"namespace": namespace, "from": "1", "to": "2"})).json()
+    assert diff["fields"] == {"tags": {"from": ["ops"], "to": ["ops", "billing"]}}
+    assert f"-{TEXT}" in diff["text"] and f"+{NEW_TEXT}" in diff["text"]
+    assert (await http.get(f"/v1/records/{record_id}/diff", params={
+        "namespace": namespace, "from": "1", "to": "9"})).status_code == 400
+    assert (await http.get(f"/v1/records/{record_id}/history", params={
+        "namespace": f"{namespace}-other"})).status_code == 404
+
+
+async def test_a_rejected_diff_changes_nothing_and_a_newer_one_supersedes(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    namespace: str,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT)
+        await announced(updates, record_id, [("created", 1)])
+        first = await publisher.update_memory(namespace, record_id, expected_version=1,
+                                              text="First proposal.")
+        second = await publisher.update_memory(namespace, record_id, expected_version=1,
+                                               text="Second proposal.")
+        await announced(updates, record_id, [("created", 1), ("proposed", 1), ("proposed", 1)])
+        pending = (await http.get("/v1/pending-diffs", params={
+            "namespace": namespace, "record_id": record_id})).json()["pending_diffs"]
+        assert [d["diff_id"] for d in pending] == [second], f"{first} was superseded"
+
+        await publisher.review_memory(namespace, record_id, decision="reject", reviewer="ana",
+                                      diff_id=second, note="not true")
+        await announced(updates, record_id, [("created", 1), ("proposed", 1), ("proposed", 1),
+                                             ("rejected", 1)])
+    assert (await http.get("/v1/pending-diffs", params={
+        "namespace": namespace})).json()["pending_diffs"] == []
+    versions = await history(http, namespace, record_id)
+    assert [(v["version"], v["text"]) for v in versions] == [(1, TEXT)]
+
+
+async def test_a_draft_is_updated_freely_and_injected_once_approved(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    namespace: str,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT, review_state="draft",
+                                                 trust_class="derived")
+        await publisher.update_memory(namespace, record_id, expected_version=1, text=NEW_TEXT)
+        await announced(updates, record_id, [("created", 1), ("updated", 2)])
+        assert await search_ids(http, namespace, "billing deploys") == []
+        assert await search_ids(http, namespace, "billing deploys",
+                                review_state="draft") == [record_id]
+        await publisher.review_memory(namespace, record_id, decision="approve", reviewer="ana")
+        await announced(updates, record_id, [("created", 1), ("updated", 2), ("approved", 3)])
+    assert await search_ids(http, namespace, "billing deploys") == [record_id]
+    shown = (await http.get(f"/v1/records/{record_id}", params={"namespace": namespace})).json()
+    assert (shown["record"]["text"], shown["record"]["trust_class"]) == (NEW_TEXT, "approved")
+
+
+async def test_replayed_lifecycle_events_change_nothing(
+    stack: Stack, worker: Worker, updates: TopicReader, memory_dlq: TopicReader,
+    http: httpx.AsyncClient, namespace: str,
+) -> None:
+    """Every lifecycle event published twice, as a producer retrying would: the same
+    versions, the same announcements, no dead letter."""
+    def lifecycle(event_type: str, payload: dict[str, Any]) -> bytes:
+        return json.dumps({
+            "event_id": uuid.uuid4().hex, "type": event_type, "namespace": namespace,
+            "occurred_at": "2026-11-23T12:00:00+00:00", "producer": "replayer",
+            "payload": payload,
+        }).encode()
+
+    async with Publisher(stack.broker.bootstrap, producer="replayer") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT, review_state="draft")
+    update = lifecycle("memory.update", {"record_id": record_id, "expected_version": 1,
+                                         "text": NEW_TEXT})
+    approve = lifecycle("memory.review", {"record_id": record_id, "decision": "approve",
+                                          "reviewer": "ana"})
+    proposal = lifecycle("memory.update", {"record_id": record_id, "expected_version": 3,
+                                           "title": "Billing deploys"})
+    reject = lifecycle("memory.review", {
+        "record_id": record_id, "decision": "reject", "reviewer": "ana",
+        "diff_id": json.loads(proposal)["event_id"]})
+    deprecate = lifecycle("memory.deprecate", {"record_id": record_id, "reason": "moved"})
+    restore = lifecycle("memory.restore", {"record_id": record_id, "version": 2})
+    key = namespace.encode()
+    sequence = [update, approve, proposal, reject, deprecate, restore]
+    await produce(stack.broker.bootstrap, "memory.events", [(key, v) for v in sequence])
+    expected = [("created", 1), ("updated", 2), ("approved", 3), ("proposed", 3),
+                ("rejected", 3), ("deprecated", 4), ("restored", 5)]
+    await announced(updates, record_id, expected)
+    before = await history(http, namespace, record_id)
+
+    await produce(stack.broker.bootstrap, "memory.events", [(key, v) for v in sequence])
+    await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
+    assert changes_of(updates.messages, record_id) == expected
+    assert await history(http, namespace, record_id) == before
+    assert dead_letters(memory_dlq, namespace) == []
