@@ -53,6 +53,69 @@ def memory_writes(total: int, namespaces: int, tag: str = "") -> list[Write]:
     return writes
 
 
+@dataclass(frozen=True)
+class Change:
+    """A lifecycle event of the load, and the change it must be announced as."""
+
+    namespace: str
+    event_id: str
+    value: bytes
+    record_id: str
+    change: str
+
+
+def with_lifecycle(writes: list[Write], every: int) -> tuple[list[Write | Change], list[Change]]:
+    """The writes with, after every `every`th, an update proposed to it (a pending diff: the
+    memory is approved) and its deprecation; and those changes."""
+    events: list[Write | Change] = []
+    changes: list[Change] = []
+    for n, write in enumerate(writes):
+        events.append(write)
+        if n % every:
+            continue
+        for event_type, change, payload in (
+            ("memory.update", "proposed", {"expected_version": 1, "tags": ["load"]}),
+            ("memory.deprecate", "deprecated", {"reason": "load"}),
+        ):
+            event_id = f"{write.event_id}-{change}"
+            value = json.dumps({
+                "event_id": event_id, "type": event_type, "namespace": write.namespace,
+                "occurred_at": datetime.now(UTC).isoformat(), "producer": "load",
+                "payload": {"record_id": write.record_id, **payload},
+            }).encode()
+            changes.append(Change(write.namespace, event_id, value, write.record_id, change))
+        events.extend(changes[-2:])
+    return events, changes
+
+
+async def lifecycle_exactly_once(pg_dsn: str, changes: list[Change],
+                                 announced: list[Received]) -> dict[str, int]:
+    """What went wrong with the lifecycle events of a load; all zeros when each was applied,
+    versioned and announced once."""
+    connection = await asyncpg.connect(pg_dsn)
+    try:
+        applied = Counter(r["event_id"] for r in await connection.fetch(
+            "SELECT event_id FROM lifecycle_events WHERE event_id = ANY($1::text[])",
+            [c.event_id for c in changes]))
+        versions = {r["record_id"]: (r["n"], r["last"]) for r in await connection.fetch(
+            "SELECT record_id, count(*) AS n, max(version) AS last FROM record_versions"
+            " WHERE record_id = ANY($1::text[]) GROUP BY record_id",
+            [c.record_id for c in changes])}
+        diffs = await connection.fetchval(
+            "SELECT count(*) FROM pending_diffs WHERE diff_id = ANY($1::text[])",
+            [c.event_id for c in changes if c.change == "proposed"])
+    finally:
+        await connection.close()
+    causes = Counter(body.get("cause_event_id") for body in map(json.loads,
+                                                              (m.value for m in announced)))
+    return {
+        "not_applied_once": sum(applied[c.event_id] != 1 for c in changes),
+        "not_announced_once": sum(causes[c.event_id] != 1 for c in changes),
+        "records_not_at_version_2": sum(versions.get(c.record_id) != (2, 2) for c in changes),
+        "pending_diffs_missing": len([c for c in changes if c.change == "proposed"]) - diffs,
+    }
+
+
 @dataclass
 class Publishing:
     """Publishes writes at `rate` per second until all are acknowledged."""
