@@ -333,7 +333,7 @@ EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest]] = {
 
 ChangeKind = Literal[
     "created", "updated", "merged", "superseded", "deprecated", "approved", "rejected",
-    "restored", "proposed",
+    "restored", "proposed", "promoted", "expired", "refused",
 ]
 RecordKind = Literal["run_digest", "memory", "fix_pattern"]
 
@@ -362,4 +362,8 @@ class MemoryUpdated(_Strict):
     cause_event_id: str | None = Field(
         default=None, description="The lifecycle event (update, deprecate, review, restore) "
         "that made the change; for `proposed` and a rejected diff, the pending diff's id."
+    )
+    reason: str | None = Field(
+        default=None, description="Why, where the change has a reason: a refused write's rule, "
+        "a deprecation's reason, a promotion's rule."
     )
