@@ -9,9 +9,9 @@ was already carried out finds every replacement in place and changes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -25,9 +25,11 @@ from processors.consolidation import (
     pending_supersessions,
 )
 from processors.memories import wiki_links
-from schemas.events import Provenance, Tier
+from schemas.events import Provenance, ReviewState, Tier
 from schemas.records import Record
 
+# How memories the system derives (merges) are stored: drafts for a reviewer, or approved.
+DerivedReview = Literal["draft", "approved"]
 # A merge is kept as long as its most durable member would have been.
 _TIER_DURABILITY: Mapping[Tier, int] = {"active": 0, "short_term": 1, "long_term": 2}
 
@@ -39,6 +41,8 @@ class ConsolidationPlan:
     # Live records that an earlier, interrupted run already merged: record id -> its merge.
     interrupted: dict[str, str]
     timings: dict[str, float] = field(default_factory=dict)
+    # Draft merges and their members, left alone until a reviewer decides.
+    awaiting_review: frozenset[str] = frozenset()
 
     @property
     def superseded(self) -> dict[str, str]:
@@ -63,14 +67,32 @@ def candidate_of(record: Record) -> ConsolidationCandidate:
     )
 
 
+def awaiting_review(records: Sequence[Record]) -> frozenset[str]:
+    """The draft merges among live records, and their live members: a merge that is a draft
+    hides nothing (its members stay live until it is approved), and neither is clustered
+    again while a reviewer has not decided."""
+    live = {record.record_id for record in records}
+    waiting: set[str] = set()
+    for record in records:
+        merged_from = record.body.get("merged_from")
+        if merged_from and record.review_state == "draft":
+            waiting.add(record.record_id)
+            waiting.update(live.intersection(merged_from))
+    return frozenset(waiting)
+
+
 def plan_consolidation(records: Sequence[Record], vectors: npt.ArrayLike,
-                       settings: ConsolidationSettings | None = None) -> ConsolidationPlan:
-    """Cluster the live memories of one namespace and merge each cluster."""
+                       settings: ConsolidationSettings | None = None, *,
+                       rejected: Collection[str] = ()) -> ConsolidationPlan:
+    """Cluster the live memories of one namespace and merge each cluster. `rejected`: the
+    ids of merges a reviewer rejected, which are not proposed again."""
     matrix = np.asarray(vectors, dtype=np.float32)
     candidates = [candidate_of(record) for record in records]
-    interrupted = pending_supersessions(candidates)
+    waiting = awaiting_review(records)
+    interrupted = pending_supersessions(
+        [candidate for candidate in candidates if candidate.record_id not in waiting])
     rows = [row for row, candidate in enumerate(candidates)
-            if candidate.record_id not in interrupted]
+            if candidate.record_id not in interrupted and candidate.record_id not in waiting]
     timings: dict[str, float] = {}
     clusters = find_clusters([candidates[row] for row in rows], matrix[rows], settings,
                              timings=timings)
@@ -78,15 +100,31 @@ def plan_consolidation(records: Sequence[Record], vectors: npt.ArrayLike,
     merges = [merge_cluster([candidates[rows[i]] for i in cluster],
                             matrix[[rows[i] for i in cluster]], settings)
               for cluster in clusters]
+    merges = [merge for merge in merges if merge.record_id not in rejected]
     timings["merge"] = time.perf_counter() - started
-    return ConsolidationPlan(len(records), merges, interrupted, timings)
+    return ConsolidationPlan(len(records), merges, interrupted, timings, waiting)
+
+
+def merged_review_state(merge: MergedMemory, members: Sequence[Record],
+                        policy: DerivedReview) -> ReviewState:
+    """A merge is the system's claim that its members say one thing: a draft for a reviewer
+    to approve, unless the policy approves derived memories or the members are restatements
+    of one text (the same words, whatever the case, spacing and final punctuation)."""
+    if policy == "approved" or len({_restated(member.text) for member in members}) == 1:
+        return merge.review_state
+    return "draft"
+
+
+def _restated(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!?;: ")
 
 
 def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Provenance,
-                  *, rewritten: str | None = None) -> Record:
+                  *, rewritten: str | None = None, policy: DerivedReview = "draft") -> Record:
     """The replacement as a stored memory: derived by the consolidation request that
-    `provenance` names, kept as long as its longest-lived member. `rewritten`: the optional
-    LLM hook's text in place of the deterministic merge (which the body keeps)."""
+    `provenance` names, kept as long as its longest-lived member, reviewed as `policy` and
+    `merged_review_state` say. `rewritten`: the optional LLM hook's text in place of the
+    deterministic merge (which the body keeps)."""
     expiries = [member.expires_at for member in members]
     text = rewritten or merge.text
     return Record(
@@ -108,7 +146,7 @@ def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Pr
         tags=merge.tags,
         related_ids=merge.related_ids,
         tier=max((member.tier for member in members), key=_TIER_DURABILITY.__getitem__),
-        review_state=merge.review_state,
+        review_state=merged_review_state(merge, members, policy),
         trust_class="derived",
         provenance=provenance,
         created_at=merge.created_at,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -93,6 +93,8 @@ class Outcome:
     # A proposal to store, or the diff a review decided and how.
     proposal: PendingDiff | None = None
     decided: tuple[str, Literal["approved", "rejected"]] | None = None
+    # Records this one replaces from now on: the members of a merge once it is approved.
+    supersedes: tuple[str, ...] = ()
 
     @property
     def new_version(self) -> bool:
@@ -199,9 +201,12 @@ def _review(event: MemoryReview, facts: Facts) -> Outcome:
                            f"{record.record_id} is {record.review_state}, not a draft: "
                            "nothing to review")
         if payload.decision == "approve":
-            return _changed(record, "approved", payload.reviewer,
-                            {"review_state": "approved", "trust_class": "approved"},
-                            reason=reason)
+            approved = _changed(record, "approved", payload.reviewer,
+                                {"review_state": "approved", "trust_class": "approved"},
+                                reason=reason)
+            # An approved merge replaces its members, which stayed live while it was a draft.
+            members = tuple(record.body.get("merged_from", ()))
+            return replace(approved, supersedes=members)
         return _changed(record, "rejected", payload.reviewer, {"review_state": "deprecated"},
                         reason=reason or "rejected in review")
     diff = facts.diff

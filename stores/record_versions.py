@@ -45,6 +45,25 @@ class StoredCurrent:
     vector: Vector | None
 
 
+@dataclass(frozen=True)
+class Saved:
+    """A lifecycle event stored: the record's version after it, and the records it
+    superseded with their new versions."""
+
+    version: int
+    superseded: list[tuple[Record, int]]
+
+
+@dataclass(frozen=True)
+class ChangedRecord:
+    """A record as a lifecycle event left it: what an announcement needs."""
+
+    record: Record
+    change: ChangeKind
+    version: int
+    vector: Vector | None
+
+
 class VersionConflict(MemstreamError):
     """The record changed between reading it and saving its next version (the consolidator
     superseded it): read it again and decide again."""
@@ -68,10 +87,13 @@ class RecordVersions(Protocol):
                             limit: int) -> list[PendingDiff]: ...
 
     async def save(self, event_id: str, event_type: str, base_version: int,
-                   outcome: Outcome, vector: Vector | None) -> int:
-        """Store what a lifecycle event did, with the event, in one transaction; return the
-        record's version after it. Raises `VersionConflict` if the record is no longer at
-        `base_version`."""
+                   outcome: Outcome, vector: Vector | None) -> Saved:
+        """Store what a lifecycle event did, with the event, in one transaction. Raises
+        `VersionConflict` if the record is no longer at `base_version`."""
+
+    async def changed_by(self, event_id: str) -> list[ChangedRecord]:
+        """The records the event gave a version, as they are now (the event's record first),
+        for announcing them again."""
 
     async def mark_announced(self, event_id: str) -> None: ...
 
@@ -141,8 +163,9 @@ class PostgresRecordVersions:
         return [_diff_of(row) for row in rows]
 
     async def save(self, event_id: str, event_type: str, base_version: int,
-                   outcome: Outcome, vector: Vector | None) -> int:
+                   outcome: Outcome, vector: Vector | None) -> Saved:
         record = outcome.record
+        superseded: list[tuple[Record, int]] = []
         async with self._pool.acquire() as connection, connection.transaction():
             version = await connection.fetchval(
                 "SELECT version FROM records WHERE record_id = $1 FOR UPDATE",
@@ -153,6 +176,9 @@ class PostgresRecordVersions:
             if outcome.new_version:
                 version = base_version + 1
                 await _store_version(connection, record, version, vector, event_id, outcome)
+                if outcome.supersedes:
+                    superseded = await _supersede(connection, record, outcome.supersedes,
+                                                  event_id, outcome.actor)
             if outcome.proposal is not None:
                 await _propose(connection, outcome.proposal)
             if outcome.decided is not None:
@@ -166,7 +192,15 @@ class PostgresRecordVersions:
                 " version) VALUES ($1, $2, $3, $4, $5, $6)",
                 event_id, record.namespace, record.record_id, event_type, outcome.change,
                 version)
-        return int(version)
+        return Saved(int(version), superseded)
+
+    async def changed_by(self, event_id: str) -> list[ChangedRecord]:
+        rows = await self._pool.fetch(
+            "SELECT r.*, v.change, v.version AS changed_version FROM record_versions v"
+            " JOIN records r USING (record_id) WHERE v.event_id = $1"
+            " ORDER BY v.change = 'superseded', r.record_id", event_id)
+        return [ChangedRecord(record_of(row), cast(ChangeKind, row["change"]),
+                              int(row["changed_version"]), row["embedding"]) for row in rows]
 
     async def mark_announced(self, event_id: str) -> None:
         await self._pool.execute(
@@ -193,6 +227,28 @@ async def _store_version(connection: asyncpg.Connection, record: Record, version
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10)",
         record.record_id, version, record.text, record.body, version_fields(record),
         outcome.change, outcome.actor, event_id, list(outcome.changed), outcome.reason)
+
+
+async def _supersede(connection: asyncpg.Connection, by: Record, member_ids: tuple[str, ...],
+                     event_id: str, actor: str) -> list[tuple[Record, int]]:
+    """Point the live members at `by`, each as a new version of itself."""
+    rows = await connection.fetch(
+        """
+        UPDATE records SET superseded_by = $3, version = version + 1, updated_at = now()
+        FROM unnest($2::text[]) AS wanted (id)
+        WHERE records.record_id = wanted.id AND records.namespace = $1
+          AND records.superseded_by IS NULL AND records.record_id <> $3
+        RETURNING records.*
+        """,
+        by.namespace, list(member_ids), by.record_id)
+    members = [(record_of(row), int(row["version"])) for row in rows]
+    await connection.executemany(
+        f"INSERT INTO record_versions ({VERSION_COLUMNS})"
+        " VALUES ($1, $2, $3, $4, $5, 'superseded', $6, $7, now(), '{}', $8)",
+        [(member.record_id, version, member.text, {**member.body, "superseded_by": by.record_id},
+          version_fields(member), actor, event_id, f"merged into {by.record_id}")
+         for member, version in members])
+    return members
 
 
 async def _propose(connection: asyncpg.Connection, diff: PendingDiff) -> None:

@@ -441,6 +441,15 @@ class Repository:
         )
         return [(record_of(row), row["embedding"]) for row in rows]
 
+    async def rejected_merges(self, namespace: str) -> set[str]:
+        """The merges a reviewer rejected: the same members are not proposed again."""
+        rows = await self._pool.fetch(
+            "SELECT record_id FROM records WHERE namespace = $1 AND record_kind = 'memory'"
+            " AND review_state = 'deprecated' AND body ? 'merged_from'",
+            namespace,
+        )
+        return {row["record_id"] for row in rows}
+
     async def stored_records(self, namespace: str,
                              record_ids: Sequence[str]) -> list[StoredRecord]:
         """The records with these ids in the namespace, as stored now, in id order."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast, get_args
 
+from processors.consolidation_plan import DerivedReview
 from processors.lifecycle import Protection
 from stores.index_factory import DEFAULT_INDEX_URL
 
@@ -92,6 +93,8 @@ class Settings:
     # Records that take updates only through review: an update to one becomes a pending
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
+    # Merges the consolidator makes: drafts until a reviewer approves them, or approved.
+    derived_review: DerivedReview = "draft"
     memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
@@ -138,8 +141,16 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
+            derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
             memory=MemoryFlags.from_env(env),
         )
+
+
+def _derived_review(raw: str) -> DerivedReview:
+    value = raw.strip().lower()
+    if value not in get_args(DerivedReview):
+        raise ValueError(f"MEMSTREAM_DERIVED_REVIEW: expected draft or approved, got {raw!r}")
+    return cast(DerivedReview, value)
 
 
 def _protection(raw: str) -> tuple[Protection, ...]:

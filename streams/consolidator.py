@@ -63,6 +63,7 @@ async def plan_namespace(repository: Repository, embed: Embed, namespace: str,
     """Load a namespace's live memories, embed those without a usable vector, plan."""
     started = time.perf_counter()
     stored = await repository.live_memories(namespace)
+    rejected = await repository.rejected_merges(namespace)
     loaded = time.perf_counter()
     missing = [record for record, vector in stored if not usable(vector, dimension)]
     fresh = dict(zip((record.record_id for record in missing),
@@ -80,7 +81,8 @@ async def plan_namespace(repository: Repository, embed: Embed, namespace: str,
               else np.zeros((0, dimension), dtype=np.float32))
     # HDBSCAN holds the CPU for seconds on a large namespace; off the event loop, the
     # worker keeps heartbeating and serving meanwhile.
-    plan = await asyncio.to_thread(plan_consolidation, ordered, matrix, settings)
+    plan = await asyncio.to_thread(partial(plan_consolidation, ordered, matrix, settings,
+                                           rejected=rejected))
     clustered = time.perf_counter()
     timings = {
         "load": loaded - started,
@@ -166,7 +168,11 @@ class Consolidator:
             medoid_first = sorted(members, key=lambda m: m.record_id != merge.medoid_id)
             rewritten = await merge_prose(runtime.llm, [m.text for m in medoid_first],
                                           runtime.metrics)
-            merges.append(merged_record(merge, members, provenance, rewritten=rewritten))
+            merges.append(merged_record(merge, members, provenance, rewritten=rewritten,
+                                        policy=runtime.derived_review))
+        # A draft merge supersedes nothing yet: its members stay live until it is approved.
+        drafts = {record.record_id for record in merges if record.review_state == "draft"}
+        superseded = {member: by for member, by in plan.superseded.items() if by not in drafts}
         timings = dict(planned.timings)
         with _timed(timings, "embed"):
             merge_vectors = await runtime.embed(
@@ -182,12 +188,13 @@ class Consolidator:
                     "reason": request.payload.reason,
                     "started_at": started_at,
                     "memories": plan.memories,
-                    "clusters": report_clusters(plan),
-                    "merged_ids": sorted(plan.superseded),
+                    "clusters": [{**cluster, "review_state": "draft" if cluster["new_id"]
+                                  in drafts else "approved"} for cluster in report_clusters(plan)],
+                    "merged_ids": sorted(superseded),
                     "new_ids": [record.record_id for record in merges],
                     "timings": timings,
                 },
-                list(zip(merges, merge_vectors, strict=True)), plan.superseded)
+                list(zip(merges, merge_vectors, strict=True)), superseded)
         if applied is None:
             return "already_done"
         timings["total"] = time.perf_counter() - started

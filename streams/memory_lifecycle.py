@@ -12,6 +12,7 @@ missing. An event the rules refuse is dead-lettered with their reason.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from functools import partial
 
 from processors.embedding_text import embedding_text
@@ -20,7 +21,6 @@ from processors.intake import Parsed
 from processors.lifecycle import (
     Current,
     Facts,
-    Outcome,
     OutcomeKind,
     Protection,
     outcome_of,
@@ -28,7 +28,7 @@ from processors.lifecycle import (
 from schemas.events import ChangeKind, LifecycleEvent, MemoryRestore, MemoryReview, MemoryUpdate
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.record_versions import AppliedEvent, RecordVersions
+from stores.record_versions import AppliedEvent, ChangedRecord, RecordVersions
 from stores.repository import Vector
 from streams.dead_letters import send_dead_letters
 from streams.messages import InboundMessage
@@ -76,10 +76,15 @@ class LifecycleApplier:
         vector = stored.vector
         if outcome.reembed or vector is None:
             vector = await self._embedded(outcome.record)
-        version = await self._versions.save(
+        saved = await self._versions.save(
             event.event_id, event.type, stored.current.version, outcome,
             vector if outcome.new_version else None)
-        await self._announce(message, event, outcome, version, vector)
+        if outcome.change != "unchanged":
+            await self._publish([
+                ChangedRecord(outcome.record, outcome.change, saved.version, vector),
+                *(ChangedRecord(member, "superseded", version, None)
+                  for member, version in saved.superseded),
+            ], message, event.event_id)
         return outcome.change
 
     async def _facts(self, event: LifecycleEvent, current: Current) -> Facts:
@@ -102,31 +107,34 @@ class LifecycleApplier:
         vector: Vector = vectors[0]
         return vector
 
-    async def _announce(self, message: InboundMessage, event: LifecycleEvent,
-                        outcome: Outcome, version: int, vector: Vector) -> None:
-        if outcome.change == "unchanged":
-            return
-        await self._publish(RecordChange(outcome.record, outcome.change, version, vector,
-                                         (message,), cause_event_id=event.event_id),
-                            event.event_id)
-
     async def _announce_again(self, message: InboundMessage, event: LifecycleEvent,
                               applied: AppliedEvent, change: ChangeKind) -> None:
-        """Complete an event applied by an earlier try that may not have announced it."""
-        stored = await self._versions.current(event.namespace, applied.record_id)
-        if stored is None:
-            return
-        vector = stored.vector if stored.vector is not None else \
-            await self._embedded(stored.current.record)
-        await self._publish(RecordChange(
-            stored.current.record, change, applied.version, vector, (message,),
-            maybe_announced_since=applied.applied_at, cause_event_id=event.event_id),
-            event.event_id)
+        """Complete an event applied by an earlier try that may not have announced it: the
+        records it gave a version, or (a proposal, a rejected diff) the record as it is."""
+        changed = await self._versions.changed_by(event.event_id)
+        if not changed:
+            stored = await self._versions.current(event.namespace, applied.record_id)
+            if stored is None:
+                return
+            changed = [ChangedRecord(stored.current.record, change, applied.version,
+                                     stored.vector)]
+        await self._publish(changed, message, event.event_id, since=applied.applied_at)
 
-    async def _publish(self, change: RecordChange, event_id: str) -> None:
-        published = await self._sink.publish([change], self._attempts)
+    async def _publish(self, changed: Sequence[ChangedRecord], message: InboundMessage,
+                       event_id: str, since: datetime | None = None) -> None:
+        """Index and announce what the event changed, then mark the event announced. A
+        record that keeps its place in the index needs its vector."""
+        changes = []
+        for item in changed:
+            vector = item.vector
+            if vector is None and item.change != "superseded":
+                vector = await self._embedded(item.record)
+            changes.append(RecordChange(item.record, item.change, item.version, vector,
+                                        (message,), maybe_announced_since=since,
+                                        cause_event_id=event_id))
+        published = await self._sink.publish(changes, self._attempts)
         if published.failed:
-            (_, error), = published.failed
+            _, error = published.failed[0]
             raise error
         await self._attempts.until_done(partial(self._versions.mark_announced, event_id),
                                         what="marking a lifecycle event announced")

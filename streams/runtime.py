@@ -14,6 +14,7 @@ import numpy as np
 
 from embedder.model import Embedder
 from processors.consolidation import ConsolidationSettings
+from processors.consolidation_plan import DerivedReview
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
 from stores.repository import Repository, Vector
@@ -47,6 +48,8 @@ class Runtime:
     trigger_rules: TriggerRules = field(default_factory=TriggerRules)
     consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    # How consolidation stores its merges (MEMSTREAM_DERIVED_REVIEW).
+    derived_review: DerivedReview = "draft"
 
     def attempts(self, topic: str) -> Attempts:
         """The retry policy for the steps of a stage that consumes `topic`."""

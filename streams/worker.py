@@ -78,6 +78,7 @@ async def open_runtime(settings: Settings, producer: KafkaProducer,
                          settings.llm_timeout_s) if settings.llm_url else None,
         trigger_rules=rules,
         retry_policy=RetryPolicy(unexpected_attempts=settings.unexpected_attempts),
+        derived_review=settings.derived_review,
     )
 
 

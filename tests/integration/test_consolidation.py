@@ -109,15 +109,14 @@ async def test_the_tenth_new_memory_triggers_one_consolidation_a_day_that_merges
     assert json.loads(request.value)["payload"] == {"reason": "new_memories",
                                                     "new_memories": 10}
 
-    # The consolidation it triggers: each group of duplicates merged into one new memory.
+    # The consolidation it triggers: each group of duplicates merged into one new memory, a
+    # draft that hides nothing until a reviewer approves it.
     vpn_ids, approval_ids = set(ids[:3]), set(ids[3:5])
     await updates.wait_for(lambda m: sum(
-        change == "superseded" for change, _, _ in changes_for(m, namespace)) == 5)
+        change == "merged" for change, _, _ in changes_for(m, namespace)) == 2)
     await settled(stack, worker)
     changes = changes_for(updates.messages, namespace)
-    superseded = {record_id: version for change, record_id, version in changes
-                  if change == "superseded"}
-    assert superseded == {record_id: 2 for record_id in vpn_ids | approval_ids}
+    assert not any(change == "superseded" for change, _, _ in changes)
     merged = [record_id for change, record_id, _ in changes if change == "merged"]
     assert len(merged) == 2
 
@@ -128,15 +127,35 @@ async def test_the_tenth_new_memory_triggers_one_consolidation_a_day_that_merges
     assert sorted(len(cluster["members"]) for cluster in report["clusters"]) == [2, 3]
     assert {frozenset(cluster["members"]) for cluster in report["clusters"]} == {
         frozenset(vpn_ids), frozenset(approval_ids)}
-    assert set(report["merged_ids"]) == vpn_ids | approval_ids
+    assert {cluster["review_state"] for cluster in report["clusters"]} == {"draft"}
+    assert report["merged_ids"] == [], "drafts supersede nothing"
     assert set(report["new_ids"]) == set(merged)
     assert {"load", "embed", "cluster", "merge", "store", "total", "publish"} <= set(
         report["timings"])
 
-    # Search returns the replacement, not what it replaced.
-    hits = (await http.get("/v1/search", params={
-        "namespace": namespace, "query": "how do I reach the staging database?"})).json()["hits"]
+    query = "how do I reach the staging database?"
     vpn_merge = next(c["new_id"] for c in report["clusters"] if set(c["members"]) == vpn_ids)
+    hits = (await http.get("/v1/search", params={"namespace": namespace,
+                                                 "query": query})).json()["hits"]
+    assert vpn_merge not in {hit["record_id"] for hit in hits}
+    assert vpn_ids <= {hit["record_id"] for hit in hits}, "the members stay live"
+
+    # Approved, each merge replaces its members.
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        for new_id in merged:
+            await publisher.review_memory(namespace, new_id, decision="approve", reviewer="ana")
+    await updates.wait_for(lambda m: sum(
+        change == "superseded" for change, _, _ in changes_for(m, namespace)) == 5)
+    changes = changes_for(updates.messages, namespace)
+    superseded = {record_id: version for change, record_id, version in changes
+                  if change == "superseded"}
+    assert superseded == {record_id: 2 for record_id in vpn_ids | approval_ids}
+    assert sorted(record_id for change, record_id, _ in changes if change == "approved") \
+        == sorted(merged)
+
+    # Search returns the replacement, not what it replaced.
+    hits = (await http.get("/v1/search", params={"namespace": namespace,
+                                                 "query": query})).json()["hits"]
     assert hits[0]["record_id"] == vpn_merge
     assert not vpn_ids & {hit["record_id"] for hit in hits}
 
@@ -144,7 +163,7 @@ async def test_the_tenth_new_memory_triggers_one_consolidation_a_day_that_merges
     lineage = (await http.get(f"/v1/records/{vpn_merge}",
                               params={"namespace": namespace})).json()
     assert {member["record_id"] for member in lineage["supersedes"]} == vpn_ids
-    assert lineage["record"]["trust_class"] == "derived"
+    assert lineage["record"]["trust_class"] == "approved", "approved by a reviewer"
     assert set(lineage["record"]["body"]["merged_from"]) == vpn_ids
     assert VPN[0] in lineage["record"]["text"]
     for member in vpn_ids:
@@ -224,7 +243,7 @@ async def test_the_command_shows_what_would_merge_then_runs_a_manual_consolidati
 
     listed = consolidate_command(stack, "--namespace", namespace, "--reports")
     assert listed.returncode == 0, listed.stderr
-    assert report["report_id"] in listed.stdout and "1 clusters, 2 superseded" in listed.stdout
+    assert report["report_id"] in listed.stdout and "1 clusters, 0 superseded" in listed.stdout
 
 
 async def test_a_bad_consolidation_request_goes_to_the_dead_letter_topic(

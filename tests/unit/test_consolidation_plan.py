@@ -60,12 +60,13 @@ def test_the_replacement_is_derived_lives_as_long_as_its_members_and_names_them(
     ]
     a = axes(1)[0]
     (merge,) = plan_consolidation(members, np.array([a, a])).merges
-    record = merged_record(merge, members, REQUEST)
+    record = merged_record(merge, members, REQUEST, policy="approved")
     assert record.record_id == merge.record_id
     assert record.trust_class == "derived"
     assert record.tier == "long_term"
     assert record.expires_at == T0 + timedelta(days=9)
-    assert record.review_state == "approved"
+    assert record.review_state == "approved", "the strongest member's state, by policy"
+    assert merged_record(merge, members, REQUEST).review_state == "draft", "by default"
     assert record.provenance == REQUEST
     assert record.body["merged_from"] == ["m1", "m2"]
     assert sorted(record.body["source_event_ids"]) == ["e-m1", "e-m2"]
@@ -106,3 +107,34 @@ def test_a_rewritten_text_replaces_the_merge_and_the_body_keeps_the_merge() -> N
     assert record.body["deterministic_text"] == merge.text
     assert record.body["wiki_links"] == ["VPN"]
     assert "deterministic_text" not in merged_record(merge, members, REQUEST).body
+
+
+def test_only_restatements_of_one_text_merge_approved_by_default() -> None:
+    a = axes(1)[0]
+    same = [memory("m1", "Deploys need the VPN."), memory("m2", "deploys  need the VPN!")]
+    (merge,) = plan_consolidation(same, np.array([a, a])).merges
+    assert merged_record(merge, same, REQUEST).review_state == "approved"
+    reworded = [same[0], memory("m2", "Deploys need the office VPN.")]
+    (merge,) = plan_consolidation(reworded, np.array([a, a])).merges
+    assert merged_record(merge, reworded, REQUEST).review_state == "draft"
+
+
+def test_a_draft_merge_and_its_members_wait_for_review() -> None:
+    members = [memory("m1", "Deploys need the VPN."), memory("m2", "Deploys need the VPN up.")]
+    a, b = axes(2)
+    (merge,) = plan_consolidation(members, np.array([a, a])).merges
+    draft = merged_record(merge, members, REQUEST)
+    assert draft.review_state == "draft"
+    other = [memory("m3", "Lunch is at noon."), memory("m4", "Lunch is at noon!")]
+    plan = plan_consolidation([*members, draft, *other], np.array([a, a, a, b, b]))
+    assert plan.awaiting_review == {"m1", "m2", draft.record_id}
+    assert plan.interrupted == {}, "a draft's live members are not an interrupted run"
+    assert [m.member_ids for m in plan.merges] == [("m3", "m4")]
+
+
+def test_a_rejected_merge_is_not_proposed_again() -> None:
+    members = [memory("m1", "Deploys need the VPN."), memory("m2", "Deploys need the VPN up.")]
+    a = axes(1)[0]
+    (merge,) = plan_consolidation(members, np.array([a, a])).merges
+    assert plan_consolidation(members, np.array([a, a]), rejected={merge.record_id}).merges \
+        == []

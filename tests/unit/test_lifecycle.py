@@ -200,3 +200,14 @@ def test_a_diff_between_versions_names_each_changed_field_and_the_text() -> None
     assert diff["text"][:2] == ["--- v1", "+++ v2"]
     assert "-Deploys of billing need the VPN up." in diff["text"]
     assert "+Deploys of billing need no VPN." in diff["text"]
+
+
+def test_an_approved_merge_supersedes_its_members() -> None:
+    merge = RECORD.model_copy(update={"review_state": "draft", "trust_class": "derived",
+                                      "body": {"merged_from": ["mem_2", "mem_3"]}})
+    outcome = outcome_of(event("memory.review", decision="approve", reviewer="ana"),
+                         facts(merge))
+    assert outcome.supersedes == ("mem_2", "mem_3")
+    rejected_merge = outcome_of(event("memory.review", decision="reject", reviewer="ana"),
+                                facts(merge))
+    assert rejected_merge.supersedes == (), "its members stay live"
