@@ -9,7 +9,7 @@ was already carried out finds every replacement in place and changes nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,13 +25,12 @@ from processors.consolidation import (
     pending_supersessions,
 )
 from processors.memories import wiki_links
-from schemas.events import Provenance, ReviewState, Tier
+from processors.tiers import merged_tier
+from schemas.events import Provenance, ReviewState
 from schemas.records import Record
 
 # How memories the system derives (merges) are stored: drafts for a reviewer, or approved.
 DerivedReview = Literal["draft", "approved"]
-# A merge is kept as long as its most durable member would have been.
-_TIER_DURABILITY: Mapping[Tier, int] = {"active": 0, "short_term": 1, "long_term": 2}
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Pr
         memory_type=merge.memory_type,
         tags=merge.tags,
         related_ids=merge.related_ids,
-        tier=max((member.tier for member in members), key=_TIER_DURABILITY.__getitem__),
+        tier=merged_tier(member.tier for member in members),
         review_state=merged_review_state(merge, members, policy),
         trust_class="derived",
         provenance=provenance,

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from processors.errors import Rejected
 from processors.memories import wiki_links
 from processors.redaction import redact_secrets
+from processors.tiers import TierRules, tier_after_updates
 from schemas.events import (
     ChangeKind,
     LifecycleEvent,
@@ -27,6 +28,7 @@ from schemas.events import (
     MemoryRestore,
     MemoryReview,
     MemoryUpdate,
+    Tier,
 )
 from schemas.records import Record
 
@@ -34,6 +36,9 @@ from schemas.records import Record
 # back (the tier moves by its own rule, and is shown, not restored).
 VERSIONED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state", "tier")
 RESTORED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state")
+# The fields an update may set: its content, whose changes count toward promotion.
+CONTENT_FIELDS = frozenset({"text", "title", "memory_type", "tags", "related_ids"})
+DEFAULT_TIER_RULES = TierRules()
 # Which records take updates only through review (MEMSTREAM_PROTECT).
 Protection = Literal["approved"]
 OutcomeKind = ChangeKind | Literal["unchanged"]
@@ -95,6 +100,8 @@ class Outcome:
     decided: tuple[str, Literal["approved", "rejected"]] | None = None
     # Records this one replaces from now on: the members of a merge once it is approved.
     supersedes: tuple[str, ...] = ()
+    # The tier the change earned the record (processors/tiers.py): a version of its own.
+    promoted_to: Tier | None = None
 
     @property
     def new_version(self) -> bool:
@@ -116,6 +123,8 @@ class Facts:
     # The version a restore names, and the diff a review names.
     version: RecordVersion | None = None
     diff: PendingDiff | None = None
+    # Updates of its content the record has had.
+    updates: int = 0
 
 
 def version_fields(record: Record) -> dict[str, Any]:
@@ -128,17 +137,27 @@ def version_fields(record: Record) -> dict[str, Any]:
 
 
 def outcome_of(event: LifecycleEvent, facts: Facts, protect: Collection[Protection] = (),
-               sanitized: Mapping[str, int] | None = None) -> Outcome:
+               sanitized: Mapping[str, int] | None = None,
+               tiers: TierRules = DEFAULT_TIER_RULES) -> Outcome:
     """What `event` does to the record in `facts`; raises `Rejected` when it cannot."""
     current = facts.current
     _check_changeable(current, event)
     if isinstance(event, MemoryUpdate):
-        return _update(event, facts, protect, sanitized or {})
+        return _promoted(_update(event, facts, protect, sanitized or {}), facts, tiers)
     if isinstance(event, MemoryDeprecate):
         return _deprecate(event, current)
     if isinstance(event, MemoryReview):
-        return _review(event, facts)
+        return _promoted(_review(event, facts), facts, tiers)
     return _restore(event, facts)
+
+
+def _promoted(outcome: Outcome, facts: Facts, tiers: TierRules) -> Outcome:
+    """An update of the content (applied at once, or as an approved diff) counts toward the
+    record's next tier."""
+    if not outcome.new_version or not set(outcome.changed) & CONTENT_FIELDS:
+        return outcome
+    tier = tier_after_updates(outcome.record.tier, facts.updates + 1, tiers)
+    return outcome if tier == outcome.record.tier else replace(outcome, promoted_to=tier)
 
 
 def _check_changeable(current: Current, event: LifecycleEvent) -> None:
@@ -166,7 +185,7 @@ def _update(event: MemoryUpdate, facts: Facts, protect: Collection[Protection],
         raise Rejected("invalid_transition",
                        f"{record.record_id} is deprecated: restore a version of it first")
     payload = event.payload
-    proposed = payload.model_dump(include=payload.model_fields_set & _UPDATE_FIELDS)
+    proposed = payload.model_dump(include=payload.model_fields_set & CONTENT_FIELDS)
     missing = [related for related in proposed.get("related_ids", ())
                if related not in facts.known_ids]
     if missing:
@@ -179,8 +198,6 @@ def _update(event: MemoryUpdate, facts: Facts, protect: Collection[Protection],
             proposed_at=event.occurred_at))
     return _changed(record, "updated", event.producer, proposed, sanitized=sanitized)
 
-
-_UPDATE_FIELDS = {"text", "title", "memory_type", "tags", "related_ids"}
 
 
 def _deprecate(event: MemoryDeprecate, current: Current) -> Outcome:

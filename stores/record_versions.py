@@ -14,7 +14,14 @@ import asyncpg
 
 from processors.errors import MemstreamError
 from processors.lexical import record_vector
-from processors.lifecycle import Current, Outcome, PendingDiff, RecordVersion, version_fields
+from processors.lifecycle import (
+    CONTENT_FIELDS,
+    Current,
+    Outcome,
+    PendingDiff,
+    RecordVersion,
+    version_fields,
+)
 from schemas.events import ChangeKind
 from schemas.records import Record
 from stores.repository import Vector, create_pool, record_of
@@ -43,14 +50,18 @@ class AppliedEvent:
 class StoredCurrent:
     current: Current
     vector: Vector | None
+    # Versions that changed its content (text, title, type, tags, related ids).
+    updates: int = 0
 
 
 @dataclass(frozen=True)
 class Saved:
-    """A lifecycle event stored: the record's version after it, and the records it
-    superseded with their new versions."""
+    """A lifecycle event stored: the record as it left it, the versions it made of it (a
+    change, then maybe a promotion), and the records it superseded with their versions."""
 
+    record: Record
     version: int
+    versions: list[tuple[ChangeKind, int]]
     superseded: list[tuple[Record, int]]
 
 
@@ -123,12 +134,14 @@ class PostgresRecordVersions:
 
     async def current(self, namespace: str, record_id: str) -> StoredCurrent | None:
         row = await self._pool.fetchrow(
-            "SELECT * FROM records WHERE namespace = $1 AND record_id = $2",
-            namespace, record_id)
+            "SELECT r.*, (SELECT count(*) FROM record_versions v WHERE v.record_id = r.record_id"
+            "  AND v.changed && $3::text[]) AS updates"
+            " FROM records r WHERE r.namespace = $1 AND r.record_id = $2",
+            namespace, record_id, list(CONTENT_FIELDS))
         if row is None:
             return None
         return StoredCurrent(Current(record_of(row), int(row["version"]), row["superseded_by"]),
-                             row["embedding"])
+                             row["embedding"], int(row["updates"]))
 
     async def version(self, namespace: str, record_id: str,
                       version: int) -> RecordVersion | None:
@@ -165,6 +178,7 @@ class PostgresRecordVersions:
     async def save(self, event_id: str, event_type: str, base_version: int,
                    outcome: Outcome, vector: Vector | None) -> Saved:
         record = outcome.record
+        versions: list[tuple[ChangeKind, int]] = []
         superseded: list[tuple[Record, int]] = []
         async with self._pool.acquire() as connection, connection.transaction():
             version = await connection.fetchval(
@@ -173,9 +187,20 @@ class PostgresRecordVersions:
             if version != base_version:
                 raise VersionConflict(f"{record.record_id} moved from version {base_version} "
                                       f"to {version}")
-            if outcome.new_version:
+            if outcome.new_version and outcome.change != "unchanged":
                 version = base_version + 1
-                await _store_version(connection, record, version, vector, event_id, outcome)
+                await _store_version(connection, record, version, vector, event_id,
+                                     _VersionNote(outcome.change, outcome.actor,
+                                                  outcome.changed, outcome.reason))
+                versions.append((outcome.change, version))
+                if outcome.promoted_to is not None:
+                    note = _VersionNote("promoted", outcome.actor, ("tier",),
+                                        f"{record.tier} to {outcome.promoted_to} after "
+                                        "its updates")
+                    record = record.model_copy(update={"tier": outcome.promoted_to})
+                    version += 1
+                    await _store_version(connection, record, version, None, event_id, note)
+                    versions.append(("promoted", version))
                 if outcome.supersedes:
                     superseded = await _supersede(connection, record, outcome.supersedes,
                                                   event_id, outcome.actor)
@@ -192,13 +217,13 @@ class PostgresRecordVersions:
                 " version) VALUES ($1, $2, $3, $4, $5, $6)",
                 event_id, record.namespace, record.record_id, event_type, outcome.change,
                 version)
-        return Saved(int(version), superseded)
+        return Saved(record, int(version), versions, superseded)
 
     async def changed_by(self, event_id: str) -> list[ChangedRecord]:
         rows = await self._pool.fetch(
             "SELECT r.*, v.change, v.version AS changed_version FROM record_versions v"
             " JOIN records r USING (record_id) WHERE v.event_id = $1"
-            " ORDER BY v.change = 'superseded', r.record_id", event_id)
+            " ORDER BY v.change = 'superseded', r.record_id, v.version", event_id)
         return [ChangedRecord(record_of(row), cast(ChangeKind, row["change"]),
                               int(row["changed_version"]), row["embedding"]) for row in rows]
 
@@ -208,25 +233,35 @@ class PostgresRecordVersions:
             " WHERE event_id = $1 AND announced_at IS NULL", event_id)
 
 
+@dataclass(frozen=True)
+class _VersionNote:
+    """What history says of a version beside its content."""
+
+    change: ChangeKind
+    actor: str
+    changed: tuple[str, ...]
+    reason: str | None
+
+
 async def _store_version(connection: asyncpg.Connection, record: Record, version: int,
-                         vector: Vector | None, event_id: str, outcome: Outcome) -> None:
+                         vector: Vector | None, event_id: str, note: _VersionNote) -> None:
     lexical = record_vector(record)
     await connection.execute(
         """
         UPDATE records SET title = $2, text = $3, body = $4, memory_type = $5, tags = $6,
-               related_ids = $7, review_state = $8, trust_class = $9,
-               embedding = COALESCE($10, embedding), lexical = $11, lexical_terms = $12,
-               version = $13, updated_at = now(), announced_at = NULL
+               related_ids = $7, review_state = $8, trust_class = $9, tier = $10,
+               embedding = COALESCE($11, embedding), lexical = $12, lexical_terms = $13,
+               version = $14, updated_at = now(), announced_at = NULL
         WHERE record_id = $1
         """,
         record.record_id, record.title, record.text, record.body, record.memory_type,
         list(record.tags), list(record.related_ids), record.review_state, record.trust_class,
-        vector, lexical, list(lexical.indices), version)
+        record.tier, vector, lexical, list(lexical.indices), version)
     await connection.execute(
         f"INSERT INTO record_versions ({VERSION_COLUMNS})"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10)",
         record.record_id, version, record.text, record.body, version_fields(record),
-        outcome.change, outcome.actor, event_id, list(outcome.changed), outcome.reason)
+        note.change, note.actor, event_id, list(note.changed), note.reason)
 
 
 async def _supersede(connection: asyncpg.Connection, by: Record, member_ids: tuple[str, ...],

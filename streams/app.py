@@ -24,6 +24,7 @@ from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.errors import Unexpected
+from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.record_versions import RecordVersions
 from stores.vector_index import SearchIndex, VectorIndex
@@ -208,7 +209,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     trigger = ConsolidationTrigger(runtime)
     # What the writer remembers between batches outlives a crash of its stages.
     writer_state = WriterState()
-    lifecycle = LifecycleApplier(runtime, sink, versions, settings.protect)
+    lifecycle = LifecycleApplier(runtime, sink, versions, settings.protect,
+                                 TierRules(settings.promote_after_updates))
     wiring.agent(MEMORY_EVENTS, "memory-writes",
                  lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle),
                  settings.batch_max)

@@ -93,6 +93,8 @@ class Settings:
     # Records that take updates only through review: an update to one becomes a pending
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
+    # Content updates that move a memory one tier up (active, short_term, long_term).
+    promote_after_updates: int = 5
     # Merges the consolidator makes: drafts until a reviewer approves them, or approved.
     derived_review: DerivedReview = "draft"
     memory: MemoryFlags = field(default_factory=MemoryFlags)
@@ -141,6 +143,8 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
+            promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
+                                          str(cls.promote_after_updates))),
             derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
             memory=MemoryFlags.from_env(env),
         )

@@ -19,16 +19,16 @@ from processors.embedding_text import embedding_text
 from processors.errors import MemstreamError, Rejected
 from processors.intake import Parsed
 from processors.lifecycle import (
-    Current,
     Facts,
     OutcomeKind,
     Protection,
     outcome_of,
 )
+from processors.tiers import TierRules
 from schemas.events import ChangeKind, LifecycleEvent, MemoryRestore, MemoryReview, MemoryUpdate
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.record_versions import AppliedEvent, ChangedRecord, RecordVersions
+from stores.record_versions import AppliedEvent, ChangedRecord, RecordVersions, StoredCurrent
 from stores.repository import Vector
 from streams.dead_letters import send_dead_letters
 from streams.messages import InboundMessage
@@ -40,11 +40,12 @@ Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent]]
 
 class LifecycleApplier:
     def __init__(self, runtime: Runtime, sink: RecordSink, versions: RecordVersions,
-                 protect: Collection[Protection]) -> None:
+                 protect: Collection[Protection], tiers: TierRules) -> None:
         self._runtime = runtime
         self._sink = sink
         self._versions = versions
         self._protect = protect
+        self._tiers = tiers
         self._attempts = runtime.attempts(MEMORY_EVENTS)
 
     async def apply(self, items: Sequence[Lifecycle]) -> None:
@@ -71,35 +72,40 @@ class LifecycleApplier:
         if stored is None:
             raise Rejected("broken_reference", f"no record {event.payload.record_id} in "
                            f"namespace {event.namespace!r}")
-        outcome = outcome_of(event, await self._facts(event, stored.current), self._protect,
-                             parsed.sanitized)
+        outcome = outcome_of(event, await self._facts(event, stored), self._protect,
+                             parsed.sanitized, self._tiers)
         vector = stored.vector
         if outcome.reembed or vector is None:
             vector = await self._embedded(outcome.record)
         saved = await self._versions.save(
             event.event_id, event.type, stored.current.version, outcome,
             vector if outcome.new_version else None)
-        if outcome.change != "unchanged":
-            await self._publish([
-                ChangedRecord(outcome.record, outcome.change, saved.version, vector),
-                *(ChangedRecord(member, "superseded", version, None)
-                  for member, version in saved.superseded),
-            ], message, event.event_id)
+        if outcome.change == "unchanged":
+            return outcome.change
+        # Every version announced, each with the record as the event left it (a promotion
+        # is a version of its own); or, for a proposal or a rejected diff, the record as is.
+        changed = [ChangedRecord(saved.record, change, version, vector)
+                   for change, version in saved.versions] or \
+            [ChangedRecord(saved.record, outcome.change, saved.version, vector)]
+        await self._publish([*changed, *(ChangedRecord(member, "superseded", version, None)
+                                         for member, version in saved.superseded)],
+                            message, event.event_id)
         return outcome.change
 
-    async def _facts(self, event: LifecycleEvent, current: Current) -> Facts:
+    async def _facts(self, event: LifecycleEvent, stored: StoredCurrent) -> Facts:
         namespace, record_id = event.namespace, event.payload.record_id
+        current, updates = stored.current, stored.updates
         if isinstance(event, MemoryUpdate) and event.payload.related_ids:
             known = await self._runtime.repository.existing_record_ids(
                 namespace, event.payload.related_ids)
-            return Facts(current, known_ids=known)
+            return Facts(current, known_ids=known, updates=updates)
         if isinstance(event, MemoryRestore):
             return Facts(current, version=await self._versions.version(
                 namespace, record_id, event.payload.version))
         if isinstance(event, MemoryReview) and event.payload.diff_id is not None:
-            return Facts(current, diff=await self._versions.pending_diff(
+            return Facts(current, updates=updates, diff=await self._versions.pending_diff(
                 namespace, event.payload.diff_id))
-        return Facts(current)
+        return Facts(current, updates=updates)
 
     async def _embedded(self, record: Record) -> Vector:
         with self._runtime.stage("embed"):

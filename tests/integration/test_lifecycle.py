@@ -213,3 +213,24 @@ async def test_replayed_lifecycle_events_change_nothing(
     assert changes_of(updates.messages, record_id) == expected
     assert await history(http, namespace, record_id) == before
     assert dead_letters(memory_dlq, namespace) == []
+
+
+async def test_a_memory_updated_five_times_is_promoted(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    namespace: str,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT, review_state="draft")
+        for n in range(1, 6):
+            await publisher.update_memory(namespace, record_id, expected_version=n,
+                                          text=f"{TEXT} Checked {n} times.")
+    expected = [("created", 1), *[("updated", n) for n in range(2, 7)], ("promoted", 7)]
+    await announced(updates, record_id, expected)
+    versions = await history(http, namespace, record_id)
+    assert [(v["change"], v["tier"]) for v in versions[-2:]] == [("updated", "active"),
+                                                                 ("promoted", "short_term")]
+    assert versions[-1]["changed"] == ["tier"]
+    assert await search_ids(http, namespace, "billing deploys", review_state="draft",
+                            tier="short_term") == [record_id]
+    assert await search_ids(http, namespace, "billing deploys", review_state="draft",
+                            tier="active") == []

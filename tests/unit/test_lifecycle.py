@@ -211,3 +211,20 @@ def test_an_approved_merge_supersedes_its_members() -> None:
     rejected_merge = outcome_of(event("memory.review", decision="reject", reviewer="ana"),
                                 facts(merge))
     assert rejected_merge.supersedes == (), "its members stay live"
+
+
+def test_the_fifth_update_promotes_and_a_tag_free_review_does_not_count() -> None:
+    fifth = outcome_of(event("memory.update", expected_version=5, text="Fifth wording."),
+                       facts(at=5, updates=4))
+    assert fifth.promoted_to == "short_term"
+    fourth = outcome_of(event("memory.update", expected_version=4, text="Fourth wording."),
+                        facts(at=4, updates=3))
+    assert fourth.promoted_to is None
+    draft = RECORD.model_copy(update={"review_state": "draft"})
+    approval = outcome_of(event("memory.review", decision="approve", reviewer="ana"),
+                          facts(draft, updates=4))
+    assert approval.promoted_to is None, "a review changes no content"
+    applied_diff = outcome_of(
+        event("memory.review", decision="approve", reviewer="ana", diff_id="d1"),
+        facts(diff=DIFF, updates=4))
+    assert applied_diff.promoted_to == "short_term", "an approved diff is an update"
