@@ -166,6 +166,9 @@ def _check_changeable(current: Current, event: LifecycleEvent) -> None:
         raise Rejected("invalid_transition",
                        f"{record.record_id} is a {record.record_kind}: only memories change "
                        "by lifecycle events")
+    if record.expires_at is not None and record.expires_at <= event.occurred_at:
+        raise Rejected("invalid_transition",
+                       f"{record.record_id} expired at {record.expires_at.isoformat()}")
     if current.superseded_by is not None:
         raise Rejected("invalid_transition",
                        f"{record.record_id} was merged into {current.superseded_by}; change "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 import asyncpg
@@ -22,7 +22,7 @@ from processors.lifecycle import (
     RecordVersion,
     version_fields,
 )
-from schemas.events import ChangeKind
+from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
 from stores.repository import Vector, create_pool, record_of
 
@@ -73,6 +73,25 @@ class ChangedRecord:
     change: ChangeKind
     version: int
     vector: Vector | None
+
+
+@dataclass(frozen=True)
+class ExpiredRecord:
+    record: Record
+    version: int
+    expired_at: datetime
+
+
+class ExpiringRecords(Protocol):
+    async def expire_due(self, cutoffs: Mapping[RecordKind, datetime],
+                         limit: int) -> list[ExpiredRecord]:
+        """Mark up to `limit` records expired (past their expires_at, or changed last before
+        their kind's cutoff), each as a new version; return them."""
+
+    async def unannounced_expired(self, older_than: timedelta,
+                                  limit: int) -> list[ExpiredRecord]:
+        """Records marked expired at least `older_than` ago whose announcement may be
+        missing (younger ones may still be on their way, from another worker)."""
 
 
 class VersionConflict(MemstreamError):
@@ -226,6 +245,48 @@ class PostgresRecordVersions:
             " ORDER BY v.change = 'superseded', r.record_id, v.version", event_id)
         return [ChangedRecord(record_of(row), cast(ChangeKind, row["change"]),
                               int(row["changed_version"]), row["embedding"]) for row in rows]
+
+    async def expire_due(self, cutoffs: Mapping[RecordKind, datetime],
+                         limit: int) -> list[ExpiredRecord]:
+        async with self._pool.acquire() as connection, connection.transaction():
+            rows = await connection.fetch(
+                """
+                WITH due AS (
+                    SELECT record_id,
+                           CASE WHEN expires_at <= now() THEN 'its expires_at passed'
+                                ELSE 'older than the retention of ' || record_kind END AS why
+                    FROM records
+                    WHERE expired_at IS NULL AND superseded_by IS NULL
+                      AND (expires_at <= now() OR EXISTS (
+                          SELECT 1 FROM unnest($1::text[], $2::timestamptz[]) AS c (kind, cutoff)
+                          WHERE c.kind = records.record_kind AND records.updated_at <= c.cutoff))
+                    ORDER BY record_id LIMIT $3 FOR UPDATE SKIP LOCKED)
+                UPDATE records SET expired_at = now(), version = version + 1, updated_at = now(),
+                       expires_at = LEAST(COALESCE(expires_at, now()), now()),
+                       announced_at = NULL
+                FROM due WHERE records.record_id = due.record_id
+                RETURNING records.*, due.why
+                """,
+                list(cutoffs), list(cutoffs.values()), limit)
+            expired = [ExpiredRecord(record_of(row), int(row["version"]), row["expired_at"])
+                       for row in rows]
+            await connection.executemany(
+                f"INSERT INTO record_versions ({VERSION_COLUMNS})"
+                " VALUES ($1, $2, $3, $4, $5, 'expired', 'retention', $6, now(),"
+                " '{expires_at}', $7)",
+                [(row["record_id"], row["version"], row["text"], row["body"],
+                  version_fields(record_of(row)), f"retention:{row['expired_at'].isoformat()}",
+                  row["why"]) for row in rows])
+        return expired
+
+    async def unannounced_expired(self, older_than: timedelta,
+                                  limit: int) -> list[ExpiredRecord]:
+        rows = await self._pool.fetch(
+            "SELECT * FROM records WHERE expired_at < now() - $1::interval"
+            " AND announced_at IS NULL AND superseded_by IS NULL ORDER BY expired_at LIMIT $2",
+            older_than, limit)
+        return [ExpiredRecord(record_of(row), int(row["version"]), row["expired_at"])
+                for row in rows]
 
     async def mark_announced(self, event_id: str) -> None:
         await self._pool.execute(

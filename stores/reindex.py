@@ -38,7 +38,9 @@ from stores.qdrant_edge_index import EdgeIndex
 from stores.vector_index import IndexPoint, VectorIndex
 
 INDEX_URL_ENV = "MEMSTREAM_INDEX_URL"
-LIVE = "superseded_by IS NULL AND review_state <> 'deprecated'"
+# What the stream keeps in the index: every record neither superseded nor expired
+# (deprecated ones too: search leaves them out unless asked for them).
+LIVE = "superseded_by IS NULL AND expired_at IS NULL"
 
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 

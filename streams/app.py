@@ -26,7 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from processors.errors import Unexpected
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
-from stores.record_versions import RecordVersions
+from stores.record_versions import PostgresRecordVersions
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.batches import BatchStages, StagedAgent
 from streams.config import Settings
@@ -45,6 +45,7 @@ from streams.metrics import Metrics
 from streams.record_history import pending_diffs, record_diff, record_history
 from streams.record_sink import RecordSink
 from streams.report_relay import ReportRelay
+from streams.retention import RetentionJob
 from streams.retrieval_log import RetrievalLog
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
@@ -202,7 +203,7 @@ class Wiring:
 
 
 def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
-                versions: RecordVersions, settings: Settings) -> None:
+                versions: PostgresRecordVersions, settings: Settings) -> None:
     """The ingest role: writes and runs in, consolidations published, the read views."""
     app = wiring.app
     sink = RecordSink(runtime, index)
@@ -237,6 +238,17 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
             log.info("index optimized in %.1fs", time.perf_counter() - started)
 
     app.timer(interval=INDEX_MAINTENANCE_INTERVAL_S)(maintain_index)
+
+    retention = RetentionJob(runtime, sink, versions, settings.retention)
+
+    async def expire_records() -> None:
+        try:
+            await retention.expire_due()
+        except Exception as exc:
+            # A timer must not die: what is due is still due at the next tick.
+            log.warning("could not expire records: %s", Unexpected.of(exc).detail)
+
+    app.timer(interval=settings.retention_interval_s)(expire_records)
 
     retrievals = RetrievalLog(runtime.repository, runtime.metrics)
     app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)

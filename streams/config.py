@@ -14,6 +14,7 @@ from typing import cast, get_args
 
 from processors.consolidation_plan import DerivedReview
 from processors.lifecycle import Protection
+from processors.retention import RetentionRules, parse_retention
 from stores.index_factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -95,6 +96,10 @@ class Settings:
     protect: tuple[Protection, ...] = ("approved",)
     # Content updates that move a memory one tier up (active, short_term, long_term).
     promote_after_updates: int = 5
+    # How long each kind of record lives (MEMSTREAM_RETENTION: `kind=days,...`), and how
+    # often the worker that owns the index expires what is due.
+    retention: RetentionRules = field(default_factory=RetentionRules)
+    retention_interval_s: float = 60.0
     # Merges the consolidator makes: drafts until a reviewer approves them, or approved.
     derived_review: DerivedReview = "draft"
     memory: MemoryFlags = field(default_factory=MemoryFlags)
@@ -145,6 +150,9 @@ class Settings:
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
                                           str(cls.promote_after_updates))),
+            retention=parse_retention(get("RETENTION", "")),
+            retention_interval_s=float(get("RETENTION_INTERVAL_S",
+                                           str(cls.retention_interval_s))),
             derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
             memory=MemoryFlags.from_env(env),
         )

@@ -66,6 +66,10 @@ class Metrics:
         self.records = Counter(
             "memstream_records_written_total", "Records written, by kind.", ["kind"], registry=r
         )
+        self.expired_records = Counter(
+            "memstream_records_expired_total",
+            "Records expired by retention: out of the index, marked in Postgres.", registry=r,
+        )
         self.redactions = Counter(
             "memstream_redactions_total", "Secrets redacted, by kind of secret.", ["kind"],
             registry=r,

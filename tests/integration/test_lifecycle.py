@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -234,3 +235,26 @@ async def test_a_memory_updated_five_times_is_promoted(
                             tier="short_term") == [record_id]
     assert await search_ids(http, namespace, "billing deploys", review_state="draft",
                             tier="active") == []
+
+
+async def test_an_expired_record_leaves_search_and_the_index(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    namespace: str,
+) -> None:
+    expires_at = datetime.now(UTC) + timedelta(seconds=4)
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT,
+                                                 expires_at=expires_at.isoformat())
+        kept = await publisher.write_memory(namespace, NEW_TEXT)
+    await announced(updates, record_id, [("created", 1)])
+    await announced(updates, kept, [("created", 1)])
+    assert record_id in await search_ids(http, namespace, "billing deploys")
+
+    await announced(updates, record_id, [("created", 1), ("expired", 2)])
+    assert await search_ids(http, namespace, "billing deploys") == [kept]
+    stats = (await http.get("/v1/stats", params={"namespace": namespace})).json()
+    assert stats["index_points"] == 1
+    versions = await history(http, namespace, record_id)
+    assert [(v["change"], v["actor"], v["reason"]) for v in versions] == [
+        ("created", "agent-7", None), ("expired", "retention", "its expires_at passed")]
+    assert "memstream_records_expired_total" in (await http.get("/metrics")).text

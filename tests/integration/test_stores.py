@@ -439,7 +439,7 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
         _record("m-2", "ns-a", vectors[1], record_kind="run_digest"),
         _record("m-3", "ns-b", vectors[2], scope="personal", agent_id="zed"),
         _record("old", "ns-a", vectors[3]),
-        _record("gone", "ns-a", vectors[4], review_state="deprecated"),
+        _record("gone", "ns-a", vectors[4], expired_at=datetime(2026, 11, 2, tzinfo=UTC)),
         _record("no-vector", "ns-a", None, title="Title"),
     ])
     await _execute(migrated_dsn, "UPDATE records SET superseded_by = 'm-1' WHERE record_id = 'old'")
