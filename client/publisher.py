@@ -133,6 +133,21 @@ class Publisher:
             payload["expected_version"] = expected_version
         return await self.publish("memory.restore", namespace, payload, event_id=event_id)
 
+    async def edit_block(
+        self, namespace: str, agent_id: str, label: str, *,
+        set: dict[str, str | list[str]] | None = None,
+        append: dict[str, list[str]] | None = None, strategy: str | None = None,
+        expected_version: int | None = None, event_id: str | None = None,
+    ) -> str:
+        """Edit one of an agent's core memory blocks: `set` replaces fields, `append` adds
+        items to list fields; return the event id."""
+        payload: dict[str, Any] = {"agent_id": agent_id, "label": label}
+        for name, value in (("set", set), ("append", append), ("strategy", strategy),
+                            ("expected_version", expected_version)):
+            if value is not None:
+                payload[name] = value
+        return await self.publish("memory.block", namespace, payload, event_id=event_id)
+
     async def request_consolidation(self, namespace: str, *, event_id: str | None = None) -> str:
         """Ask the workers to consolidate the namespace now, whatever the trigger rules say;
         return the request's event_id, which its maintenance report will carry."""

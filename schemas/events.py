@@ -237,6 +237,42 @@ class MemoryRestorePayload(_Payload):
     expected_version: Version | None = None
 
 
+BlockLabel = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_\-]{0,63}$")]
+BlockField = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,31}$")]
+BlockItem = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+RotationStrategy = Literal["aggressive", "preservative", "adaptive"]
+
+
+class MemoryBlockPayload(_Payload):
+    """An edit of one of an agent's core memory blocks (seed 004): `persona`, `human`, or
+    any label. A block is bracketed fields, one a line (`[TASK] Brainstorm essay topics`);
+    a field holds a text or a list of items (`[PREFS] Socratic questions; Detailed feedback`).
+    """
+
+    agent_id: Identifier
+    label: BlockLabel
+    set: dict[BlockField, Annotated[str, StringConstraints(max_length=2000)] | list[BlockItem]] \
+        = Field(default_factory=dict, max_length=20,
+                description="Fields replaced; an empty text or list removes the field.")
+    append: dict[BlockField, list[BlockItem]] = Field(
+        default_factory=dict, max_length=20,
+        description="Items added at the end of list fields (a rolling context, learned facts).")
+    strategy: RotationStrategy | None = Field(
+        default=None, description="How the block rotates into archival memory once full: "
+        "aggressive (at 70%), preservative (90%), adaptive (80%, moving with how often it "
+        "rotates). Kept by the block; adaptive when never given.")
+    expected_version: Version | None = None
+
+    @model_validator(mode="after")
+    def _edits_something(self) -> MemoryBlockPayload:
+        if not self.set and not self.append and self.strategy is None:
+            raise ValueError("a block edit sets, appends or chooses a strategy")
+        both = self.set.keys() & self.append.keys()
+        if both:
+            raise ValueError(f"a field is either set or appended to: {', '.join(sorted(both))}")
+        return self
+
+
 class RunStarted(_EnvelopeFields):
     type: Literal["run.started"]
     payload: RunStartedPayload
@@ -282,6 +318,11 @@ class MemoryRestore(_EnvelopeFields):
     payload: MemoryRestorePayload
 
 
+class MemoryBlock(_EnvelopeFields):
+    type: Literal["memory.block"]
+    payload: MemoryBlockPayload
+
+
 ConsolidateReason = Literal["new_memories", "manual"]
 
 
@@ -306,7 +347,7 @@ class ConsolidateRequest(_EnvelopeFields):
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 # Events that change a stored memory, named by its record_id.
 LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
-MemoryEvent = MemoryWrite | LifecycleEvent
+MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock
 
 # The event types accepted on each input topic: anything else is an unknown type.
 RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
@@ -322,7 +363,7 @@ LIFECYCLE_EVENT_TYPES: dict[str, type[LifecycleEvent]] = {
     "memory.restore": MemoryRestore,
 }
 MEMORY_EVENT_TYPES: dict[str, type[MemoryEvent]] = {
-    "memory.write": MemoryWrite, **LIFECYCLE_EVENT_TYPES,
+    "memory.write": MemoryWrite, **LIFECYCLE_EVENT_TYPES, "memory.block": MemoryBlock,
 }
 CONSOLIDATE_EVENT_TYPES: dict[str, type[ConsolidateRequest]] = {
     "memory.consolidate": ConsolidateRequest,

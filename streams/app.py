@@ -26,6 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from processors.errors import Unexpected
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from stores.core_blocks import CoreBlocks
 from stores.record_versions import PostgresRecordVersions
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.batches import BatchStages, StagedAgent
@@ -42,7 +43,7 @@ from streams.memory_intake import MemoryWriter, WriterState
 from streams.memory_lifecycle import LifecycleApplier
 from streams.messages import InboundMessage
 from streams.metrics import Metrics
-from streams.record_history import pending_diffs, record_diff, record_history
+from streams.record_history import core_block, pending_diffs, record_diff, record_history
 from streams.record_sink import RecordSink
 from streams.report_relay import ReportRelay
 from streams.retention import RetentionJob
@@ -203,7 +204,8 @@ class Wiring:
 
 
 def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
-                versions: PostgresRecordVersions, settings: Settings) -> None:
+                versions: PostgresRecordVersions, blocks: CoreBlocks,
+                settings: Settings) -> None:
     """The ingest role: writes and runs in, consolidations published, the read views."""
     app = wiring.app
     sink = RecordSink(runtime, index)
@@ -211,7 +213,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     # What the writer remembers between batches outlives a crash of its stages.
     writer_state = WriterState()
     lifecycle = LifecycleApplier(runtime, sink, versions, settings.protect,
-                                 TierRules(settings.promote_after_updates))
+                                 TierRules(settings.promote_after_updates), blocks,
+                                 settings.block_max_chars)
     wiring.agent(MEMORY_EVENTS, "memory-writes",
                  lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle),
                  settings.batch_max)
@@ -335,6 +338,16 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         if diff is None:
             return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
         return web.json(jsonable(diff))
+
+    @wiring.page("/v1/blocks/{label}")
+    async def block_view(web: View, request: Request, label: str) -> Response:
+        namespace = required(request.query, "namespace")
+        agent_id = required(request.query, "agent_id")
+        shown = await core_block(blocks, namespace, agent_id, label, settings.block_max_chars)
+        if shown is None:
+            return web.json({"error": f"no block {label!r} for {agent_id!r} in {namespace!r}"},
+                            status=404)
+        return web.json(shown)
 
     @wiring.page("/v1/pending-diffs")
     async def pending_diffs_view(web: View, request: Request) -> Response:

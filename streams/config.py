@@ -94,6 +94,8 @@ class Settings:
     # Records that take updates only through review: an update to one becomes a pending
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
+    # Characters a core memory block holds (seed 004's CORE_MEMORY_MAX_CHARS).
+    block_max_chars: int = 1500
     # Content updates that move a memory one tier up (active, short_term, long_term).
     promote_after_updates: int = 5
     # How long each kind of record lives (MEMSTREAM_RETENTION: `kind=days,...`), and how
@@ -148,6 +150,7 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
+            block_max_chars=int(get("BLOCK_MAX_CHARS", str(cls.block_max_chars))),
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
                                           str(cls.promote_after_updates))),
             retention=parse_retention(get("RETENTION", "")),

@@ -1,5 +1,6 @@
 """`memory.update`, `memory.deprecate`, `memory.review`, `memory.restore` → a new version of
-the record → the record sink → `memory.updated`.
+the record → the record sink → `memory.updated`; `memory.block` edits go to
+streams/memory_blocks.py, in the same order.
 
 Lifecycle events are applied one at a time, in the order of their partition (memory events
 are keyed by namespace, so every change of a record comes in order): read what the rules
@@ -25,36 +26,49 @@ from processors.lifecycle import (
     outcome_of,
 )
 from processors.tiers import TierRules
-from schemas.events import ChangeKind, LifecycleEvent, MemoryRestore, MemoryReview, MemoryUpdate
+from schemas.events import (
+    ChangeKind,
+    LifecycleEvent,
+    MemoryBlock,
+    MemoryRestore,
+    MemoryReview,
+    MemoryUpdate,
+)
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
+from stores.core_blocks import CoreBlocks
 from stores.record_versions import AppliedEvent, ChangedRecord, RecordVersions, StoredCurrent
 from stores.repository import Vector
 from streams.dead_letters import send_dead_letters
+from streams.memory_blocks import BlockEditor
 from streams.messages import InboundMessage
 from streams.record_sink import RecordChange, RecordSink
 from streams.runtime import Runtime
 
-Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent]]
+Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent | MemoryBlock]]
 
 
 class LifecycleApplier:
     def __init__(self, runtime: Runtime, sink: RecordSink, versions: RecordVersions,
-                 protect: Collection[Protection], tiers: TierRules) -> None:
+                 protect: Collection[Protection], tiers: TierRules, blocks: CoreBlocks,
+                 block_max_chars: int) -> None:
         self._runtime = runtime
         self._sink = sink
         self._versions = versions
         self._protect = protect
         self._tiers = tiers
         self._attempts = runtime.attempts(MEMORY_EVENTS)
+        self._blocks = BlockEditor(runtime, sink, blocks, block_max_chars, self._attempts)
 
     async def apply(self, items: Sequence[Lifecycle]) -> None:
         events = self._runtime.metrics.events
         for message, parsed in items:
+            event = parsed.event
+            step = partial(self._blocks.apply_one, message, Parsed(event, parsed.sanitized)) \
+                if isinstance(event, MemoryBlock) \
+                else partial(self._apply_one, message, Parsed(event, parsed.sanitized))
             try:
-                outcome = await self._attempts.until_done(
-                    partial(self._apply_one, message, parsed),
-                    what=f"applying {parsed.event.type}")
+                outcome = await self._attempts.until_done(step, what=f"applying {event.type}")
             except MemstreamError as error:
                 await send_dead_letters(self._runtime, [(message, error.rejection)])
                 continue

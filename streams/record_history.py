@@ -1,15 +1,20 @@
-"""The read views of a record's lifecycle: its versions, what changed between two of them,
-and the diffs waiting for review. JSON-ready answers; None where the record is unknown."""
+"""The read views of what is kept: a record's versions, what changed between two of them,
+the diffs waiting for review, and an agent's core blocks. JSON-ready answers; None where
+the record or block is unknown."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from processors.blocks import usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
+from stores.core_blocks import CoreBlocks
 from stores.record_versions import RecordVersions
 from streams.search import BadQuery
 
+# Versions of a block shown with it, newest first.
+BLOCK_VERSIONS_SHOWN = 20
 # Pending diffs listed per request, by default and at most.
 DIFFS_LIMIT = 50
 MAX_DIFFS_LIMIT = 500
@@ -47,6 +52,29 @@ async def pending_diffs(versions: RecordVersions, namespace: str,
         raise BadQuery(f"limit must be at most {MAX_DIFFS_LIMIT}")
     diffs = await versions.pending_diffs(namespace, params.get("record_id") or None, limit)
     return {"namespace": namespace, "pending_diffs": [_diff_json(diff) for diff in diffs]}
+
+
+async def core_block(blocks: CoreBlocks, namespace: str, agent_id: str, label: str,
+                     max_chars: int) -> dict[str, Any] | None:
+    """A block as its agent sees it (the bracketed text), its fields, how full it is, its
+    rotation strategy and its last versions, with the archives rotations made."""
+    block = await blocks.block(namespace, agent_id, label)
+    if block is None:
+        return None
+    versions = await blocks.versions(namespace, agent_id, label, BLOCK_VERSIONS_SHOWN)
+    return {
+        "namespace": namespace, "agent_id": agent_id, "label": label,
+        "version": block.version, "text": block.text,
+        "fields": {name: value if isinstance(value, str) else list(value)
+                   for name, value in block.fields.items()},
+        "chars": len(block.text), "max_chars": max_chars,
+        "usage": round(usage(block, max_chars), 3),
+        "strategy": block.strategy, "threshold": block.threshold,
+        "versions": [{"version": v.version, "actor": v.actor, "event_id": v.event_id,
+                      "changed": list(v.changed), "changed_at": v.changed_at.isoformat(),
+                      "usage_before_rotation": round(v.usage, 3),
+                      "archived_record_id": v.archived_record_id} for v in versions],
+    }
 
 
 def _version_param(params: Mapping[str, str], name: str, default: int) -> int:

@@ -23,6 +23,7 @@ from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
 from processors.consolidation_trigger import TriggerRules
+from stores.core_blocks import PostgresCoreBlocks
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
 from stores.record_versions import PostgresRecordVersions
@@ -131,13 +132,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     health = Health(runtime.metrics, settings.stall_after_s)
     wiring = Wiring(app, settings, runtime, health, lag_probe, role)
     # Read and written by the ingest role only: the index and its fallback over Postgres.
-    searches: list[VectorIndex | RecordsSearch | PostgresRecordVersions] = []
+    searches: list[VectorIndex | RecordsSearch | PostgresRecordVersions | PostgresCoreBlocks] \
+        = []
     if role == "ingest":
         index = loop.run_until_complete(open_index_of(settings))
         fallback = loop.run_until_complete(RecordsSearch.connect(settings.pg_dsn))
         versions = loop.run_until_complete(PostgresRecordVersions.connect(settings.pg_dsn))
-        searches += [index, fallback, versions]
-        wire_ingest(wiring, runtime, index, fallback, versions, settings)
+        blocks = loop.run_until_complete(PostgresCoreBlocks.connect(settings.pg_dsn))
+        searches += [index, fallback, versions, blocks]
+        wire_ingest(wiring, runtime, index, fallback, versions, blocks, settings)
     else:
         wire_consolidator(wiring, runtime)
     runtime.metrics.up.set(1)

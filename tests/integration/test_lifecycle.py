@@ -201,18 +201,25 @@ async def test_replayed_lifecycle_events_change_nothing(
         "diff_id": json.loads(proposal)["event_id"]})
     deprecate = lifecycle("memory.deprecate", {"record_id": record_id, "reason": "moved"})
     restore = lifecycle("memory.restore", {"record_id": record_id, "version": 2})
+    block = lifecycle("memory.block", {"agent_id": "finn", "label": "persona",
+                                       "set": {"IDENTITY": "Release helper | AI"}})
     key = namespace.encode()
-    sequence = [update, approve, proposal, reject, deprecate, restore]
+    sequence = [update, approve, proposal, reject, deprecate, restore, block]
     await produce(stack.broker.bootstrap, "memory.events", [(key, v) for v in sequence])
     expected = [("created", 1), ("updated", 2), ("approved", 3), ("proposed", 3),
                 ("rejected", 3), ("deprecated", 4), ("restored", 5)]
     await announced(updates, record_id, expected)
+    await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
     before = await history(http, namespace, record_id)
+    persona = {"namespace": namespace, "agent_id": "finn"}
+    block_before = (await http.get("/v1/blocks/persona", params=persona)).json()
+    assert block_before["version"] == 1
 
     await produce(stack.broker.bootstrap, "memory.events", [(key, v) for v in sequence])
     await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
     assert changes_of(updates.messages, record_id) == expected
     assert await history(http, namespace, record_id) == before
+    assert (await http.get("/v1/blocks/persona", params=persona)).json() == block_before
     assert dead_letters(memory_dlq, namespace) == []
 
 
@@ -258,3 +265,47 @@ async def test_an_expired_record_leaves_search_and_the_index(
     assert [(v["change"], v["actor"], v["reason"]) for v in versions] == [
         ("created", "agent-7", None), ("expired", "retention", "its expires_at passed")]
     assert "memstream_records_expired_total" in (await http.get("/metrics")).text
+
+
+async def test_a_full_block_rotates_into_archival_memory_that_search_finds(
+    stack: Stack, worker: Worker, updates: TopicReader, memory_dlq: TopicReader,
+    http: httpx.AsyncClient, namespace: str,
+) -> None:
+    notes = [f"Session {n}: discussed the essay draft about the lighthouse keeper {n}"
+             for n in range(20)]
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        await publisher.edit_block(namespace, "finn", "human",
+                                   set={"USER": "Alice | High school senior",
+                                        "TASK": "Brainstorm essay topics"})
+        await publisher.edit_block(namespace, "finn", "human", append={"CONTEXT": notes[:10]},
+                                   expected_version=1)
+        rotating = await publisher.edit_block(namespace, "finn", "human",
+                                              append={"CONTEXT": notes[10:]})
+        stale = await publisher.edit_block(namespace, "finn", "human",
+                                           set={"TASK": "Too late"}, expected_version=1)
+    await memory_dlq.wait_for(lambda _: len(dead_letters(memory_dlq, namespace)) == 1)
+    assert dead_letters(memory_dlq, namespace)[0][0] == "stale_version", stale
+
+    shown = (await http.get("/v1/blocks/human", params={"namespace": namespace,
+                                                        "agent_id": "finn"})).json()
+    assert shown["version"] == 3 and shown["strategy"] == "adaptive"
+    assert shown["chars"] <= 750 < 1200, "rotated down to half of 1,500"
+    assert shown["text"].startswith("[USER] Alice | High school senior\n[TASK] Brainstorm")
+    assert shown["fields"]["CONTEXT"][-1] == notes[-1], "the newest notes stay"
+    (rotation,) = [v for v in shown["versions"] if v["archived_record_id"]]
+    assert rotation["event_id"] == rotating and rotation["usage_before_rotation"] > 0.8
+    archive_id = rotation["archived_record_id"]
+    await announced(updates, archive_id, [("created", 1)])
+
+    hits = (await http.get("/v1/search", params={
+        "namespace": namespace, "query": "lighthouse keeper session 0", "agent_id": "finn",
+        "min_score": "0"})).json()["hits"]
+    assert hits[0]["record_id"] == archive_id
+    assert hits[0]["text"].startswith("[ARCHIVED ")
+    assert f"[CONTEXT] {notes[0]}" in hits[0]["text"]
+    record = (await http.get(f"/v1/records/{archive_id}",
+                             params={"namespace": namespace})).json()["record"]
+    assert record["body"]["archived_from"] == {"label": "human", "agent_id": "finn",
+                                               "version": 3}
+    assert (await http.get("/v1/blocks/persona", params={
+        "namespace": namespace, "agent_id": "finn"})).status_code == 404

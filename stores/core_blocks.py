@@ -1,0 +1,139 @@
+"""Core memory blocks and their versions in Postgres (seed 004). `CoreBlocks` is the
+contract the stream stage and the read view use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, cast
+
+import asyncpg
+
+from processors.blocks import Block, BlockEdit, FieldValue
+from processors.errors import MemstreamError
+from schemas.events import RotationStrategy
+from stores.repository import create_pool
+
+
+@dataclass(frozen=True)
+class BlockVersion:
+    version: int
+    text: str
+    event_id: str
+    actor: str
+    changed: tuple[str, ...]
+    usage: float
+    archived_record_id: str | None
+    changed_at: datetime
+
+
+@dataclass(frozen=True)
+class SavedEdit:
+    """An edit found stored: a replay changes nothing, but finishes its archive."""
+
+    version: int
+    archived_record_id: str | None
+
+
+class CoreBlocks(Protocol):
+    async def block(self, namespace: str, agent_id: str, label: str) -> Block | None: ...
+
+    async def saved_edit(self, event_id: str) -> SavedEdit | None: ...
+
+    async def save_edit(self, edit: BlockEdit, event_id: str, actor: str,
+                        archived_record_id: str | None) -> None:
+        """Store the edited block and its version; raises `BlockConflict` if the block
+        moved on since it was read."""
+
+    async def versions(self, namespace: str, agent_id: str, label: str,
+                       limit: int) -> list[BlockVersion]: ...
+
+
+class BlockConflict(MemstreamError):
+    """Another edit of the block was stored between reading it and saving this one: read
+    it again and edit again."""
+
+    retriable = True
+
+
+class PostgresCoreBlocks:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def connect(cls, dsn: str) -> PostgresCoreBlocks:
+        return cls(await create_pool(dsn, max_size=2))
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def block(self, namespace: str, agent_id: str, label: str) -> Block | None:
+        row = await self._pool.fetchrow(
+            "SELECT * FROM core_blocks WHERE namespace = $1 AND agent_id = $2 AND label = $3",
+            namespace, agent_id, label)
+        if row is None:
+            return None
+        return Block(namespace=namespace, agent_id=agent_id, label=label,
+                     fields=_fields_of(row["fields"]), version=int(row["version"]),
+                     strategy=cast(RotationStrategy, row["strategy"]),
+                     threshold=round(float(row["threshold"]), 2),
+                     rotations=tuple(row["rotations"]))
+
+    async def saved_edit(self, event_id: str) -> SavedEdit | None:
+        row = await self._pool.fetchrow(
+            "SELECT version, archived_record_id FROM core_block_versions WHERE event_id = $1",
+            event_id)
+        return None if row is None else SavedEdit(int(row["version"]),
+                                                  row["archived_record_id"])
+
+    async def save_edit(self, edit: BlockEdit, event_id: str, actor: str,
+                        archived_record_id: str | None) -> None:
+        block = edit.block
+        fields = _fields_json(block.fields)
+        async with self._pool.acquire() as connection, connection.transaction():
+            stored = await connection.fetchval(
+                """
+                INSERT INTO core_blocks (namespace, agent_id, label, fields, version, strategy,
+                                         threshold, rotations)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                ON CONFLICT (namespace, agent_id, label) DO UPDATE
+                SET fields = excluded.fields, version = excluded.version,
+                    strategy = excluded.strategy, threshold = excluded.threshold,
+                    rotations = excluded.rotations, updated_at = now()
+                WHERE core_blocks.version = excluded.version - 1
+                RETURNING version
+                """,
+                block.namespace, block.agent_id, block.label, fields, block.version,
+                block.strategy, block.threshold, list(block.rotations))
+            if stored is None:
+                raise BlockConflict(f"block {block.label} of {block.agent_id} moved on")
+            await connection.execute(
+                """
+                INSERT INTO core_block_versions (namespace, agent_id, label, version, fields,
+                    text, event_id, actor, changed, usage, archived_record_id)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                """,
+                block.namespace, block.agent_id, block.label, block.version, fields,
+                block.text, event_id, actor, list(edit.changed), edit.usage_before_rotation,
+                archived_record_id)
+
+    async def versions(self, namespace: str, agent_id: str, label: str,
+                       limit: int) -> list[BlockVersion]:
+        rows = await self._pool.fetch(
+            "SELECT * FROM core_block_versions WHERE namespace = $1 AND agent_id = $2"
+            " AND label = $3 ORDER BY version DESC LIMIT $4",
+            namespace, agent_id, label, limit)
+        return [BlockVersion(int(row["version"]), row["text"], row["event_id"], row["actor"],
+                             tuple(row["changed"]), float(row["usage"]),
+                             row["archived_record_id"], row["changed_at"]) for row in rows]
+
+
+def _fields_json(fields: Mapping[str, FieldValue]) -> list[list[Any]]:
+    # A list of pairs: jsonb objects do not keep the order fields were set in.
+    return [[name, value if isinstance(value, str) else list(value)]
+            for name, value in fields.items()]
+
+
+def _fields_of(stored: list[list[Any]]) -> dict[str, FieldValue]:
+    return {name: value if isinstance(value, str) else tuple(value) for name, value in stored}
