@@ -508,9 +508,13 @@ def _medoid(similarity: FloatMatrix, record_ids: Sequence[str]) -> int:
 class _Anchors:
     """The values a text names, which a restatement keeps and a different fact changes."""
 
-    numbers: frozenset[str]
+    # Each value with its occurrence ("3" named twice is ("3", 1) and ("3", 2)): "4 facts and
+    # the last 3 notes of 3 agents" and "... the last 5 notes of 3 agents" differ in one value
+    # although each value of the second is named in the first.
+    numbers: frozenset[tuple[str, int]]
     identifiers: frozenset[str]
-    # Weekdays and months: "the backup runs on Mondays" is not "... on Fridays".
+    # Weekdays, months and times relative to the moment of writing ("last week", "today"):
+    # "the backup runs on Mondays" is not "... on Fridays".
     calendar: frozenset[str]
 
 
@@ -536,6 +540,11 @@ _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 _WEEKDAY = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b",
                       re.I)
 _MONTH = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")
+# Times that mean nothing without the moment the text was written.
+_RELATIVE_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|(?:last|this|next|past) (?:week(?:end)?|month|year"
+    r"|night|morning|evening|time|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"|(?:\w+ )?(?:days?|weeks?|months?|years?) ago|recently|lately|just now)\b", re.I)
 _MONTH_NAMES = frozenset({
     "jan", "january", "feb", "february", "mar", "march", "apr", "april", "may", "jun", "june",
     "jul", "july", "aug", "august", "sep", "sept", "september", "oct", "october", "nov",
@@ -545,21 +554,28 @@ _MONTH_NAMES = frozenset({
 def _anchors(text: str) -> _Anchors:
     """The numbers, code identifiers and calendar names a text names, normalised: "ten",
     "10" and "10.0" are one number, "80%" is 0.8, "$50k" is 50000, "Tues" is Tuesday."""
-    numbers: set[str] = set()
+    values: list[str] = []
     for match in _NUMBER.finditer(text):
         value = float(match.group(1).replace(",", ""))
         if match.group(2):
             value *= 1000
         elif match.group(3):
             value /= 100
-        numbers.add(f"{value:g}")
-    numbers.update(_NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
-                   if word in _NUMBER_WORDS)
+        values.append(f"{value:g}")
+    values += [_NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
+               if word in _NUMBER_WORDS]
+    seen: Counter[str] = Counter()
+    numbers: set[tuple[str, int]] = set()
+    for named in values:
+        seen[named] += 1
+        numbers.add((named, seen[named]))
     identifiers = {match.group(0).lower() for match in _IDENTIFIER.finditer(text)
                    if not _ABBREVIATION.fullmatch(match.group(0))}
     calendar = {match.group(1).lower()[:3] for match in _WEEKDAY.finditer(text)}
     calendar.update(match.group(1).lower() for match in _MONTH.finditer(text)
                     if match.group(0).lower() in _MONTH_NAMES)
+    calendar.update(" ".join(match.group(0).lower().split())
+                    for match in _RELATIVE_TIME.finditer(text))
     return _Anchors(frozenset(numbers), frozenset(identifiers), frozenset(calendar))
 
 
@@ -599,11 +615,6 @@ class _Traits:
 _SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[a-z][\w-]*\d[\w-]*):\s+\S")
 # A trailing "[shares a photo of ...]" is a description, not what was said.
 _TRAILING_BRACKETS = re.compile(r"(?:\s*\[[^\]]*\])+\s*$")
-# Times that mean nothing without the moment the text was written.
-_RELATIVE_TIME = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|(?:last|this|next|past) (?:week(?:end)?|month|year"
-    r"|night|morning|evening|time|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
-    r"|(?:\w+ )?(?:days?|weeks?|months?|years?) ago|recently|lately|just now)\b", re.I)
 
 
 def speaker_of(text: str) -> str | None:

@@ -227,6 +227,22 @@ def test_weekdays_and_months_are_values_too() -> None:
                          identical_pairs(2)) == []
 
 
+def test_a_value_named_twice_counts_twice() -> None:
+    # Each number of the second is named in the first, but the first names 3 twice.
+    texts = ["A human block keeps 4 preferences, 3 facts and the last 3 context notes.",
+             "A human block keeps 4 preferences, 3 facts and the last 5 context notes."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(1)) == []
+
+
+def test_times_relative_to_the_writing_are_values() -> None:
+    texts = ["Last week the nightly export timed out twice.",
+             "This week the nightly export timed out twice.",
+             "The export timed out two days ago.", "The export timed out three days ago."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(2)) == []
+
+
 def identical_pairs(count: int) -> Vectors:
     """`count` pairs of memories whose vectors are all but identical (cosine 0.99)."""
     axes = directions(2 * count)
