@@ -146,6 +146,24 @@ class ConsolidationSettings:
 
 
 @dataclass(frozen=True)
+class MemberAttribution:
+    """Who said a merged member, where it came from and when: kept in the merge's body, so
+    that merging never loses a member's attribution (its text may be dropped as a
+    near-duplicate sentence)."""
+
+    record_id: str
+    # The "Name:" its text starts with, lower case, if any.
+    speaker: str | None
+    agent_id: str | None
+    source_ref: str | None
+    occurred_at: datetime
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"record_id": self.record_id, "speaker": self.speaker, "agent_id": self.agent_id,
+                "source_ref": self.source_ref, "occurred_at": self.occurred_at.isoformat()}
+
+
+@dataclass(frozen=True)
 class MergedMemory:
     """The replacement of one cluster: written as a new memory, its members superseded by it."""
 
@@ -166,6 +184,14 @@ class MergedMemory:
     source_event_ids: tuple[str, ...]
     # The newest member's, so that a re-run builds the very same record.
     created_at: datetime
+    # One per member, in the order of member_ids.
+    attributions: tuple[MemberAttribution, ...] = ()
+
+    @property
+    def member_source_refs(self) -> tuple[str, ...]:
+        """The members' source refs, each once, in the order of member_ids."""
+        return tuple(dict.fromkeys(attribution.source_ref for attribution in self.attributions
+                                   if attribution.source_ref is not None))
 
     @property
     def provenance(self) -> tuple[str, ...]:
@@ -320,7 +346,15 @@ def merge_cluster(members: Sequence[ConsolidationCandidate], vectors: npt.ArrayL
         source_event_ids=tuple(dict.fromkeys(
             source for member in ordered for source in member.source_event_ids)),
         created_at=max(member.created_at for member in members),
+        attributions=tuple(attribution_of(member) for member in sorted(
+            members, key=lambda member: member.record_id)),
     )
+
+
+def attribution_of(member: ConsolidationCandidate) -> MemberAttribution:
+    return MemberAttribution(record_id=member.record_id, speaker=speaker_of(member.text),
+                             agent_id=member.agent_id, source_ref=member.source_ref,
+                             occurred_at=member.created_at)
 
 
 def pending_supersessions(candidates: Sequence[ConsolidationCandidate]) -> dict[str, str]:

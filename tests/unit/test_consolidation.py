@@ -482,6 +482,29 @@ def test_tags_related_ids_provenance_and_review_state_follow_the_rules() -> None
     assert merged.created_at == T0 + timedelta(hours=2)
 
 
+def test_a_merge_keeps_every_member_s_speaker_agent_source_and_time() -> None:
+    axes = directions(2)
+    members = [
+        candidate("m2", "Caroline: I went to the support group today.", source_ref="D1:3",
+                  created_at=T0 + timedelta(minutes=1)),
+        candidate("m1", "Caroline: I went to the support group today!", source_ref="D1:3",
+                  created_at=T0),
+        candidate("m3", "Caroline: I went to the support group, today.", source_ref=None,
+                  created_at=T0 + timedelta(minutes=2)),
+    ]
+    vectors = np.array([axes[0], near(axes[0], 0.99, axes[1]), axes[0]])
+    merged = merge_cluster(members, vectors)
+    assert [a.record_id for a in merged.attributions] == ["m1", "m2", "m3"]
+    assert {a.speaker for a in merged.attributions} == {"caroline"}
+    assert [a.source_ref for a in merged.attributions] == ["D1:3", "D1:3", None]
+    assert [a.occurred_at for a in merged.attributions] == [
+        T0, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2)]
+    assert merged.member_source_refs == ("D1:3",)
+    assert merged.attributions[0].as_json() == {
+        "record_id": "m1", "speaker": "caroline", "agent_id": None, "source_ref": "D1:3",
+        "occurred_at": T0.isoformat()}
+
+
 def test_related_ids_are_capped_most_frequent_first() -> None:
     axes = directions(2)
     many = tuple(f"r{n:02d}" for n in range(15))
