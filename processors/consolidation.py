@@ -3,7 +3,9 @@
 `find_clusters` groups duplicates within a partition (namespace, scope, owner, record kind,
 memory type): PCA to 64 dimensions, HDBSCAN, then a guard in the original embedding space that
 keeps a member only when it is close to the cluster's medoid and to the rest of the cluster, and
-names no numbers or code identifiers that contradict the others'. "Close to the rest" is judged
+is not distinct from another member by rule: a value that differs (number, identifier, weekday,
+month, relative time), another speaker, a question beside a statement, a time-relative text of
+another day, or another turn of the same speaker (issue 12). "Close to the rest" is judged
 on locally scaled cosines: the bar rises where memories crowd together (a topic with many
 distinct facts) and falls where they are sparse (a paraphrase with no look-alikes around).
 `merge_cluster` turns one cluster into one replacement memory: the medoid's text as the
