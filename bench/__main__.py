@@ -3,7 +3,8 @@
     python -m bench [--events 3000] [--search-points 100000]
 
 The embedder alone (int8 vs fp32 in the same run, their parity), error signatures per second
-on one core, digest build and fix pattern rebuild times, consolidation of 10k memories, then
+on one core, digest build and fix pattern rebuild times, consolidation of 10k memories and the
+fraction of LoCoMo's dev turns it merges (bench/consolidation_locomo.py), then
 the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means),
 and evidence recall of /v1/search on LoCoMo's development conversations beside baselines
 computed in the same run (bench/retrieval_eval.py).
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 
 from bench.agent_memory_eval import run_agent_memory_eval
 from bench.consolidation_bench import run_consolidation_bench
+from bench.consolidation_locomo import run_consolidation_locomo
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
@@ -48,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *signature_rows(run_signature_bench()),
         *run_history_bench(),
         *run_consolidation_bench(),
+        *run_consolidation_locomo(),
         *run_retrieval_eval(),
         *run_agent_memory_eval(),
     ]

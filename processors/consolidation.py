@@ -3,7 +3,9 @@
 `find_clusters` groups duplicates within a partition (namespace, scope, owner, record kind,
 memory type): PCA to 64 dimensions, HDBSCAN, then a guard in the original embedding space that
 keeps a member only when it is close to the cluster's medoid and to the rest of the cluster, and
-names no numbers or code identifiers that contradict the others'. "Close to the rest" is judged
+is not distinct from another member by rule: a value that differs (number, identifier, weekday,
+month, relative time), another speaker, a question beside a statement, a time-relative text of
+another day, or another turn of the same speaker (issue 12). "Close to the rest" is judged
 on locally scaled cosines: the bar rises where memories crowd together (a topic with many
 distinct facts) and falls where they are sparse (a paraphrase with no look-alikes around).
 `merge_cluster` turns one cluster into one replacement memory: the medoid's text as the
@@ -26,7 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 import hdbscan
@@ -67,7 +69,10 @@ class ConsolidationCandidate:
     review_state: ReviewState
     # Provenance ids: the events the record came from, or the records a merge replaced.
     source_event_ids: tuple[str, ...]
+    # When the memory was recorded (its event's occurred_at).
     created_at: datetime
+    # Where the writer found it (a URL, a run id, a dialog turn): kept in a merge's body.
+    source_ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,12 @@ class ConsolidationSettings:
     reference_cosine: float = 0.60
     # Token-set Jaccard (content words) from which two sentences are the same fact.
     sentence_jaccard: float = 0.65
+    # The same, from which two turns of one speaker ("Name: ...") said on one day are one
+    # utterance recorded twice. A speaker's turns on one topic are not restatements of each
+    # other, however close their vectors: on LoCoMo's dev conversations the turns that the
+    # vectors alone would merge share a median 0.16 of their content words, while restated
+    # memories of the evaluation set share 0.7 or more (bench/data/README.md).
+    utterance_jaccard: float = 0.6
 
     def __post_init__(self) -> None:
         if self.reduce_dims < 1 or self.min_samples < 1:
@@ -132,8 +143,26 @@ class ConsolidationSettings:
             raise ValueError("cosine thresholds lie in [-1, 1]")
         if self.local_scaling < 0 or self.neighbour_rank < 1:
             raise ValueError("local_scaling must not be negative, neighbour_rank at least 1")
-        if not 0 < self.sentence_jaccard <= 1:
-            raise ValueError("sentence_jaccard lies in (0, 1]")
+        if not (0 < self.sentence_jaccard <= 1 and 0 < self.utterance_jaccard <= 1):
+            raise ValueError("sentence_jaccard and utterance_jaccard lie in (0, 1]")
+
+
+@dataclass(frozen=True)
+class MemberAttribution:
+    """Who said a merged member, where it came from and when: kept in the merge's body, so
+    that merging never loses a member's attribution (its text may be dropped as a
+    near-duplicate sentence)."""
+
+    record_id: str
+    # The "Name:" its text starts with, lower case, if any.
+    speaker: str | None
+    agent_id: str | None
+    source_ref: str | None
+    occurred_at: datetime
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"record_id": self.record_id, "speaker": self.speaker, "agent_id": self.agent_id,
+                "source_ref": self.source_ref, "occurred_at": self.occurred_at.isoformat()}
 
 
 @dataclass(frozen=True)
@@ -157,6 +186,14 @@ class MergedMemory:
     source_event_ids: tuple[str, ...]
     # The newest member's, so that a re-run builds the very same record.
     created_at: datetime
+    # One per member, in the order of member_ids.
+    attributions: tuple[MemberAttribution, ...] = ()
+
+    @property
+    def member_source_refs(self) -> tuple[str, ...]:
+        """The members' source refs, each once, in the order of member_ids."""
+        return tuple(dict.fromkeys(attribution.source_ref for attribution in self.attributions
+                                   if attribution.source_ref is not None))
 
     @property
     def provenance(self) -> tuple[str, ...]:
@@ -253,7 +290,7 @@ def find_clusters(candidates: Sequence[ConsolidationCandidate], vectors: npt.Arr
     partitions: dict[PartitionKey, list[int]] = {}
     for index, candidate in enumerate(candidates):
         partitions.setdefault(partition_key(candidate), []).append(index)
-    anchors = [_anchors(candidate.text) for candidate in candidates]
+    traits = [_traits(candidate) for candidate in candidates]
     record_ids = [candidate.record_id for candidate in candidates]
     background = np.full(len(candidates), settings.reference_cosine)
     clusters: list[list[int]] = []
@@ -268,7 +305,7 @@ def find_clusters(candidates: Sequence[ConsolidationCandidate], vectors: npt.Arr
         guarding = time.perf_counter()
         spent["neighbours"] += guarding - started
         for rows in found:
-            clusters.extend(_guard([members[row] for row in rows], unit, background, anchors,
+            clusters.extend(_guard([members[row] for row in rows], unit, background, traits,
                                    record_ids, settings))
         spent["guard"] += time.perf_counter() - guarding
     return sorted(sorted(cluster) for cluster in clusters)
@@ -311,7 +348,15 @@ def merge_cluster(members: Sequence[ConsolidationCandidate], vectors: npt.ArrayL
         source_event_ids=tuple(dict.fromkeys(
             source for member in ordered for source in member.source_event_ids)),
         created_at=max(member.created_at for member in members),
+        attributions=tuple(attribution_of(member) for member in sorted(
+            members, key=lambda member: member.record_id)),
     )
+
+
+def attribution_of(member: ConsolidationCandidate) -> MemberAttribution:
+    return MemberAttribution(record_id=member.record_id, speaker=speaker_of(member.text),
+                             agent_id=member.agent_id, source_ref=member.source_ref,
+                             occurred_at=member.created_at)
 
 
 def pending_supersessions(candidates: Sequence[ConsolidationCandidate]) -> dict[str, str]:
@@ -408,7 +453,7 @@ def _density_clusters(unit: FloatMatrix, settings: ConsolidationSettings,
 
 
 def _guard(cluster: list[int], unit: FloatMatrix, background: FloatVector,
-           anchors: Sequence[_Anchors], record_ids: Sequence[str],
+           traits: Sequence[_Traits], record_ids: Sequence[str],
            settings: ConsolidationSettings) -> list[list[int]]:
     """Split a density cluster into groups that pass the guard, in the original space.
 
@@ -423,7 +468,7 @@ def _guard(cluster: list[int], unit: FloatMatrix, background: FloatVector,
     while pending:
         members = pending.pop()
         kept = _guarded_rows(unit[members], background[members],
-                             [anchors[member] for member in members],
+                             [traits[member] for member in members],
                              [record_ids[member] for member in members], settings)
         if len(kept) > 1:
             groups.append([members[row] for row in kept])
@@ -437,7 +482,7 @@ def _guard(cluster: list[int], unit: FloatMatrix, background: FloatVector,
     return groups
 
 
-def _guarded_rows(unit: FloatMatrix, background: FloatVector, anchors: Sequence[_Anchors],
+def _guarded_rows(unit: FloatMatrix, background: FloatVector, traits: Sequence[_Traits],
                   record_ids: Sequence[str], settings: ConsolidationSettings) -> list[int]:
     """The rows of one candidate group that pass the guard; the medoid's always do.
 
@@ -449,13 +494,12 @@ def _guarded_rows(unit: FloatMatrix, background: FloatVector, anchors: Sequence[
     scaled = locally_scaled(similarity, background, settings)
     kept = np.array([row == medoid or (
         similarity[medoid, row] >= settings.medoid_cosine
-        and not _conflict(anchors[medoid], anchors[row])) for row in range(len(unit))])
-    with_anchors = [row for row in range(len(unit))
-                    if anchors[row].numbers or anchors[row].identifiers]
+        and not _distinct(traits[medoid], traits[row], settings))
+        for row in range(len(unit))])
     conflicting: dict[int, list[int]] = {row: [] for row in range(len(unit))}
-    for position, row in enumerate(with_anchors):
-        for other in with_anchors[position + 1:]:
-            if _conflict(anchors[row], anchors[other]):
+    for row in range(len(unit)):
+        for other in range(row + 1, len(unit)):
+            if _distinct(traits[row], traits[other], settings):
                 conflicting[row].append(other)
                 conflicting[other].append(row)
     conflicts = np.array([sum(kept[other] for other in conflicting[row])
@@ -498,8 +542,16 @@ def _medoid(similarity: FloatMatrix, record_ids: Sequence[str]) -> int:
 
 @dataclass(frozen=True)
 class _Anchors:
-    numbers: frozenset[str]
+    """The values a text names, which a restatement keeps and a different fact changes."""
+
+    # Each value with its occurrence ("3" named twice is ("3", 1) and ("3", 2)): "4 facts and
+    # the last 3 notes of 3 agents" and "... the last 5 notes of 3 agents" differ in one value
+    # although each value of the second is named in the first.
+    numbers: frozenset[tuple[str, int]]
     identifiers: frozenset[str]
+    # Weekdays, months and times relative to the moment of writing ("last week", "today"):
+    # "the backup runs on Mondays" is not "... on Fridays".
+    calendar: frozenset[str]
 
 
 # A number as written in prose: 1,050  0.60  $50k  80%  24-hour. Not inside a word (BM25).
@@ -519,32 +571,156 @@ _IDENTIFIER = re.compile(
     r"|[A-Za-z]+\d[A-Za-z0-9]*)\b")
 # Dotted single letters are prose, not code: e.g, i.e, U.S.
 _ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+# Weekdays in any case and plural ("on mondays"), months capitalised only: "may" and "march"
+# are words too. Abbreviations as in dates ("Mon", "Sept").
+_WEEKDAY = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b",
+                      re.I)
+_MONTH = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")
+# Times that mean nothing without the moment the text was written.
+_RELATIVE_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|(?:last|this|next|past) (?:week(?:end)?|month|year"
+    r"|night|morning|evening|time|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"|(?:\w+ )?(?:days?|weeks?|months?|years?) ago|recently|lately|just now)\b", re.I)
+_MONTH_NAMES = frozenset({
+    "jan", "january", "feb", "february", "mar", "march", "apr", "april", "may", "jun", "june",
+    "jul", "july", "aug", "august", "sep", "sept", "september", "oct", "october", "nov",
+    "november", "dec", "december"})
 
 
 def _anchors(text: str) -> _Anchors:
-    """The numbers and code identifiers a text names, normalised: "ten", "10" and "10.0"
-    are one number, "80%" is 0.8, "$50k" is 50000."""
-    numbers: set[str] = set()
+    """The numbers, code identifiers and calendar names a text names, normalised: "ten",
+    "10" and "10.0" are one number, "80%" is 0.8, "$50k" is 50000, "Tues" is Tuesday."""
+    values: list[str] = []
     for match in _NUMBER.finditer(text):
         value = float(match.group(1).replace(",", ""))
         if match.group(2):
             value *= 1000
         elif match.group(3):
             value /= 100
-        numbers.add(f"{value:g}")
-    numbers.update(_NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
-                   if word in _NUMBER_WORDS)
+        values.append(f"{value:g}")
+    values += [_NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
+               if word in _NUMBER_WORDS]
+    seen: Counter[str] = Counter()
+    numbers: set[tuple[str, int]] = set()
+    for named in values:
+        seen[named] += 1
+        numbers.add((named, seen[named]))
     identifiers = {match.group(0).lower() for match in _IDENTIFIER.finditer(text)
                    if not _ABBREVIATION.fullmatch(match.group(0))}
-    return _Anchors(frozenset(numbers), frozenset(identifiers))
+    calendar = {match.group(1).lower()[:3] for match in _WEEKDAY.finditer(text)}
+    calendar.update(match.group(1).lower() for match in _MONTH.finditer(text)
+                    if match.group(0).lower() in _MONTH_NAMES)
+    calendar.update(" ".join(match.group(0).lower().split())
+                    for match in _RELATIVE_TIME.finditer(text))
+    return _Anchors(frozenset(numbers), frozenset(identifiers), frozenset(calendar))
 
 
 def _conflict(first: _Anchors, second: _Anchors) -> bool:
-    """Two texts that both name numbers (or identifiers) and share none state different
-    facts, however alike they read: "retries 3 times" is not "retries 5 times". The
-    embedding model puts such pairs at cosine 0.85-0.9, above most true paraphrases."""
-    return any(mine and theirs and not mine & theirs for mine, theirs in (
-        (first.numbers, second.numbers), (first.identifiers, second.identifiers)))
+    """Two texts of which each names a value the other does not state different facts,
+    however alike they read: "retries 3 times" is not "retries 5 times", and "service 27
+    needs flag 0" is not "service 27 needs flag 8", though both name 27. The embedding model
+    puts such pairs at cosine 0.85-0.99, above most true paraphrases. A value named by one
+    text alone is a detail added, not a contradiction: "retries 3 times, 10 s apart" restates
+    "retries 3 times"."""
+    return any(mine - theirs and theirs - mine for mine, theirs in (
+        (first.numbers, second.numbers), (first.identifiers, second.identifiers),
+        (first.calendar, second.calendar)))
+
+
+# ---------------------------------------------------------------------------- who and when
+
+
+@dataclass(frozen=True)
+class _Traits:
+    """What the guard compares beyond the vectors: a memory's values, who says it, whether it
+    asks, and on which day it was said when its text only makes sense on that day."""
+
+    anchors: _Anchors
+    # The "Name:" a turn of a conversation starts with, lower case; None without one.
+    speaker: str | None
+    # Content words of what is said (after the speaker's name).
+    words: frozenset[str]
+    asks: bool
+    # The day it was recorded, and whether its text names a time relative to that day.
+    day: date
+    deictic: bool
+
+
+# "Caroline: ...", "Dr Smith: ...", "agent-7: ...": one to three words before a colon at the
+# very start. A longer run is a sentence with a colon in it ("Pin the SDK to 4.2: 4.3 ...").
+_SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[a-z][\w-]*\d[\w-]*):\s+\S")
+# A trailing "[shares a photo of ...]" is a description, not what was said.
+_TRAILING_BRACKETS = re.compile(r"(?:\s*\[[^\]]*\])+\s*$")
+
+
+def speaker_of(text: str) -> str | None:
+    """Who a memory quotes: its leading "Name:" (lower case), or None."""
+    match = _SPEAKER.match(text)
+    return match.group(1).lower() if match else None
+
+
+def asks(text: str) -> bool:
+    """Whether a text ends by asking: its last sentence is a question. A question inside a
+    statement ("Known error? Then retry") does not make one."""
+    spoken = sentences(_TRAILING_BRACKETS.sub("", text))
+    return bool(spoken) and spoken[-1].endswith("?")
+
+
+def _traits(candidate: ConsolidationCandidate) -> _Traits:
+    text = candidate.text
+    speaker = _SPEAKER.match(text)
+    return _Traits(
+        anchors=_anchors(text),
+        speaker=speaker.group(1).lower() if speaker else None,
+        words=frozenset(_content_words(text[speaker.end(1) + 1:] if speaker else text)),
+        asks=asks(text),
+        day=candidate.created_at.date(),
+        deictic=_RELATIVE_TIME.search(text) is not None,
+    )
+
+
+def _distinct(first: _Traits, second: _Traits, settings: ConsolidationSettings) -> bool:
+    """Whether two memories cannot be one fact restated, whatever their vectors say: they
+    differ in a value, in who speaks, in asking or telling (a question and its answer are
+    neighbours, not duplicates), in the day a time-relative text was said, or they are two
+    different utterances of one speaker."""
+    return (_conflict(first.anchors, second.anchors)
+            or _speakers_differ(first, second)
+            or first.asks != second.asks
+            or _said_on_different_days(first, second)
+            or _different_utterances(first, second, settings.utterance_jaccard))
+
+
+def _speakers_differ(first: _Traits, second: _Traits) -> bool:
+    """Two speakers' turns are two utterances, however alike: merged, one would lose who said
+    it. A memory with no speaker prefix matches one with a prefix only when it names that
+    speaker itself ("Caroline said ..."), so that the merged text cannot drop the name; a
+    label that the other text names ("Recency: ..." beside "Recency decays ...") is no
+    speaker either."""
+    if first.speaker == second.speaker:
+        return False
+    if first.speaker is not None and second.speaker is not None:
+        return True
+    named, other = (first, second) if first.speaker is not None else (second, first)
+    assert named.speaker is not None
+    return not _content_words(named.speaker) <= other.words
+
+
+def _different_utterances(first: _Traits, second: _Traits, jaccard: float) -> bool:
+    """Quoted speech records what someone said at one moment. Two turns of one speaker are the
+    same memory only when they are one turn recorded twice: said the same day in (nearly) the
+    same words. Said on another day, or in other words on one topic, they are two turns, and a
+    merge would lose one of them from the dialog."""
+    if first.speaker is None or first.speaker != second.speaker:
+        return False
+    union = first.words | second.words
+    shared = len(first.words & second.words) / len(union) if union else 1.0
+    return first.day != second.day or shared < jaccard
+
+
+def _said_on_different_days(first: _Traits, second: _Traits) -> bool:
+    """"I went to the beach yesterday", said in May and again in June, is two outings."""
+    return (first.deictic or second.deictic) and first.day != second.day
 
 
 # ---------------------------------------------------------------------------- merging

@@ -62,7 +62,7 @@ def candidate_of(record: Record) -> ConsolidationCandidate:
         agent_id=record.agent_id, record_kind=record.record_kind,
         memory_type=record.memory_type, text=record.text, title=record.title,
         tags=record.tags, related_ids=record.related_ids, review_state=record.review_state,
-        source_event_ids=sources, created_at=record.created_at,
+        source_event_ids=sources, created_at=record.created_at, source_ref=record.source_ref,
     )
 
 
@@ -138,6 +138,10 @@ def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Pr
             "merged_from": list(merge.member_ids),
             "medoid_id": merge.medoid_id,
             "source_event_ids": list(merge.source_event_ids),
+            # Every member's speaker or agent, source_ref and time: nothing of who said what
+            # is lost in the merge, and search shows the source refs (streams/search.py).
+            "members": [attribution.as_json() for attribution in merge.attributions],
+            "member_source_refs": list(merge.member_source_refs),
             "wiki_links": wiki_links(text),
             **({"deterministic_text": merge.text} if rewritten else {}),
         },

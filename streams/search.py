@@ -232,6 +232,8 @@ def hit_view(hit: Hit) -> dict[str, Any]:
         "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
         "created_at": row["created_at"].isoformat(),
         "source_ref": row["source_ref"],
+        # A merge's members' source refs (from its body); empty for any other record.
+        "member_source_refs": list((row.get("body") or {}).get("member_source_refs", ())),
         "scope": row["scope"],
         "memory_type": row["memory_type"],
         "tags": list(row["tags"]),

@@ -9,6 +9,7 @@ from processors.consolidation import (
     MAX_TEXT_CHARS,
     ConsolidationCandidate,
     ConsolidationSettings,
+    asks,
     find_clusters,
     locally_scaled,
     merge_cluster,
@@ -19,6 +20,7 @@ from processors.consolidation import (
     pending_supersessions,
     reduce,
     sentences,
+    speaker_of,
 )
 from schemas.events import MAX_RELATED_IDS
 
@@ -169,6 +171,37 @@ def test_memories_naming_different_numbers_or_identifiers_are_not_merged() -> No
     assert find_clusters(candidates, vectors) == []
 
 
+def test_facts_that_share_one_number_and_differ_in_another_are_not_merged() -> None:
+    # Issue 12: "service 27 needs flag 0" and "... flag 8" were merged, because the veto only
+    # fired when two texts shared no number at all, and both name service 27.
+    texts = ["memory number 112: the deploy of service 27 needs flag 0",
+             "memory number 112: the deploy of service 27 needs flag 8",
+             "The importer retries 3 times within 10 seconds.",
+             "The importer retries 5 times within 10 seconds."]
+    axes = directions(4)
+    vectors = np.array([axes[0], near(axes[0], 0.99, axes[1]),
+                        axes[2], near(axes[2], 0.99, axes[3])])
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, vectors) == []
+
+
+def test_four_facts_that_differ_only_in_the_flag_are_not_merged() -> None:
+    texts = [f"the deploy of service 27 needs flag {flag}" for flag in (0, 3, 5, 8)]
+    axes = directions(4)
+    vectors = np.array([axes[0], *(near(axes[0], 0.99, axes[n]) for n in (1, 2, 3))])
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, vectors) == []
+
+
+def test_a_restatement_that_adds_a_number_is_still_a_duplicate() -> None:
+    # A detail added is no contradiction: the numbers of one contain the other's.
+    texts = ["The importer retries 3 times.", "The importer retries 3 times, 10 s apart."]
+    axes = directions(2)
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, np.array([axes[0], near(axes[0], 0.95, axes[1])])) == [
+        [0, 1]]
+
+
 def test_the_same_number_written_differently_is_no_conflict() -> None:
     texts = ["Keep at most 10 related ids per memory.", "Keep at most ten related ids.",
              "Rotate at 80% of the budget.", "Rotation happens at 0.8 of the budget."]
@@ -185,6 +218,127 @@ def test_abbreviations_are_not_identifiers() -> None:
     candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
     assert find_clusters(candidates, np.array([axes[0], near(axes[0], 0.95, axes[1])])) == [
         [0, 1]]
+
+
+def test_weekdays_and_months_are_values_too() -> None:
+    texts = ["The backup runs every Monday night.", "The backup runs every Friday night.",
+             "The audit is due in March.", "The audit is due in September."]
+    assert find_clusters([candidate(f"m{n}", text) for n, text in enumerate(texts)],
+                         identical_pairs(2)) == []
+
+
+def test_a_value_named_twice_counts_twice() -> None:
+    # Each number of the second is named in the first, but the first names 3 twice.
+    texts = ["A human block keeps 4 preferences, 3 facts and the last 3 context notes.",
+             "A human block keeps 4 preferences, 3 facts and the last 5 context notes."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(1)) == []
+
+
+def test_times_relative_to_the_writing_are_values() -> None:
+    texts = ["Last week the nightly export timed out twice.",
+             "This week the nightly export timed out twice.",
+             "The export timed out two days ago.", "The export timed out three days ago."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(2)) == []
+
+
+def identical_pairs(count: int) -> Vectors:
+    """`count` pairs of memories whose vectors are all but identical (cosine 0.99)."""
+    axes = directions(2 * count)
+    return np.array([row for k in range(count)
+                     for row in (axes[2 * k], near(axes[2 * k], 0.99, axes[2 * k + 1]))])
+
+
+# ---------------------------------------------------------------------------- who and when
+
+
+def test_the_issue_s_painting_turns_of_two_speakers_are_not_merged() -> None:
+    # Issue 12: these were merged into one record that dropped Melanie as the speaker.
+    texts = ["Caroline: Thanks, Melanie! Is this your own painting?",
+             "Melanie: Thanks, Caroline! Painting's a fun way to express my feelings.",
+             "Caroline: Wow, Melanie! The colors really blend nicely.",
+             "Melanie: Wow, Caroline! The colors really blend nicely."]
+    axes = directions(4)
+    vectors = np.array([axes[0], *(near(axes[0], 0.97, axes[n]) for n in (1, 2, 3))])
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, vectors) == []
+
+
+def test_the_same_words_from_two_speakers_are_two_utterances() -> None:
+    texts = ["Ann: the nightly backup finished without errors.",
+             "Bob: the nightly backup finished without errors."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(1)) == []
+
+
+def test_a_turn_recorded_twice_on_its_day_is_one_memory() -> None:
+    texts = ["Caroline: I went to the LGBTQ support group and it was so powerful.",
+             "Caroline: I went to the LGBTQ support group, and it was so powerful!"]
+    candidates = [candidate(f"m{n}", text, created_at=T0 + timedelta(minutes=n))
+                  for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(1)) == [[0, 1]]
+
+
+def test_one_speaker_s_turns_on_one_topic_are_not_merged() -> None:
+    # Close vectors, one speaker, one day, other words: two things she said.
+    texts = ["Caroline: I'm keen on counseling or working in mental health.",
+             "Caroline: I'm still looking into counseling and mental health jobs, it matters."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(1)) == []
+
+
+def test_the_same_turn_said_on_another_day_is_another_utterance() -> None:
+    texts = ["Melanie: Thanks, Caroline! Your kind words mean a lot.",
+             "Melanie: Thanks, Caroline! Your kind words mean a lot."]
+    candidates = [candidate(f"m{n}", text, created_at=T0 + timedelta(days=9 * n))
+                  for n, text in enumerate(texts)]
+    assert find_clusters(candidates, identical_pairs(1)) == []
+
+
+def test_a_label_that_the_other_text_names_is_no_speaker() -> None:
+    texts = ["Recency: exponential decay with a half-life of 30 days.",
+             "Recency decays exponentially, with a half-life of 30 days.",
+             "Caroline: the decay has a half-life of 30 days.",
+             "The decay has a half-life of 30 days."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    # The second pair would lose Caroline from the merged text if the canonical one were
+    # the unattributed memory.
+    assert find_clusters(candidates, identical_pairs(2)) == [[0, 1]]
+
+
+def test_a_question_and_its_answer_are_not_merged() -> None:
+    texts = ["Which flag does the deploy of the billing service need?",
+             "The deploy of the billing service needs the canary flag.",
+             "Known error signature? Then the best fix patterns come first.",
+             "With a known error signature, the best fix patterns come first."]
+    candidates = [candidate(f"m{n}", text) for n, text in enumerate(texts)]
+    # A question inside a statement does not make it a question.
+    assert find_clusters(candidates, identical_pairs(2)) == [[2, 3]]
+
+
+def test_a_text_relative_to_its_day_is_not_merged_with_one_of_another_day() -> None:
+    texts = ["The staging deploy failed yesterday.", "The staging deploy failed yesterday.",
+             "Staging deploys need the VPN.", "Staging deploys need the VPN."]
+    days = [0, 5, 0, 5]
+    candidates = [candidate(f"m{n}", text, created_at=T0 + timedelta(days=day))
+                  for n, (text, day) in enumerate(zip(texts, days, strict=True))]
+    # A timeless fact recorded again days later is still a duplicate.
+    assert find_clusters(candidates, identical_pairs(2)) == [[2, 3]]
+
+
+@pytest.mark.parametrize(("text", "speaker", "question"), [
+    ("Caroline: Is this your own painting?", "caroline", True),
+    ("Dr Smith: take two a day.", "dr smith", False),
+    ("agent-7: the deploy is green.", "agent-7", False),
+    ("Pin the payment SDK to 4.2: 4.3 drops refunds.", None, False),
+    ("Melanie: What inspired you? [shares a photo of a sunset]", "melanie", True),
+    ("Known error? Then retry.", None, False),
+])
+def test_speakers_and_questions_are_read_from_the_text(text: str, speaker: str | None,
+                                                       question: bool) -> None:
+    assert speaker_of(text) == speaker
+    assert asks(text) is question
 
 
 # ---------------------------------------------------------------------------- local scaling
@@ -326,6 +480,29 @@ def test_tags_related_ids_provenance_and_review_state_follow_the_rules() -> None
     assert merged.provenance == ("m1", "m2", "m3", "e2", "e2b", "e3", "e1")
     assert merged.review_state == "approved"
     assert merged.created_at == T0 + timedelta(hours=2)
+
+
+def test_a_merge_keeps_every_member_s_speaker_agent_source_and_time() -> None:
+    axes = directions(2)
+    members = [
+        candidate("m2", "Caroline: I went to the support group today.", source_ref="D1:3",
+                  created_at=T0 + timedelta(minutes=1)),
+        candidate("m1", "Caroline: I went to the support group today!", source_ref="D1:3",
+                  created_at=T0),
+        candidate("m3", "Caroline: I went to the support group, today.", source_ref=None,
+                  created_at=T0 + timedelta(minutes=2)),
+    ]
+    vectors = np.array([axes[0], near(axes[0], 0.99, axes[1]), axes[0]])
+    merged = merge_cluster(members, vectors)
+    assert [a.record_id for a in merged.attributions] == ["m1", "m2", "m3"]
+    assert {a.speaker for a in merged.attributions} == {"caroline"}
+    assert [a.source_ref for a in merged.attributions] == ["D1:3", "D1:3", None]
+    assert [a.occurred_at for a in merged.attributions] == [
+        T0, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2)]
+    assert merged.member_source_refs == ("D1:3",)
+    assert merged.attributions[0].as_json() == {
+        "record_id": "m1", "speaker": "caroline", "agent_id": None, "source_ref": "D1:3",
+        "occurred_at": T0.isoformat()}
 
 
 def test_related_ids_are_capped_most_frequent_first() -> None:

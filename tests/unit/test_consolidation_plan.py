@@ -76,6 +76,22 @@ def test_the_replacement_is_derived_lives_as_long_as_its_members_and_names_them(
     assert forever.expires_at is None, "a member that never expires keeps the merge"
 
 
+def test_the_replacement_s_body_keeps_each_member_s_attribution() -> None:
+    members = [memory("m1", "Deploys need the VPN.", source_ref="runbook#vpn",
+                      agent_id="ops-bot"),
+               memory("m2", "Deploys need the VPN!", source_ref="run-42", agent_id="ops-bot",
+                      created_at=T0 + timedelta(hours=1))]
+    a = axes(1)[0]
+    (merge,) = plan_consolidation(members, np.array([a, a])).merges
+    body = merged_record(merge, members, REQUEST).body
+    assert body["member_source_refs"] == ["runbook#vpn", "run-42"]
+    assert body["members"] == [
+        {"record_id": "m1", "speaker": None, "agent_id": "ops-bot", "source_ref": "runbook#vpn",
+         "occurred_at": T0.isoformat()},
+        {"record_id": "m2", "speaker": None, "agent_id": "ops-bot", "source_ref": "run-42",
+         "occurred_at": (T0 + timedelta(hours=1)).isoformat()}]
+
+
 def test_a_merge_is_seen_with_what_it_replaced_so_an_interrupted_run_is_finished() -> None:
     members = [memory("m1", "Deploys need the VPN."), memory("m2", "Deploys need the VPN!")]
     a, b = axes(2)
