@@ -92,6 +92,9 @@ class Settings:
     # Records that take updates only through review: an update to one becomes a pending
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
+    # Refuse memory writes not worth retaining (processors/refusal.py): announced as
+    # `refused` with the rule's reason, not stored.
+    refuse_low_value: bool = True
     memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
@@ -138,6 +141,7 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
+            refuse_low_value=_flag(get("REFUSE_LOW_VALUE", "true")),
             memory=MemoryFlags.from_env(env),
         )
 
