@@ -10,7 +10,8 @@ and evidence recall of /v1/search on LoCoMo's development conversations beside b
 computed in the same run (bench/retrieval_eval.py).
 The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
---sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`.
+--sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`;
+the refusal rules' precision and recall per reason: `python -m bench.refusal_eval`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bench.consolidation_locomo import run_consolidation_locomo
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
+from bench.refusal_eval import refusal_rows
 from bench.retrieval_eval import run_retrieval_eval
 from bench.signature_bench import run_signature_bench, signature_rows
 from embedder.build import DEFAULT_OUT, build
@@ -53,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *run_consolidation_locomo(),
         *run_retrieval_eval(),
         *run_agent_memory_eval(),
+        *refusal_rows(),
     ]
     width = 62
     print(f"{'measure':<{width}}  {'value':>16}  target")

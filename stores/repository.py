@@ -397,6 +397,48 @@ class Repository:
             list(record_ids),
         )
 
+    # -- refused writes --------------------------------------------------------------------
+
+    async def insert_refused_writes(
+        self, refused: Sequence[tuple[Record, str]]
+    ) -> dict[str, datetime]:
+        """Record writes refused with their reason (record, reason); those recorded before
+        stay, and are returned with the time they were refused."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.executemany(
+                """
+                INSERT INTO refused_writes (record_id, event_id, namespace, reason, producer,
+                                            source_topic, source_partition, source_offset)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (record_id) DO NOTHING
+                """,
+                [(record.record_id, record.provenance.source_event_id, record.namespace,
+                  reason, record.provenance.producer, record.provenance.source_topic,
+                  record.provenance.source_partition, record.provenance.source_offset)
+                 for record, reason in refused],
+            )
+            # refused_at defaults to now(), the transaction's start: as for insert_records.
+            before = await connection.fetch(
+                "SELECT record_id, refused_at FROM unnest($1::text[]) AS wanted (id)"
+                " JOIN refused_writes ON record_id = wanted.id WHERE refused_at <> now()",
+                [record.record_id for record, _ in refused],
+            )
+        return {row["record_id"]: row["refused_at"] for row in before}
+
+    async def announced_refusal_ids(self, record_ids: Iterable[str]) -> set[str]:
+        rows = await self._pool.fetch(
+            "SELECT record_id FROM unnest($1::text[]) AS wanted (id)"
+            " JOIN refused_writes ON record_id = wanted.id WHERE announced_at IS NOT NULL",
+            list(record_ids),
+        )
+        return {row["record_id"] for row in rows}
+
+    async def mark_refusals_announced(self, record_ids: Sequence[str]) -> None:
+        await self._pool.execute(
+            "UPDATE refused_writes SET announced_at = now() FROM unnest($1::text[]) AS wanted"
+            " (id) WHERE record_id = wanted.id AND announced_at IS NULL",
+            list(record_ids),
+        )
+
     async def records_by_id(
         self, namespace: str, record_ids: Sequence[str]
     ) -> dict[str, Mapping[str, Any]]:

@@ -25,7 +25,7 @@ EVENT_ID_HEADER = "memstream.event_id"
 
 
 def announcement(record: Record, change: ChangeKind, version: int = 1,
-                 cause_event_id: str | None = None) -> Outbound:
+                 cause_event_id: str | None = None, reason: str | None = None) -> Outbound:
     update = MemoryUpdated(
         event_id=change_event_id(record.record_id, version, change, cause_event_id),
         change=change,
@@ -36,6 +36,7 @@ def announcement(record: Record, change: ChangeKind, version: int = 1,
         occurred_at=record.created_at,
         provenance=record.provenance,
         cause_event_id=cause_event_id,
+        reason=reason,
     )
     return Outbound(
         topic=MEMORY_UPDATED,

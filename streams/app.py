@@ -216,7 +216,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                                  TierRules(settings.promote_after_updates), blocks,
                                  settings.block_max_chars)
     wiring.agent(MEMORY_EVENTS, "memory-writes",
-                 lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle),
+                 lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle,
+                                      refuse_low_value=settings.refuse_low_value),
                  settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)

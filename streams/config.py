@@ -104,6 +104,9 @@ class Settings:
     retention_interval_s: float = 60.0
     # Merges the consolidator makes: drafts until a reviewer approves them, or approved.
     derived_review: DerivedReview = "draft"
+    # Refuse memory writes not worth retaining (processors/refusal.py): announced as
+    # `refused` with the rule's reason, not stored.
+    refuse_low_value: bool = True
     memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
@@ -157,6 +160,7 @@ class Settings:
             retention_interval_s=float(get("RETENTION_INTERVAL_S",
                                            str(cls.retention_interval_s))),
             derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
+            refuse_low_value=_flag(get("REFUSE_LOW_VALUE", "true")),
             memory=MemoryFlags.from_env(env),
         )
 

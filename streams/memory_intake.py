@@ -1,22 +1,26 @@
-"""`memory.events` → validate → redact → embed → the record sink → `memory.updated`; the
-lifecycle events among them go to streams/memory_lifecycle.py.
+"""`memory.events` → validate → redact → refuse what is not worth retaining → embed → the
+record sink → `memory.updated`; the lifecycle events among them go to
+streams/memory_lifecycle.py.
 
 Two stages, so that the model works on one batch while the previous one is written:
-`prepare` validates, redacts and starts embedding; `complete` dead-letters what was rejected
-and hands the rest to the sink, which dead-letters what the stores refuse.
+`prepare` validates, redacts, sets apart the writes the refusal rules refuse
+(processors/refusal.py) and starts embedding the others; `complete` dead-letters what was
+rejected, records and announces the refusals, and hands the rest to the sink, which
+dead-letters what the stores refuse. A refused write was valid: it is no dead letter.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from processors.errors import Rejected, Rejection, Unexpected
 from processors.intake import Parsed, parse_event
 from processors.memories import check_references, memory_record, with_context
+from processors.refusal import RefusalReason, refusal_of
 from schemas.events import MEMORY_EVENT_TYPES, MemoryWrite
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
@@ -35,7 +39,9 @@ class PreparedWrites:
     rejected: list[tuple[InboundMessage, Rejection]]
     # Accepted and not announced before, with the message each came from.
     todo: list[tuple[InboundMessage, Record]]
-    # Accepted, and announced before: a replay.
+    # Accepted, refused by the rules as not worth retaining, and not announced before.
+    refused: list[tuple[InboundMessage, Record, RefusalReason]]
+    # Accepted, and announced before (stored or refused): a replay.
     duplicates: int
     vectors: asyncio.Task[Vector]
     # Updates, deprecations, reviews and restores, in the order they came: applied after
@@ -70,8 +76,10 @@ THREADS_REMEMBERED = 10_000
 
 class MemoryWriter:
     def __init__(self, runtime: Runtime, sink: RecordSink, trigger: ConsolidationTrigger,
-                 state: WriterState, lifecycle: LifecycleApplier) -> None:
+                 state: WriterState, lifecycle: LifecycleApplier, *,
+                 refuse_low_value: bool) -> None:
         self._runtime = runtime
+        self._refuse_low_value = refuse_low_value
         self._sink = sink
         self._lifecycle = lifecycle
         self._trigger = trigger
@@ -100,32 +108,49 @@ class MemoryWriter:
                     # A pure step gives the same answer every time: no use retrying it.
                     rejected.append((message, Unexpected.of(exc).rejection))
 
-        candidates = await self._with_context(candidates)
+        refusals = self._refusals(record for _, record in candidates)
+        candidates = await self._with_context(candidates, refusals)
         known = await self._attempts.until_done(
             lambda: self._known_references([record for _, record in candidates]),
             what="reference lookup")
-        accepted: list[tuple[InboundMessage, Record]] = []
+        # Bad input is dead-lettered before any write is judged on its worth.
+        kept: list[tuple[InboundMessage, Record]] = []
+        declined: list[tuple[InboundMessage, Record]] = []
         for message, record in candidates:
             try:
                 check_references(record, known[record.namespace])
             except Rejected as exc:
                 rejected.append((message, exc.rejection))
                 continue
-            accepted.append((message, record))
+            if record.record_id in refusals:
+                declined.append((message, record))
+                continue
+            kept.append((message, record))
             known[record.namespace].add(record.record_id)
             self._in_flight[record.namespace].add(record.record_id)
 
         fresh = await self._attempts.until_done(
-            lambda: self._sink.unannounced([record for _, record in accepted]),
+            lambda: self._sink.unannounced([record for _, record in kept]),
             what="replay check")
-        todo: list[tuple[InboundMessage, Record]] = []
-        for message, record in accepted:
-            if record.record_id in fresh:
-                fresh.discard(record.record_id)  # an event twice in one batch: stored once
-                todo.append((message, record))
-        return PreparedWrites(rejected, todo, len(accepted) - len(todo),
+        unannounced_refusals = await self._attempts.until_done(
+            lambda: self._sink.unannounced_refusals([record for _, record in declined]),
+            what="replay check of refusals")
+        todo = _first_of_each(kept, fresh)
+        refused = [(message, record, refusals[record.record_id])
+                   for message, record in _first_of_each(declined, unannounced_refusals)]
+        return PreparedWrites(rejected, todo, refused,
+                              len(kept) + len(declined) - len(todo) - len(refused),
                               start_embedding(runtime, [record for _, record in todo]),
                               lifecycle)
+
+    def _refusals(self, records: Iterable[Record]) -> dict[str, RefusalReason]:
+        """The record ids of the writes the rules refuse, with the rule's reason."""
+        if not self._refuse_low_value:
+            return {}
+        reasons = {record.record_id: refusal_of(record.text, record.title)
+                   for record in records}
+        return {record_id: reason for record_id, reason in reasons.items()
+                if reason is not None}
 
     def _record_of(self, message: InboundMessage, parsed: Parsed[MemoryWrite]) -> Record:
         provenance = message.provenance(parsed.event.event_id, parsed.event.producer)
@@ -140,13 +165,19 @@ class MemoryWriter:
     async def complete(self, prepared: PreparedWrites) -> None:
         runtime = self._runtime
         await send_dead_letters(runtime, prepared.rejected)
-        vectors, refused = await embedded(runtime, self._attempts, prepared.todo,
-                                          prepared.vectors)
+        # While the model embeds the kept writes.
+        refusals = await self._sink.store_refused(
+            [RecordChange(record, "refused", 0, None, (message,), reason=reason)
+             for message, record, reason in prepared.refused],
+            self._attempts)
+        vectors, failed = await embedded(runtime, self._attempts, prepared.todo,
+                                         prepared.vectors)
         changes = [RecordChange(record, "created", 1, vector, (message,))
                    for (message, record), vector in vectors]
         stored = await self._sink.store_new(changes, self._attempts)
-        refused += [(change.sources[0], error.rejection) for change, error in stored.failed]
-        await send_dead_letters(runtime, refused)
+        failed += [(change.sources[0], error.rejection)
+                   for change, error in [*refusals.failed, *stored.failed]]
+        await send_dead_letters(runtime, failed)
         for _, record in prepared.todo:
             self._in_flight[record.namespace].discard(record.record_id)
         runtime.metrics.consolidation_counted.inc(len(stored.done))
@@ -155,16 +186,20 @@ class MemoryWriter:
         events = runtime.metrics.events
         events.labels(MEMORY_EVENTS, "memory.write", "stored").inc(len(stored.done))
         events.labels(MEMORY_EVENTS, "memory.write", "duplicate").inc(prepared.duplicates)
+        events.labels(MEMORY_EVENTS, "memory.write", "refused").inc(len(refusals.done))
+        for change in refusals.done:
+            runtime.metrics.refused_writes.labels(change.reason).inc()
         await self._lifecycle.apply(prepared.lifecycle)
 
     async def _with_context(
-        self, candidates: list[tuple[InboundMessage, Record]]
+        self, candidates: list[tuple[InboundMessage, Record]], refused: Collection[str]
     ) -> list[tuple[InboundMessage, Record]]:
         """Each memory of a thread with the memory before it in the thread as its context: the
-        one this writer saw last, else the latest stored."""
+        one this writer saw last, else the latest stored. A refused write is not stored, so
+        it is no memory's context."""
         unknown: defaultdict[str, set[str]] = defaultdict(set)
         for _, record in candidates:
-            if record.thread is not None and \
+            if record.thread is not None and record.record_id not in refused and \
                     (record.namespace, record.thread) not in self._state.threads:
                 unknown[record.namespace].add(record.thread)
         stored: dict[tuple[str, str], Record] = {}
@@ -175,7 +210,7 @@ class MemoryWriter:
             stored.update(((namespace, thread), record) for thread, record in last.items())
         placed = []
         for message, record in candidates:
-            if record.thread is not None:
+            if record.thread is not None and record.record_id not in refused:
                 key = (record.namespace, record.thread)
                 record = with_context(record, self._state.threads.get(key, stored.get(key)))
                 self._state.remember(record)
@@ -192,3 +227,16 @@ class MemoryWriter:
                 stored = await self._runtime.repository.existing_record_ids(namespace, ids)
                 known[namespace] = stored | (ids & self._in_flight[namespace])
         return known
+
+
+def _first_of_each(items: Sequence[tuple[InboundMessage, Record]],
+                   wanted: set[str]) -> list[tuple[InboundMessage, Record]]:
+    """The items whose record is wanted, each record once: an event twice in one batch is
+    handled once."""
+    wanted = set(wanted)
+    first = []
+    for message, record in items:
+        if record.record_id in wanted:
+            wanted.discard(record.record_id)
+            first.append((message, record))
+    return first

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from processors.consolidation_trigger import RunOutcome
 from processors.errors import DeadLetterReason
+from processors.refusal import RefusalReason
 from processors.stack_traces import Dialect
 from schemas.events import ConsolidateReason, RecordKind
 from schemas.topics import INPUT_TOPICS
@@ -27,7 +28,8 @@ class Metrics:
         r = self.registry
         self.events = Counter(
             "memstream_events_total",
-            "Events consumed, by topic, event type and outcome (stored, duplicate, dlq).",
+            "Events consumed, by topic, event type and outcome (stored, duplicate, dlq, "
+            "refused).",
             ["topic", "type", "outcome"],
             registry=r,
         )
@@ -35,6 +37,12 @@ class Metrics:
             "memstream_dlq_total",
             "Events sent to a dead-letter topic, by source topic and reason.",
             ["topic", "reason"],
+            registry=r,
+        )
+        self.refused_writes = Counter(
+            "memstream_refused_writes_total",
+            "Memory writes refused as not worth retaining (announced, not stored), by reason.",
+            ["reason"],
             registry=r,
         )
         self.produced = Counter(
@@ -223,6 +231,8 @@ class Metrics:
                 self.dlq.labels(topic, reason)
             self.retries.labels(topic)
             self.unexpected_errors.labels(topic)
+        for reason in get_args(RefusalReason):
+            self.refused_writes.labels(reason)
         for dialect in get_args(Dialect):
             self.error_occurrences.labels(dialect)
         for change in ("created", "updated"):

@@ -1,6 +1,7 @@
 """The one path every record change takes: store → index → announce → mark announced.
 
-Memories, run digests, fix patterns and consolidations all go through here, so the error
+Memories, run digests, fix patterns, consolidations and refused writes (announced, not
+stored as records) all go through here, so the error
 handling lives in one place: each step runs under the stage's `Attempts` (transient failures
 wait, unexpected ones are retried a few times), and a step that fails for good is applied to
 halves of the batch down to the changes at fault. Those are returned with their error, for
@@ -16,7 +17,7 @@ is first looked up in the announcement log.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -50,6 +51,8 @@ class RecordChange:
     maybe_announced_since: datetime | None = None
     # The lifecycle event that made the change (update, deprecate, review, restore).
     cause_event_id: str | None = None
+    # Why, where the change has a reason (a refused write's rule).
+    reason: str | None = None
 
     @property
     def record_id(self) -> str:
@@ -66,6 +69,11 @@ class RecordSink:
         was announced is done and skipped whole."""
         ids = {record.record_id for record in records}
         return ids - await self._runtime.repository.announced_record_ids(ids)
+
+    async def unannounced_refusals(self, records: Sequence[Record]) -> set[str]:
+        """The ids of the refused writes whose refusal has not been announced yet."""
+        ids = {record.record_id for record in records}
+        return ids - await self._runtime.repository.announced_refusal_ids(ids)
 
     async def store_new(self, changes: Sequence[RecordChange],
                         attempts: Attempts) -> Isolated[RecordChange]:
@@ -92,10 +100,34 @@ class RecordSink:
                       attempts: Attempts) -> Isolated[RecordChange]:
         """Index, announce and mark announced changes that Postgres already holds."""
         indexed = await attempts.isolating(changes, self._update_index, what="indexing records")
-        announced = await attempts.isolating(indexed.done, _Announce(self._runtime),
-                                             what="announcing records")
+        announced = await attempts.isolating(
+            indexed.done, _Announce(self._runtime, self._runtime.repository.mark_announced),
+            what="announcing records")
         self._count(announced.done)
         return Isolated(announced.done, indexed.failed + announced.failed)
+
+    async def store_refused(self, changes: Sequence[RecordChange],
+                            attempts: Attempts) -> Isolated[RecordChange]:
+        """Record refused writes (change `refused`, each with its reason), then announce
+        them. Nothing reaches the records or the index: a refusal is announced under the id
+        its record would have had, and marked announced in `refused_writes`."""
+        runtime = self._runtime
+        refused_before: dict[str, datetime] = {}
+
+        async def insert(part: Sequence[RecordChange]) -> None:
+            with runtime.stage("postgres"):
+                found = await runtime.repository.insert_refused_writes(
+                    [(change.record, _reason(change)) for change in part])
+            refused_before.update(found)
+
+        stored = await attempts.isolating(changes, insert, what="recording refused writes")
+        announced = await attempts.isolating(
+            [_maybe_announced(change, refused_before.get(change.record_id))
+             for change in stored.done],
+            _Announce(runtime, runtime.repository.mark_refusals_announced),
+            what="announcing refused writes")
+        self._count(announced.done)
+        return Isolated(announced.done, stored.failed + announced.failed)
 
     async def _update_index(self, changes: Sequence[RecordChange]) -> None:
         index = self._index
@@ -123,13 +155,16 @@ class _Announce:
     """The announce step. It remembers when it was first tried: a retry may follow a produce
     the broker wrote but did not acknowledge, so it reads back from then on."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime,
+                 mark: Callable[[Sequence[str]], Awaitable[None]]) -> None:
         self._runtime = runtime
+        # Where the changes are marked announced: records, or refused writes.
+        self._mark = mark
         self._first_tried_at: float | None = None
 
     async def __call__(self, changes: Sequence[RecordChange]) -> None:
         runtime = self._runtime
-        messages = [announcement(c.record, c.change, c.version, c.cause_event_id)
+        messages = [announcement(c.record, c.change, c.version, c.cause_event_id, c.reason)
                     for c in changes]
         since = [c.maybe_announced_since.timestamp() for c in changes
                  if c.maybe_announced_since is not None]
@@ -143,13 +178,19 @@ class _Announce:
                     min(since) - READ_BACK_MARGIN_S)
                 messages = [m for m in messages if event_id_of(m) not in made]
             await runtime.producer.produce(messages)
-            await runtime.repository.mark_announced([c.record_id for c in changes])
+            await self._mark([c.record_id for c in changes])
 
 
 def _vector(change: RecordChange) -> Vector:
     if change.vector is None:
         raise ValueError(f"record {change.record_id}: a new record needs its vector")
     return change.vector
+
+
+def _reason(change: RecordChange) -> str:
+    if change.reason is None:
+        raise ValueError(f"record {change.record_id}: a refused write needs its reason")
+    return change.reason
 
 
 def _maybe_announced(change: RecordChange, stored_at: datetime | None) -> RecordChange:

@@ -4,8 +4,10 @@ crashes."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +32,8 @@ class Repository:
     def __init__(self) -> None:
         self.records: dict[str, tuple[Record, datetime]] = {}
         self.announced: set[str] = set()
+        self.refused: dict[str, tuple[str, datetime]] = {}
+        self.refusals_announced: set[str] = set()
 
     async def insert_records(self, rows: Sequence[tuple[Record, Any]]) -> dict[str, datetime]:
         before = {r.record_id: self.records[r.record_id][1] for r, _ in rows
@@ -43,6 +47,17 @@ class Repository:
 
     async def mark_announced(self, ids: Sequence[str]) -> None:
         self.announced.update(ids)
+
+    async def insert_refused_writes(self, rows: Sequence[tuple[Record, str]]
+                                    ) -> dict[str, datetime]:
+        before = {r.record_id: self.refused[r.record_id][1] for r, _ in rows
+                  if r.record_id in self.refused}
+        for record, reason in rows:
+            self.refused.setdefault(record.record_id, (reason, datetime.now(UTC)))
+        return before
+
+    async def mark_refusals_announced(self, ids: Sequence[str]) -> None:
+        self.refusals_announced.update(ids)
 
 
 class Index:
@@ -158,3 +173,35 @@ async def test_a_change_without_a_vector_leaves_the_index() -> None:
     assert [c.change for c in result.done] == ["superseded"]
     assert index.points == {}
     assert len(topic.event_ids()) == 2
+
+
+def refusal(n: int) -> RecordChange:
+    return replace(change(n), change="refused", version=0, vector=None, reason="filler")
+
+
+async def test_a_refused_write_is_recorded_and_announced_with_its_reason_not_stored() -> None:
+    repository, index, topic = Repository(), Index(), Topic(lose_acks=1)
+    live = runtime(repository, topic)
+    result = await RecordSink(live, index).store_refused([refusal(0), refusal(1)],
+                                                         live.attempts("memory.events"))
+    assert [c.record_id for c in result.done] == ["mem_0", "mem_1"]
+    assert repository.records == {} and index.points == {} and repository.announced == set()
+    assert {k: reason for k, (reason, _) in repository.refused.items()} == {
+        "mem_0": "filler", "mem_1": "filler"}
+    assert repository.refusals_announced == {"mem_0", "mem_1"}
+    # The lost acknowledgement was retried, and read back: each refusal announced once.
+    bodies = [json.loads(message.value) for _, message in topic.messages]
+    assert sorted((b["record_id"], b["change"], b["version"], b["reason"]) for b in bodies) == [
+        ("mem_0", "refused", 0, "filler"), ("mem_1", "refused", 0, "filler")]
+
+
+async def test_a_refusal_replayed_after_a_crash_before_its_mark_is_not_announced_again(
+) -> None:
+    repository, index, topic = Repository(), Index(), Topic()
+    live = runtime(repository, topic)
+    sink = RecordSink(live, index)
+    await sink.store_refused([refusal(0)], live.attempts("memory.events"))
+    repository.refusals_announced.clear()
+    await sink.store_refused([refusal(0), refusal(1)], live.attempts("memory.events"))
+    assert len(topic.event_ids()) == len(set(topic.event_ids())) == 2
+    assert repository.refusals_announced == {"mem_0", "mem_1"}
