@@ -11,7 +11,8 @@ computed in the same run (bench/retrieval_eval.py).
 The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`;
-the refusal rules' precision and recall per reason: `python -m bench.refusal_eval`.
+the refusal rules' precision and recall per reason: `python -m bench.refusal_eval`; the
+write-time twin threshold's sweep: `python -m bench.duplicate_threshold`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from bench.agent_memory_eval import run_agent_memory_eval
 from bench.consolidation_bench import run_consolidation_bench
 from bench.consolidation_locomo import run_consolidation_locomo
+from bench.duplicate_threshold import duplicate_rows
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
@@ -53,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *run_history_bench(),
         *run_consolidation_bench(),
         *run_consolidation_locomo(),
+        *duplicate_rows(),
         *run_retrieval_eval(),
         *run_agent_memory_eval(),
         *refusal_rows(),

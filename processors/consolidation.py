@@ -36,7 +36,14 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
-from schemas.events import MAX_RELATED_IDS, MemoryType, RecordKind, ReviewState, Scope
+from schemas.events import (
+    MAX_RELATED_IDS,
+    MAX_TAGS,
+    MemoryType,
+    RecordKind,
+    ReviewState,
+    Scope,
+)
 
 FloatMatrix = npt.NDArray[np.float64]
 FloatVector = npt.NDArray[np.float64]
@@ -44,7 +51,6 @@ PartitionKey = tuple[str, Scope, str | None, RecordKind, MemoryType | None]
 
 # What a memory.write accepts: a merge must stay writable as one memory.
 MAX_TEXT_CHARS = 8000
-MAX_TAGS = 20
 _REVIEW_STRENGTH: Mapping[ReviewState, int] = {"approved": 2, "draft": 1, "deprecated": 0}
 # Norm under which a PCA-projected row is the centre itself, the rest being float noise.
 _CENTRE = 1e-9
@@ -679,16 +685,35 @@ def _traits(candidate: ConsolidationCandidate) -> _Traits:
     )
 
 
+def restates(first: ConsolidationCandidate, second: ConsolidationCandidate,
+             settings: ConsolidationSettings | None = None) -> bool:
+    """Whether the guard lets two memories be one fact restated: the same partition, and
+    nothing (a value, a speaker, asking or telling, the day, the utterance) tells them
+    apart. The vectors decide the rest."""
+    settings = settings or ConsolidationSettings()
+    return partition_key(first) == partition_key(second) and not _distinct(
+        _traits(first), _traits(second), settings)
+
+
 def _distinct(first: _Traits, second: _Traits, settings: ConsolidationSettings) -> bool:
     """Whether two memories cannot be one fact restated, whatever their vectors say: they
     differ in a value, in who speaks, in asking or telling (a question and its answer are
     neighbours, not duplicates), in the day a time-relative text was said, or they are two
     different utterances of one speaker."""
     return (_conflict(first.anchors, second.anchors)
+            or _opposed(first.words, second.words)
             or _speakers_differ(first, second)
             or first.asks != second.asks
             or _said_on_different_days(first, second)
             or _different_utterances(first, second, settings.utterance_jaccard))
+
+
+def _opposed(first: frozenset[str], second: frozenset[str]) -> bool:
+    """One text negated and the other not, or each naming one of a pair of opposites the
+    other does not: "the job runs before the deploy" is not "... after the deploy", which
+    the embedding model puts at cosine 0.9 or more."""
+    mine, theirs = first - second, second - first
+    return any(_OPPOSITE.get(word, frozenset()) & theirs for word in mine)
 
 
 def _speakers_differ(first: _Traits, second: _Traits) -> bool:
@@ -738,6 +763,33 @@ _NEGATIONS = frozenset({
     "not", "no", "never", "without", "cannot", "can't", "don't", "doesn't", "isn't",
     "aren't", "won't", "mustn't", "shouldn't", "didn't", "wasn't", "weren't",
 })
+
+
+_OPPOSITE_PAIRS = (
+    ("before", "after"), ("earlier", "later"), ("early", "late"), ("first", "last"),
+    ("enable", "disable"), ("enabled", "disabled"), ("on", "off"), ("up", "down"),
+    ("allow", "deny"), ("allowed", "denied"), ("accept", "reject"), ("accepted", "rejected"),
+    ("always", "never"), ("increase", "decrease"), ("increased", "decreased"),
+    ("higher", "lower"), ("more", "less"), ("most", "least"), ("min", "max"),
+    ("minimum", "maximum"), ("open", "closed"), ("start", "stop"), ("started", "stopped"),
+    ("true", "false"), ("yes", "no"), ("success", "failure"), ("succeeded", "failed"),
+    ("pass", "fail"), ("passed", "failed"), ("add", "remove"), ("added", "removed"),
+    ("include", "exclude"), ("included", "excluded"), ("internal", "external"),
+    ("public", "private"), ("read", "write"), ("input", "output"), ("old", "new"),
+    ("older", "newer"), ("oldest", "newest"), ("left", "right"), ("above", "below"),
+    ("inside", "outside"), ("valid", "invalid"), ("required", "optional"),
+    ("sync", "async"), ("synchronous", "asynchronous"), ("staging", "production"),
+    ("client", "server"), ("upstream", "downstream"), ("inbound", "outbound"),
+    ("import", "export"), ("push", "pull"), ("lock", "unlock"), ("like", "dislike"),
+    ("love", "hate"), ("buy", "sell"), ("win", "lose"), ("morning", "evening"),
+    ("day", "night"), ("summer", "winter"), ("light", "dark"), ("fast", "slow"),
+    ("faster", "slower"), ("big", "small"), ("bigger", "smaller"), ("long", "short"),
+    ("longer", "shorter"), ("hot", "cold"), ("warm", "cool"), ("happy", "sad"),
+)
+_OPPOSITE: dict[str, frozenset[str]] = {}
+for _one, _other in _OPPOSITE_PAIRS:
+    _OPPOSITE[_one] = _OPPOSITE.get(_one, frozenset()) | {_other}
+    _OPPOSITE[_other] = _OPPOSITE.get(_other, frozenset()) | {_one}
 
 
 def _content_words(sentence: str) -> set[str]:

@@ -22,6 +22,7 @@ from processors.memories import wiki_links
 from processors.redaction import redact_secrets
 from processors.tiers import TierRules, tier_after_updates
 from schemas.events import (
+    MAX_TAGS,
     ChangeKind,
     LifecycleEvent,
     MemoryDeprecate,
@@ -296,6 +297,31 @@ def _changed(record: Record, change: ChangeKind, actor: str, fields: Mapping[str
 # The order in which `changed` names fields, whatever order they were given in.
 _FIELD_ORDER = ("text", "title", "memory_type", "tags", "related_ids", "review_state",
                 "trust_class")
+
+
+# Restatements a memory keeps in its body, the latest.
+MAX_RESTATEMENTS = 20
+
+
+def restated(current: Current, write: Record, cosine: float) -> Outcome:
+    """A write that restates `current` (processors/duplicates.py): a version of it that keeps
+    its own text and adds the write's provenance, text and tags."""
+    record = current.record
+    source = write.provenance
+    entry = {
+        "event_id": source.source_event_id, "record_id": write.record_id, "text": write.text,
+        "producer": source.producer, "occurred_at": write.created_at.isoformat(),
+        "source": f"{source.source_topic}/{source.source_partition}/{source.source_offset}",
+        "cosine": round(cosine, 4),
+    }
+    earlier = list(record.body.get("restatements", ()))
+    body = {**record.body, "restatements": [*earlier, entry][-MAX_RESTATEMENTS:],
+            "restated": int(record.body.get("restated", 0)) + 1}
+    tags = tuple(dict.fromkeys((*record.tags, *write.tags)))[:MAX_TAGS]
+    changed = ("restatements", *(("tags",) if tags != record.tags else ()))
+    return Outcome("updated", record.model_copy(update={"body": body, "tags": tags}),
+                   source.producer, changed,
+                   f"restated by {source.source_event_id} (cosine {cosine:.2f})")
 
 
 def version_diff(older: RecordVersion, newer: RecordVersion) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pydantic import (
 
 SCHEMA_VERSION: Literal[1] = 1
 MAX_RELATED_IDS = 10
+MAX_TAGS = 20
 
 Namespace = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
@@ -146,7 +147,7 @@ class MemoryWritePayload(_Payload):
     text: Annotated[str, StringConstraints(min_length=1, max_length=8000)]
     title: Annotated[str, StringConstraints(max_length=200)] | None = None
     memory_type: MemoryType = "fact"
-    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     related_ids: list[Identifier] = Field(default_factory=list, max_length=MAX_RELATED_IDS)
     scope: Scope = "shared"
     agent_id: Identifier | None = Field(
@@ -189,7 +190,7 @@ class MemoryUpdatePayload(_Payload):
     text: Annotated[str, StringConstraints(min_length=1, max_length=8000)] | None = None
     title: Annotated[str, StringConstraints(max_length=200)] | None = None
     memory_type: MemoryType | None = None
-    tags: list[Tag] | None = Field(default=None, max_length=20)
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     related_ids: list[Identifier] | None = Field(default=None, max_length=MAX_RELATED_IDS)
 
     @model_validator(mode="after")

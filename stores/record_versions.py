@@ -5,7 +5,7 @@ keeps it in the source of truth."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
@@ -104,6 +104,9 @@ class VersionConflict(MemstreamError):
 class RecordVersions(Protocol):
     async def applied(self, event_id: str) -> AppliedEvent | None: ...
 
+    async def applied_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Those of these events that were applied (a write folded into its twin is)."""
+
     async def current(self, namespace: str, record_id: str) -> StoredCurrent | None: ...
 
     async def version(self, namespace: str, record_id: str,
@@ -150,6 +153,12 @@ class PostgresRecordVersions:
         return AppliedEvent(row["event_id"], row["record_id"], change,
                             int(row["version"]), row["applied_at"],
                             row["announced_at"] is not None)
+
+    async def applied_ids(self, event_ids: Sequence[str]) -> set[str]:
+        rows = await self._pool.fetch(
+            "SELECT event_id FROM lifecycle_events WHERE event_id = ANY($1::text[])",
+            list(event_ids))
+        return {row["event_id"] for row in rows}
 
     async def current(self, namespace: str, record_id: str) -> StoredCurrent | None:
         row = await self._pool.fetchrow(

@@ -1,7 +1,7 @@
 """Search over the records in Postgres: the fallback when the index is unreachable.
 
 It answers the same three questions as an index (`SearchIndex`: dense nearest, lexical best,
-term counts) over the records the index would hold (not superseded, not deprecated), with the
+term counts) over the records the index would hold (neither superseded nor expired), with the
 same visibility rules and filters, exactly (no approximate graph). Hybrid search then runs
 the same algorithm over it as over the index, so the degraded answer ranks like the live one.
 """
@@ -18,11 +18,12 @@ from processors.lexical import SparseVector
 from stores.repository import create_pool
 from stores.vector_index import DIM, IndexHit, SearchScope, TermCounts, Vector, as_vector
 
-# The records an index holds: live ones (stores.reindex rebuilds from the same rule).
-_INDEXED = "superseded_by IS NULL AND review_state <> 'deprecated'"
+# The records an index holds: neither superseded nor expired; deprecated ones too, which
+# search leaves out unless asked for them (the stream and stores.reindex keep this rule).
+INDEXED = "superseded_by IS NULL AND expired_at IS NULL"
 # A record within a SearchScope ($1 is the query; see _scope_args for $2-$12).
 _SCOPE = f"""
-    namespace = $2 AND {_INDEXED}
+    namespace = $2 AND {INDEXED}
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
     AND ($4::text IS NULL OR $4 = ANY(related_ids))
     AND (scope = 'shared' OR agent_id = $5)
@@ -74,11 +75,11 @@ class RecordsSearch:
 
     async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
         documents: int = await self._pool.fetchval(
-            f"SELECT count(*) FROM records WHERE namespace = $1 AND {_INDEXED}", namespace)
+            f"SELECT count(*) FROM records WHERE namespace = $1 AND {INDEXED}", namespace)
         rows = await self._pool.fetch(
             f"""
             SELECT term, count(*) AS n FROM records, unnest(lexical_terms) AS term
-            WHERE namespace = $1 AND {_INDEXED} AND lexical_terms && $2::integer[]
+            WHERE namespace = $1 AND {INDEXED} AND lexical_terms && $2::integer[]
               AND term = ANY($2::integer[])
             GROUP BY term
             """,

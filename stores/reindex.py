@@ -35,12 +35,10 @@ from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
 from stores.pgvector import register_codecs
 from stores.qdrant_edge_index import EdgeIndex
+from stores.records_search import INDEXED
 from stores.vector_index import IndexPoint, VectorIndex
 
 INDEX_URL_ENV = "MEMSTREAM_INDEX_URL"
-# What the stream keeps in the index: every record neither superseded nor expired
-# (deprecated ones too: search leaves them out unless asked for them).
-LIVE = "superseded_by IS NULL AND expired_at IS NULL"
 
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
@@ -49,11 +47,11 @@ SELECT record_id, namespace, record_kind, scope, agent_id, review_state, trust_c
        tags, related_ids, created_at, expires_at, run_ref, title, text, embedding, body,
        memory_type, lexical
 FROM records
-WHERE {LIVE} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
+WHERE {INDEXED} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
 ORDER BY record_id
 LIMIT $3
 """
-_STILL_LIVE = f"SELECT record_id FROM records WHERE record_id = ANY($1::text[]) AND {LIVE}"
+_STILL_LIVE = f"SELECT record_id FROM records WHERE record_id = ANY($1::text[]) AND {INDEXED}"
 _WRITE_BACK = "UPDATE records SET embedding = $2 WHERE record_id = $1 AND embedding IS NULL"
 _WRITE_BACK_LEXICAL = (
     "UPDATE records SET lexical = $2, lexical_terms = $3 WHERE record_id = $1 AND lexical IS NULL"

@@ -51,6 +51,7 @@ from streams.retrieval_log import RetrievalLog
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, required, search, spend_search
+from streams.twins import TwinFinder
 
 log = logging.getLogger(__name__)
 
@@ -215,9 +216,11 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     lifecycle = LifecycleApplier(runtime, sink, versions, settings.protect,
                                  TierRules(settings.promote_after_updates), blocks,
                                  settings.block_max_chars)
+    twins = None if settings.twin_cosine is None else \
+        TwinFinder(runtime, index, settings.twin_cosine)
     wiring.agent(MEMORY_EVENTS, "memory-writes",
                  lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle,
-                                      refuse_low_value=settings.refuse_low_value),
+                                      refuse_low_value=settings.refuse_low_value, twins=twins),
                  settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import cast, get_args
 
 from processors.consolidation_plan import DerivedReview
+from processors.duplicates import DUPLICATE_COSINE
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
 from stores.index_factory import DEFAULT_INDEX_URL
@@ -94,6 +95,10 @@ class Settings:
     # Records that take updates only through review: an update to one becomes a pending
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
+    # A new memory at least this close to a live one of its namespace that restates it (the
+    # consolidation guard agrees) updates that one instead (processors/duplicates.py); None
+    # (MEMSTREAM_TWIN_COSINE=off) stores every write as it comes.
+    twin_cosine: float | None = DUPLICATE_COSINE
     # Characters a core memory block holds (seed 004's CORE_MEMORY_MAX_CHARS).
     block_max_chars: int = 1500
     # Content updates that move a memory one tier up (active, short_term, long_term).
@@ -153,6 +158,7 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
+            twin_cosine=_off_or_float(get("TWIN_COSINE", str(cls.twin_cosine))),
             block_max_chars=int(get("BLOCK_MAX_CHARS", str(cls.block_max_chars))),
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
                                           str(cls.promote_after_updates))),
@@ -163,6 +169,10 @@ class Settings:
             refuse_low_value=_flag(get("REFUSE_LOW_VALUE", "true")),
             memory=MemoryFlags.from_env(env),
         )
+
+
+def _off_or_float(raw: str) -> float | None:
+    return None if raw.strip().lower() in ("off", "none", "") else float(raw)
 
 
 def _derived_review(raw: str) -> DerivedReview:

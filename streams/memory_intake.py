@@ -17,7 +17,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from processors.errors import Rejected, Rejection, Unexpected
+from processors.duplicates import Twin
+from processors.errors import MemstreamError, Rejected, Rejection, Unexpected
 from processors.intake import Parsed, parse_event
 from processors.memories import check_references, memory_record, with_context
 from processors.refusal import RefusalReason, refusal_of
@@ -32,6 +33,7 @@ from streams.memory_lifecycle import Lifecycle, LifecycleApplier
 from streams.messages import InboundMessage
 from streams.record_sink import RecordChange, RecordSink
 from streams.runtime import Runtime
+from streams.twins import TwinFinder
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,10 @@ THREADS_REMEMBERED = 10_000
 class MemoryWriter:
     def __init__(self, runtime: Runtime, sink: RecordSink, trigger: ConsolidationTrigger,
                  state: WriterState, lifecycle: LifecycleApplier, *,
-                 refuse_low_value: bool) -> None:
+                 refuse_low_value: bool, twins: TwinFinder | None) -> None:
         self._runtime = runtime
         self._refuse_low_value = refuse_low_value
+        self._twins = twins
         self._sink = sink
         self._lifecycle = lifecycle
         self._trigger = trigger
@@ -172,9 +175,19 @@ class MemoryWriter:
             self._attempts)
         vectors, failed = await embedded(runtime, self._attempts, prepared.todo,
                                          prepared.vectors)
+        twins = await self._twins_of(vectors)
         changes = [RecordChange(record, "created", 1, vector, (message,))
-                   for (message, record), vector in vectors]
+                   for (message, record), vector in vectors if record.record_id not in twins]
         stored = await self._sink.store_new(changes, self._attempts)
+        # After the new records: a write may restate one stored just now.
+        for (message, record), _ in vectors:
+            if record.record_id in twins:
+                try:
+                    await self._attempts.until_done(
+                        partial(self._lifecycle.fold_into_twin, message, record,
+                                twins[record.record_id]), what="folding a write into its twin")
+                except MemstreamError as error:
+                    failed.append((message, error.rejection))
         failed += [(change.sources[0], error.rejection)
                    for change, error in [*refusals.failed, *stored.failed]]
         await send_dead_letters(runtime, failed)
@@ -185,11 +198,31 @@ class MemoryWriter:
                                         self._attempts)
         events = runtime.metrics.events
         events.labels(MEMORY_EVENTS, "memory.write", "stored").inc(len(stored.done))
+        events.labels(MEMORY_EVENTS, "memory.write", "restated").inc(len(twins))
         events.labels(MEMORY_EVENTS, "memory.write", "duplicate").inc(prepared.duplicates)
         events.labels(MEMORY_EVENTS, "memory.write", "refused").inc(len(refusals.done))
         for change in refusals.done:
             runtime.metrics.refused_writes.labels(change.reason).inc()
         await self._lifecycle.apply(prepared.lifecycle)
+
+    async def _twins_of(self, vectors: Sequence[tuple[tuple[InboundMessage, Record], Vector]]
+                        ) -> dict[str, Twin | None]:
+        """The writes that restate a live memory -> that memory; a write folded by an earlier
+        try -> None (its fold is finished, not done again)."""
+        if self._twins is None or not vectors:
+            return {}
+        records = [record for (_, record), _ in vectors]
+        folded = await self._attempts.until_done(
+            partial(self._lifecycle.folded, [r.provenance.source_event_id for r in records]),
+            what="replay check of twins")
+        found: dict[str, Twin | None] = {r.record_id: None for r in records
+                                         if r.provenance.source_event_id in folded}
+        fresh = [(record, vector) for (_, record), vector in vectors
+                 if record.record_id not in found]
+        twins = self._twins
+        found.update(await self._attempts.until_done(partial(twins.twins, fresh),
+                                                     what="finding twins"))
+        return found
 
     async def _with_context(
         self, candidates: list[tuple[InboundMessage, Record]], refused: Collection[str]

@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from functools import partial
 
+from processors.duplicates import Twin
 from processors.embedding_text import embedding_text
 from processors.errors import MemstreamError, Rejected
 from processors.intake import Parsed
@@ -24,6 +25,7 @@ from processors.lifecycle import (
     OutcomeKind,
     Protection,
     outcome_of,
+    restated,
 )
 from processors.tiers import TierRules
 from schemas.events import (
@@ -80,7 +82,8 @@ class LifecycleApplier:
         applied = await self._versions.applied(event.event_id)
         if applied is not None:
             if not applied.announced and applied.change is not None:
-                await self._announce_again(message, event, applied, applied.change)
+                await self._announce_again(message, event.event_id, event.namespace, applied,
+                                           applied.change)
             return "duplicate"
         stored = await self._versions.current(event.namespace, event.payload.record_id)
         if stored is None:
@@ -106,6 +109,37 @@ class LifecycleApplier:
                             message, event.event_id)
         return outcome.change
 
+    async def folded(self, event_ids: Sequence[str]) -> set[str]:
+        """The writes among these that an earlier try folded into their twins."""
+        return await self._versions.applied_ids(event_ids)
+
+    async def fold_into_twin(self, message: InboundMessage, write: Record,
+                             twin: Twin | None) -> None:
+        """Apply a write that restates a stored memory as a version of that memory: once,
+        by the write's event id (`twin` None: an earlier try did, and this one finishes
+        it); refused if the twin is gone meanwhile."""
+        event_id = write.provenance.source_event_id
+        applied = await self._versions.applied(event_id)
+        if applied is not None:
+            if not applied.announced and applied.change is not None:
+                await self._announce_again(message, event_id, write.namespace, applied,
+                                           applied.change)
+            return
+        if twin is None:
+            raise Rejected("internal_error", f"write {event_id} was folded by an earlier "
+                           "try, which left no trace")
+        stored = await self._versions.current(write.namespace, twin.record_id)
+        if stored is None:
+            raise Rejected("broken_reference", f"the twin {twin.record_id} of the write "
+                           f"is not in namespace {write.namespace!r}")
+        outcome = restated(stored.current, write, twin.cosine)
+        saved = await self._versions.save(event_id, "memory.write", stored.current.version,
+                                          outcome, None)
+        vector = stored.vector if stored.vector is not None else \
+            await self._embedded(saved.record)
+        await self._publish([ChangedRecord(saved.record, change, version, vector)
+                             for change, version in saved.versions], message, event_id)
+
     async def _facts(self, event: LifecycleEvent, stored: StoredCurrent) -> Facts:
         namespace, record_id = event.namespace, event.payload.record_id
         current, updates = stored.current, stored.updates
@@ -127,18 +161,18 @@ class LifecycleApplier:
         vector: Vector = vectors[0]
         return vector
 
-    async def _announce_again(self, message: InboundMessage, event: LifecycleEvent,
+    async def _announce_again(self, message: InboundMessage, event_id: str, namespace: str,
                               applied: AppliedEvent, change: ChangeKind) -> None:
         """Complete an event applied by an earlier try that may not have announced it: the
         records it gave a version, or (a proposal, a rejected diff) the record as it is."""
-        changed = await self._versions.changed_by(event.event_id)
+        changed = await self._versions.changed_by(event_id)
         if not changed:
-            stored = await self._versions.current(event.namespace, applied.record_id)
+            stored = await self._versions.current(namespace, applied.record_id)
             if stored is None:
                 return
             changed = [ChangedRecord(stored.current.record, change, applied.version,
                                      stored.vector)]
-        await self._publish(changed, message, event.event_id, since=applied.applied_at)
+        await self._publish(changed, message, event_id, since=applied.applied_at)
 
     async def _publish(self, changed: Sequence[ChangedRecord], message: InboundMessage,
                        event_id: str, since: datetime | None = None) -> None:

@@ -19,6 +19,7 @@ from processors.consolidation import (
     partition_key,
     pending_supersessions,
     reduce,
+    restates,
     sentences,
     speaker_of,
 )
@@ -579,3 +580,17 @@ def test_a_merge_whose_members_are_still_live_is_finished_not_merged_again() -> 
     assert pending_supersessions([*members, as_live, other]) == {
         "m1": merged.record_id, "m2": merged.record_id, "m3": merged.record_id}
     assert pending_supersessions([as_live, other]) == {}
+
+
+@pytest.mark.parametrize("first, second", [
+    ("The cleanup job runs before the nightly deploy.",
+     "The cleanup job runs after the nightly deploy."),
+    ("Feature flags are enabled for the mobile apps.",
+     "Feature flags are disabled for the mobile apps."),
+    ("The search cluster accepts writes from the internal network.",
+     "The search cluster accepts writes from the external network."),
+])
+def test_opposite_words_tell_two_facts_apart(first: str, second: str) -> None:
+    a, b = candidate("a", first), candidate("b", second)
+    assert not restates(a, b)
+    assert restates(a, candidate("c", first.replace("The ", "the ", 1)))

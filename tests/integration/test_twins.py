@@ -1,0 +1,114 @@
+"""Write-time twins on the real stack: a write that restates a live memory of its namespace
+updates that memory (a version with both events' provenance) instead of adding a twin.
+
+Its own stack: the session's worker runs with twins off, for the tests that write
+look-alike memories on purpose."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from client.publisher import Publisher
+from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
+from harness.stack import Stack, Worker
+from tests.integration.conftest import event
+
+pytestmark = pytest.mark.integration
+
+VPN = "Deploys to staging need the office VPN."
+VPN_AGAIN = "Staging deploys need the office VPN."
+VPN_PRODUCTION = "Deploys to production need the office VPN."
+WEBHOOKS = "The billing service retries failed webhooks five times."
+WEBHOOKS_AGAIN = "Failed webhooks are retried five times by the billing service."
+
+
+@pytest.fixture(scope="module")
+def twin_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with Stack(tmp_path_factory.mktemp("twins")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def twin_worker(twin_stack: Stack) -> Iterator[Worker]:
+    running = twin_stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+async def announcements(twin_stack: Stack) -> AsyncIterator[TopicReader]:
+    async with TopicReader(twin_stack.broker.bootstrap, "memory.updated") as reader:
+        yield reader
+
+
+def changes(messages: list[Received], namespace: str) -> list[tuple[str, str, int, str | None]]:
+    bodies = [json.loads(message.value) for message in messages]
+    return [(body["change"], body["record_id"], body["version"], body.get("cause_event_id"))
+            for body in bodies if body["namespace"] == namespace]
+
+
+async def test_a_restatement_updates_its_twin_and_a_different_fact_is_stored(
+    twin_stack: Stack, twin_worker: Worker, announcements: TopicReader,
+) -> None:
+    namespace = f"ns-{uuid.uuid4().hex[:10]}"
+    async with Publisher(twin_stack.broker.bootstrap, producer="agent-7") as publisher:
+        first = await publisher.write_memory(namespace, VPN, tags=["ops"])
+        await announcements.wait_for(lambda m: len(changes(m, namespace)) == 1)
+        again_event = uuid.uuid4().hex
+        again = await publisher.write_memory(namespace, VPN_AGAIN, tags=["vpn"],
+                                             event_id=again_event)
+        production = await publisher.write_memory(namespace, VPN_PRODUCTION)
+    await announcements.wait_for(lambda m: len(changes(m, namespace)) == 3)
+    # In one batch, the new records are stored before writes are folded into their twins.
+    assert sorted(changes(announcements.messages, namespace), key=str) == sorted([
+        ("created", first, 1, None), ("updated", first, 2, again_event),
+        ("created", production, 1, None)], key=str)
+
+    async with httpx.AsyncClient(base_url=twin_worker.base_url, timeout=10) as http:
+        versions = (await http.get(f"/v1/records/{first}/history",
+                                   params={"namespace": namespace})).json()["versions"]
+        assert [(v["change"], v["actor"], v["event_id"]) for v in versions] == [
+            ("created", "agent-7", versions[0]["event_id"]),
+            ("updated", "agent-7", again_event)]
+        assert versions[1]["text"] == VPN and versions[1]["tags"] == ["ops", "vpn"]
+        assert versions[1]["reason"].startswith(f"restated by {again_event} (cosine 0.9")
+        shown = (await http.get(f"/v1/records/{first}", params={"namespace": namespace})).json()
+        (restatement,) = shown["record"]["body"]["restatements"]
+        assert (restatement["event_id"], restatement["record_id"], restatement["text"]) == (
+            again_event, again, VPN_AGAIN)
+        assert (await http.get(f"/v1/records/{again}",
+                               params={"namespace": namespace})).status_code == 404
+        stats = (await http.get("/v1/stats", params={"namespace": namespace})).json()
+        assert stats == {"namespace": namespace, "records": {"memory": 2}, "index_points": 2}
+        metrics = (await http.get("/metrics")).text
+        assert 'memstream_events_total{outcome="restated",topic="memory.events",' \
+            'type="memory.write"}' in metrics
+
+    # The same write again (a producer's retry) changes nothing.
+    await produce(twin_stack.broker.bootstrap, "memory.events", [(namespace.encode(), event(
+        "memory.write", namespace, {"text": VPN_AGAIN, "tags": ["vpn"]},
+        event_id=again_event))])
+    await wait_caught_up(twin_stack.broker.bootstrap, twin_worker.app_id, ["memory.events"])
+    assert len(changes(announcements.messages, namespace)) == 3
+
+
+async def test_twins_in_one_batch_are_stored_once(
+    twin_stack: Stack, twin_worker: Worker, announcements: TopicReader,
+) -> None:
+    namespace = f"ns-{uuid.uuid4().hex[:10]}"
+    key = namespace.encode()
+    ids = [uuid.uuid4().hex for _ in range(2)]
+    await produce(twin_stack.broker.bootstrap, "memory.events", [
+        (key, event("memory.write", namespace, {"text": WEBHOOKS}, event_id=ids[0])),
+        (key, event("memory.write", namespace, {"text": WEBHOOKS_AGAIN}, event_id=ids[1])),
+    ])
+    await announcements.wait_for(lambda m: len(changes(m, namespace)) == 2)
+    (created, updated) = changes(announcements.messages, namespace)
+    assert created[0] == "created" and updated[:3] == ("updated", created[1], 2)
+    assert updated[3] == ids[1]
