@@ -111,12 +111,17 @@ class Publisher:
         return await self.publish("memory.deprecate", namespace, payload, event_id=event_id)
 
     async def review_memory(
-        self, namespace: str, record_id: str, *, decision: str, reviewer: str,
-        diff_id: str | None = None, note: str | None = None, event_id: str | None = None,
+        self, namespace: str, record_id: str | None, *, decision: str, reviewer: str,
+        diff_id: str | None = None, block: dict[str, str] | None = None,
+        note: str | None = None, event_id: str | None = None,
     ) -> str:
-        """Approve or reject a draft memory, or the pending diff `diff_id` of a record."""
-        payload: dict[str, Any] = {"record_id": record_id, "decision": decision,
-                                   "reviewer": reviewer}
+        """Approve or reject a draft memory, the pending diff `diff_id` of a record, or (with
+        `block`: its agent_id and label, and no record_id) the pending diff of a block."""
+        payload: dict[str, Any] = {"decision": decision, "reviewer": reviewer}
+        if record_id is not None:
+            payload["record_id"] = record_id
+        if block is not None:
+            payload["block"] = block
         if diff_id is not None:
             payload["diff_id"] = diff_id
         if note is not None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Literal
 
 from processors.errors import Rejected
 from schemas.events import MemoryBlockPayload, RotationStrategy
@@ -108,6 +109,34 @@ def edit_block(block: Block, payload: MemoryBlockPayload, max_chars: int) -> Blo
     edited = replace(block, fields=kept, version=block.version + 1, strategy=strategy,
                      threshold=adapted, rotations=rotations)
     return BlockEdit(edited, changed, tuple(archived), usage)
+
+
+@dataclass(frozen=True)
+class BlockDiff:
+    """An edit proposed to a protected block, waiting for review."""
+
+    diff_id: str
+    namespace: str
+    agent_id: str
+    label: str
+    base_version: int
+    payload: MemoryBlockPayload
+    proposer: str
+    proposed_at: datetime
+    state: Literal["pending", "approved", "rejected", "superseded"] = "pending"
+
+
+def approved_edit(block: Block, diff: BlockDiff, max_chars: int) -> BlockEdit:
+    """The edit a reviewer approves, applied to the block as it is; refused if the block
+    moved on since it was proposed, or if the diff is decided already."""
+    if diff.state != "pending":
+        raise Rejected("invalid_transition", f"diff {diff.diff_id} is {diff.state}")
+    if diff.base_version != block.version:
+        raise Rejected("stale_version", f"diff {diff.diff_id} was proposed against version "
+                       f"{diff.base_version} of block {block.label} of {block.agent_id}, "
+                       f"which is at version {block.version}")
+    return edit_block(block, diff.payload.model_copy(update={"expected_version": None}),
+                      max_chars)
 
 
 def archival_text(block: Block, lines: Sequence[str], at: datetime) -> str:

@@ -41,7 +41,7 @@ RESTORED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state"
 CONTENT_FIELDS = frozenset({"text", "title", "memory_type", "tags", "related_ids"})
 DEFAULT_TIER_RULES = TierRules()
 # Which records take updates only through review (MEMSTREAM_PROTECT).
-Protection = Literal["approved"]
+Protection = Literal["approved", "core_blocks"]
 OutcomeKind = ChangeKind | Literal["unchanged"]
 
 
@@ -135,6 +135,14 @@ def version_fields(record: Record) -> dict[str, Any]:
         "related_ids": list(record.related_ids), "review_state": record.review_state,
         "tier": record.tier,
     }
+
+
+def record_id_of(event: LifecycleEvent) -> str:
+    """The record a lifecycle event changes (a review of a block's diff changes none)."""
+    record_id = event.payload.record_id
+    if record_id is None:
+        raise Rejected("invalid_event", f"{event.type} {event.event_id} names no record")
+    return record_id
 
 
 def outcome_of(event: LifecycleEvent, facts: Facts, protect: Collection[Protection] = (),

@@ -176,6 +176,18 @@ class MemoryWritePayload(_Payload):
 
 Version = Annotated[int, Field(ge=1)]
 
+BlockLabel = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_\-]{0,63}$")]
+BlockField = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,31}$")]
+BlockItem = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+RotationStrategy = Literal["aggressive", "preservative", "adaptive"]
+
+
+class BlockRef(_Strict):
+    """One core memory block: an agent's block of that label."""
+
+    agent_id: Identifier
+    label: BlockLabel
+
 
 class MemoryUpdatePayload(_Payload):
     """A change to a stored memory: the fields given replace the current ones."""
@@ -217,17 +229,27 @@ ReviewDecision = Literal["approve", "reject"]
 
 
 class MemoryReviewPayload(_Payload):
-    """A reviewer's decision on a draft memory, or on a pending diff (`diff_id`)."""
+    """A reviewer's decision on a draft memory, on a pending diff of a record (`record_id`
+    and `diff_id`), or on a pending diff of a core block (`block` and `diff_id`)."""
 
     PROSE = frozenset({"note"})
 
-    record_id: Identifier
+    record_id: Identifier | None = None
+    block: BlockRef | None = None
     decision: ReviewDecision
     reviewer: Identifier
     diff_id: Identifier | None = Field(
         default=None, description="The pending diff decided on; none: the draft record itself."
     )
     note: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+    @model_validator(mode="after")
+    def _names_one_target(self) -> MemoryReviewPayload:
+        if (self.record_id is None) == (self.block is None):
+            raise ValueError("a review names either record_id or block")
+        if self.block is not None and self.diff_id is None:
+            raise ValueError("a review of a block decides one of its pending diffs: diff_id")
+        return self
 
 
 class MemoryRestorePayload(_Payload):
@@ -236,12 +258,6 @@ class MemoryRestorePayload(_Payload):
     record_id: Identifier
     version: Version = Field(description="The version whose content comes back.")
     expected_version: Version | None = None
-
-
-BlockLabel = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_\-]{0,63}$")]
-BlockField = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,31}$")]
-BlockItem = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
-RotationStrategy = Literal["aggressive", "preservative", "adaptive"]
 
 
 class MemoryBlockPayload(_Payload):

@@ -10,9 +10,9 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 
-from processors.blocks import Block, BlockEdit, FieldValue
+from processors.blocks import Block, BlockDiff, BlockEdit, FieldValue
 from processors.errors import MemstreamError
-from schemas.events import RotationStrategy
+from schemas.events import MemoryBlockPayload, RotationStrategy
 from stores.repository import create_pool
 
 
@@ -42,12 +42,26 @@ class CoreBlocks(Protocol):
     async def saved_edit(self, event_id: str) -> SavedEdit | None: ...
 
     async def save_edit(self, edit: BlockEdit, event_id: str, actor: str,
-                        archived_record_id: str | None) -> None:
-        """Store the edited block and its version; raises `BlockConflict` if the block
-        moved on since it was read."""
+                        archived_record_id: str | None,
+                        approved_diff: str | None = None) -> None:
+        """Store the edited block and its version (and, for an approved diff, its decision)
+        in one transaction; raises `BlockConflict` if the block moved on since it was
+        read."""
 
     async def versions(self, namespace: str, agent_id: str, label: str,
                        limit: int) -> list[BlockVersion]: ...
+
+    async def propose(self, diff: BlockDiff) -> None:
+        """Keep a proposed edit; older pending ones of the block are superseded by it."""
+
+    async def block_diff(self, namespace: str, diff_id: str) -> BlockDiff | None: ...
+
+    async def decided_by(self, event_id: str) -> bool:
+        """Whether this review event decided a diff already."""
+
+    async def reject(self, diff_id: str, reviewer: str, event_id: str) -> None: ...
+
+    async def pending_block_diffs(self, namespace: str, limit: int) -> list[BlockDiff]: ...
 
 
 class BlockConflict(MemstreamError):
@@ -88,7 +102,8 @@ class PostgresCoreBlocks:
                                                   row["archived_record_id"])
 
     async def save_edit(self, edit: BlockEdit, event_id: str, actor: str,
-                        archived_record_id: str | None) -> None:
+                        archived_record_id: str | None,
+                        approved_diff: str | None = None) -> None:
         block = edit.block
         fields = _fields_json(block.fields)
         async with self._pool.acquire() as connection, connection.transaction():
@@ -117,6 +132,8 @@ class PostgresCoreBlocks:
                 block.namespace, block.agent_id, block.label, block.version, fields,
                 block.text, event_id, actor, list(edit.changed), edit.usage_before_rotation,
                 archived_record_id)
+            if approved_diff is not None:
+                await _decide(connection, approved_diff, "approved", actor, event_id)
 
     async def versions(self, namespace: str, agent_id: str, label: str,
                        limit: int) -> list[BlockVersion]:
@@ -127,6 +144,61 @@ class PostgresCoreBlocks:
         return [BlockVersion(int(row["version"]), row["text"], row["event_id"], row["actor"],
                              tuple(row["changed"]), float(row["usage"]),
                              row["archived_record_id"], row["changed_at"]) for row in rows]
+
+
+    async def propose(self, diff: BlockDiff) -> None:
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(
+                "UPDATE core_block_diffs SET state = 'superseded', decided_at = now()"
+                " WHERE namespace = $1 AND agent_id = $2 AND label = $3 AND state = 'pending'",
+                diff.namespace, diff.agent_id, diff.label)
+            await connection.execute(
+                f"INSERT INTO core_block_diffs ({_DIFF_COLUMNS})"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending')",
+                diff.diff_id, diff.namespace, diff.agent_id, diff.label, diff.base_version,
+                diff.payload.model_dump(mode="json", exclude_none=True), diff.proposer,
+                diff.proposed_at)
+
+    async def block_diff(self, namespace: str, diff_id: str) -> BlockDiff | None:
+        row = await self._pool.fetchrow(
+            f"SELECT {_DIFF_COLUMNS} FROM core_block_diffs"
+            " WHERE namespace = $1 AND diff_id = $2", namespace, diff_id)
+        return None if row is None else _diff_of(row)
+
+    async def decided_by(self, event_id: str) -> bool:
+        found = await self._pool.fetchval(
+            "SELECT 1 FROM core_block_diffs WHERE decision_event_id = $1", event_id)
+        return found is not None
+
+    async def reject(self, diff_id: str, reviewer: str, event_id: str) -> None:
+        async with self._pool.acquire() as connection:
+            await _decide(connection, diff_id, "rejected", reviewer, event_id)
+
+    async def pending_block_diffs(self, namespace: str, limit: int) -> list[BlockDiff]:
+        rows = await self._pool.fetch(
+            f"SELECT {_DIFF_COLUMNS} FROM core_block_diffs WHERE namespace = $1"
+            " AND state = 'pending' ORDER BY proposed_at, diff_id LIMIT $2", namespace, limit)
+        return [_diff_of(row) for row in rows]
+
+
+_DIFF_COLUMNS = ("diff_id, namespace, agent_id, label, base_version, payload, proposer,"
+                 " proposed_at, state")
+
+
+async def _decide(connection: asyncpg.Connection, diff_id: str, state: str, reviewer: str,
+                  event_id: str) -> None:
+    await connection.execute(
+        "UPDATE core_block_diffs SET state = $2, decided_by = $3, decided_at = now(),"
+        " decision_event_id = $4 WHERE diff_id = $1 AND state = 'pending'",
+        diff_id, state, reviewer, event_id)
+
+
+def _diff_of(row: Mapping[str, Any]) -> BlockDiff:
+    return BlockDiff(
+        diff_id=row["diff_id"], namespace=row["namespace"], agent_id=row["agent_id"],
+        label=row["label"], base_version=int(row["base_version"]),
+        payload=MemoryBlockPayload.model_validate(row["payload"]), proposer=row["proposer"],
+        proposed_at=row["proposed_at"], state=row["state"])
 
 
 def _fields_json(fields: Mapping[str, FieldValue]) -> list[list[Any]]:

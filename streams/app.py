@@ -356,7 +356,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     @wiring.page("/v1/pending-diffs")
     async def pending_diffs_view(web: View, request: Request) -> Response:
         namespace = required(request.query, "namespace")
-        return web.json(await pending_diffs(versions, namespace, request.query))
+        return web.json(await pending_diffs(versions, blocks, namespace, request.query))
 
     @wiring.page("/v1/stats")
     async def stats_view(web: View, request: Request) -> Response:

@@ -12,7 +12,7 @@ missing. An event the rules refuse is dead-lettered with their reason.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime
 from functools import partial
 
@@ -25,6 +25,7 @@ from processors.lifecycle import (
     OutcomeKind,
     Protection,
     outcome_of,
+    record_id_of,
     restated,
 )
 from processors.tiers import TierRules
@@ -60,21 +61,33 @@ class LifecycleApplier:
         self._protect = protect
         self._tiers = tiers
         self._attempts = runtime.attempts(MEMORY_EVENTS)
-        self._blocks = BlockEditor(runtime, sink, blocks, block_max_chars, self._attempts)
+        self._blocks = BlockEditor(runtime, sink, blocks, block_max_chars, self._attempts,
+                                   protected="core_blocks" in protect)
 
     async def apply(self, items: Sequence[Lifecycle]) -> None:
         events = self._runtime.metrics.events
         for message, parsed in items:
             event = parsed.event
-            step = partial(self._blocks.apply_one, message, Parsed(event, parsed.sanitized)) \
-                if isinstance(event, MemoryBlock) \
-                else partial(self._apply_one, message, Parsed(event, parsed.sanitized))
+            step = self._step(message, parsed)
             try:
                 outcome = await self._attempts.until_done(step, what=f"applying {event.type}")
             except MemstreamError as error:
                 await send_dead_letters(self._runtime, [(message, error.rejection)])
                 continue
             events.labels(MEMORY_EVENTS, parsed.event.type, outcome).inc()
+
+    def _step(self, message: InboundMessage,
+              parsed: Parsed[LifecycleEvent | MemoryBlock]) -> Callable[[], Awaitable[str]]:
+        """What applies the event: block edits and reviews of a block's diffs go to the
+        block editor, the rest change records."""
+        event = parsed.event
+        if isinstance(event, MemoryBlock):
+            return partial(self._blocks.apply_one, message, Parsed(event, parsed.sanitized))
+        if isinstance(event, MemoryReview) and event.payload.block is not None \
+                and event.payload.diff_id is not None:
+            return partial(self._blocks.review, message, Parsed(event, parsed.sanitized),
+                           event.payload.block, event.payload.diff_id)
+        return partial(self._apply_one, message, Parsed(event, parsed.sanitized))
 
     async def _apply_one(self, message: InboundMessage,
                          parsed: Parsed[LifecycleEvent]) -> OutcomeKind | str:
@@ -85,9 +98,10 @@ class LifecycleApplier:
                 await self._announce_again(message, event.event_id, event.namespace, applied,
                                            applied.change)
             return "duplicate"
-        stored = await self._versions.current(event.namespace, event.payload.record_id)
+        record_id = record_id_of(event)
+        stored = await self._versions.current(event.namespace, record_id)
         if stored is None:
-            raise Rejected("broken_reference", f"no record {event.payload.record_id} in "
+            raise Rejected("broken_reference", f"no record {record_id} in "
                            f"namespace {event.namespace!r}")
         outcome = outcome_of(event, await self._facts(event, stored), self._protect,
                              parsed.sanitized, self._tiers)
@@ -141,7 +155,7 @@ class LifecycleApplier:
                              for change, version in saved.versions], message, event_id)
 
     async def _facts(self, event: LifecycleEvent, stored: StoredCurrent) -> Facts:
-        namespace, record_id = event.namespace, event.payload.record_id
+        namespace, record_id = event.namespace, record_id_of(event)
         current, updates = stored.current, stored.updates
         if isinstance(event, MemoryUpdate) and event.payload.related_ids:
             known = await self._runtime.repository.existing_record_ids(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from processors.blocks import usage
+from processors.blocks import BlockDiff, usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
 from stores.core_blocks import CoreBlocks
 from stores.record_versions import RecordVersions
@@ -45,13 +45,21 @@ async def record_diff(versions: RecordVersions, namespace: str, record_id: str,
     return {"namespace": namespace, **version_diff(by_number[older], by_number[newer])}
 
 
-async def pending_diffs(versions: RecordVersions, namespace: str,
+async def pending_diffs(versions: RecordVersions, blocks: CoreBlocks, namespace: str,
                         params: Mapping[str, str]) -> dict[str, Any]:
+    """Diffs waiting for review, of records and of core blocks, oldest first; `record_id`
+    keeps a record's alone."""
     limit = _version_param(params, "limit", DIFFS_LIMIT)
     if limit > MAX_DIFFS_LIMIT:
         raise BadQuery(f"limit must be at most {MAX_DIFFS_LIMIT}")
-    diffs = await versions.pending_diffs(namespace, params.get("record_id") or None, limit)
-    return {"namespace": namespace, "pending_diffs": [_diff_json(diff) for diff in diffs]}
+    record_id = params.get("record_id") or None
+    found = [_diff_json(diff) for diff in
+             await versions.pending_diffs(namespace, record_id, limit)]
+    if record_id is None:
+        found += [_block_diff_json(diff) for diff in
+                  await blocks.pending_block_diffs(namespace, limit)]
+    found.sort(key=lambda diff: (diff["proposed_at"], diff["diff_id"]))
+    return {"namespace": namespace, "pending_diffs": found[:limit]}
 
 
 async def core_block(blocks: CoreBlocks, namespace: str, agent_id: str, label: str,
@@ -97,8 +105,18 @@ def _version_json(version: RecordVersion) -> dict[str, Any]:
             **version.fields}
 
 
+def _block_diff_json(diff: BlockDiff) -> dict[str, Any]:
+    return {"diff_id": diff.diff_id, "target": "block",
+            "block": {"agent_id": diff.agent_id, "label": diff.label},
+            "base_version": diff.base_version,
+            "proposed": diff.payload.model_dump(mode="json", exclude_defaults=True,
+                                                exclude={"agent_id", "label"}),
+            "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
+            "state": diff.state}
+
+
 def _diff_json(diff: PendingDiff) -> dict[str, Any]:
-    return {"diff_id": diff.diff_id, "record_id": diff.record_id,
+    return {"diff_id": diff.diff_id, "target": "record", "record_id": diff.record_id,
             "base_version": diff.base_version, "proposed": dict(diff.proposed),
             "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
             "state": diff.state}

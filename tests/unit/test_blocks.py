@@ -10,6 +10,8 @@ import pytest
 from processors.blocks import (
     THRESHOLDS,
     Block,
+    BlockDiff,
+    approved_edit,
     archival_text,
     edit_block,
     empty_block,
@@ -107,3 +109,23 @@ def test_the_archive_names_its_block_and_version() -> None:
     text = archival_text(block, ["[CONTEXT] old"], datetime(2026, 11, 23, 10, tzinfo=UTC))
     assert text == ("[ARCHIVED 2026-11-23T10:00:00+00:00] from block human of finn, "
                     "version 1\n[CONTEXT] old")
+
+
+def diff(block: Block, base_version: int, state: str = "pending") -> BlockDiff:
+    return BlockDiff(diff_id="d1", namespace=block.namespace, agent_id=block.agent_id,
+                     label=block.label, base_version=base_version,
+                     payload=edit(set={"TASK": "Outline the essay"}), proposer="agent-7",
+                     proposed_at=datetime(2026, 11, 23, tzinfo=UTC),
+                     state=state)  # type: ignore[arg-type]
+
+
+def test_an_approved_diff_is_the_edit_it_proposed_on_the_block_it_was_made_for() -> None:
+    block = human(TASK="Essay topics")
+    approved = approved_edit(block, diff(block, 1), LIMIT)
+    assert approved.block.fields["TASK"] == "Outline the essay"
+    assert approved.block.version == 2
+    for stale, reason in ((diff(block, 0), "stale_version"),
+                          (diff(block, 1, "superseded"), "invalid_transition")):
+        with pytest.raises(Rejected) as caught:
+            approved_edit(block, stale, LIMIT)
+        assert caught.value.reason == reason
