@@ -136,8 +136,9 @@ async def test_an_agent_whose_stages_crash_is_reported_then_recovers_by_itself(
     before = await metric(faulty, "memstream_agent_crashes_total", agent="memory-writes")
     (faults / "crash-memory-writes").touch()
     try:
-        crashed_ids = await write(own_stack, namespace, ["Crash probe: the deploy queue holds 7 jobs.",
-                                                        "Crash probe: the cache holds 9 entries."])
+        crashed_ids = await write(own_stack, namespace,
+                                  ["Crash probe: the deploy queue holds 7 jobs.",
+                                   "Crash probe: the cache holds 9 entries."])
 
         async def agent_down() -> dict[str, Any] | None:
             status, body = await health(faulty)
