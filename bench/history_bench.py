@@ -26,6 +26,7 @@ from processors.fix_patterns import (
 )
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
 from schemas.topics import RUNS_EVENTS
+from stores.runs import LedgerEntry
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 PROVENANCE = Provenance(source_event_id="e", source_topic=RUNS_EVENTS, source_partition=0,
@@ -38,8 +39,8 @@ TRACE = """Traceback (most recent call last):
 httpx.ConnectTimeout: timed out after {ms} ms fetching item {item}"""
 
 
-def ledger_rows(run_id: str, size: int, rng: random.Random) -> list[dict[str, Any]]:
-    """A run's ledger as the repository returns it: envelopes as plain dicts."""
+def ledger_rows(run_id: str, size: int, rng: random.Random) -> list[LedgerEntry]:
+    """A run's ledger as the store returns it (stores.runs)."""
     rows = [_row(run_id, 0, "run.started", intent="Sync the catalogue " * 5, task_key="SYNC-1")]
     for n in range(1, size - 1):
         roll = rng.random()
@@ -63,15 +64,16 @@ def ledger_rows(run_id: str, size: int, rng: random.Random) -> list[dict[str, An
     return rows
 
 
-def _row(run_id: str, n: int, type_: str, **payload: Any) -> dict[str, Any]:
-    return {"event_id": f"{run_id}-{n:05d}", "type": type_, "namespace": "bench",
-            "occurred_at": T0 + timedelta(seconds=n), "producer": "bench",
-            "payload": {"run_id": run_id, **payload}}
+def _row(run_id: str, n: int, type_: str, **payload: Any) -> LedgerEntry:
+    return LedgerEntry(event_id=f"{run_id}-{n:05d}", type=type_, namespace="bench",
+                       occurred_at=T0 + timedelta(seconds=n), producer="bench",
+                       payload={"run_id": run_id, **payload})
 
 
-def digest_ms(rows: list[dict[str, Any]]) -> float:
+def digest_ms(rows: list[LedgerEntry]) -> float:
     def once() -> None:
-        events = [RUN_EVENT_TYPES[row["type"]].model_validate(row) for row in rows]
+        events = [RUN_EVENT_TYPES[row.type].model_validate(row, from_attributes=True)
+                  for row in rows]
         build_digest(events).render()
 
     return _best_ms(once)
@@ -83,7 +85,8 @@ def fix_pattern_ms(rng: random.Random) -> float:
         run_id = f"r{n % 50}"
         event: RunEvent = RUN_EVENT_TYPES["run.step"].model_validate(
             _row(run_id, n, "run.step", kind="error", error=TRACE.format(
-                module="sync", line=42, ms=rng.randint(1000, 30000), item=n)))
+                module="sync", line=42, ms=rng.randint(1000, 30000), item=n)),
+            from_attributes=True)
         occurrences.extend(error_occurrences(event, PROVENANCE))
     runs = {f"r{n}": RunFacts(f"r{n}", "SYNC-1", "acme/sync", "failed",
                               T0 + timedelta(minutes=n)) for n in range(50)}

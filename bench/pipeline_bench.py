@@ -60,7 +60,7 @@ from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 from stores.index_factory import open_index
 from stores.index_payload import index_payload
-from stores.repository import Repository
+from stores.postgres_stores import PostgresStores
 from stores.vector_index import IndexPoint
 from streams.config import Settings
 
@@ -157,7 +157,7 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
     finally:
         embedder.close()
     rng = np.random.default_rng(7)
-    repository = await Repository.connect(stack.pg_dsn)
+    stores = await PostgresStores.connect(stack.pg_dsn)
     index = open_index(index_url)
     await index.ensure_collection()
     now = datetime.now(UTC)
@@ -175,7 +175,7 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
                                           source_partition=0, source_offset=i, producer="bench"),
                     created_at=now,
                 ), vector))
-            await repository.insert_records(rows)
+            await stores.records.insert_records(rows)
             await index.upsert([
                 IndexPoint(record.record_id, vector, index_payload(record.model_dump()),
                            record_vector(record))
@@ -193,7 +193,7 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
             await connection.close()
     finally:
         await index.close()
-        await repository.close()
+        await stores.close()
 
 
 async def load_consolidation_namespace(stack: Stack, namespace: str) -> int:
@@ -203,11 +203,11 @@ async def load_consolidation_namespace(stack: Stack, namespace: str) -> int:
     with Embedder.load(MODEL_DIR) as embedder:
         vectors = embedder.embed(texts)
     candidates, matrix = synthetic_memories(texts, vectors, ("fact",))
-    repository = await Repository.connect(stack.pg_dsn)
+    stores = await PostgresStores.connect(stack.pg_dsn)
     now = datetime.now(UTC)
     try:
         for start in range(0, len(candidates), 1000):
-            await repository.insert_records([
+            await stores.records.insert_records([
                 (Record(record_id=f"mem_{namespace}_{index}", namespace=namespace,
                         record_kind="memory", memory_type="fact", text=candidate.text,
                         provenance=Provenance(source_event_id=f"load-{index}",
@@ -217,7 +217,7 @@ async def load_consolidation_namespace(stack: Stack, namespace: str) -> int:
                  matrix[index].astype(np.float32))
                 for index, candidate in enumerate(candidates[start:start + 1000], start)])
     finally:
-        await repository.close()
+        await stores.close()
     return len(candidates)
 
 
@@ -228,28 +228,28 @@ async def latency_during_consolidation(stack: Stack, worker: Worker,
     memories = await load_consolidation_namespace(stack, namespace)
     consolidator = stack.consolidator(worker)
     consolidator.start()
-    repository = await Repository.connect(stack.pg_dsn)
+    stores = await PostgresStores.connect(stack.pg_dsn)
     try:
         async with Publisher(stack.broker.bootstrap, producer="bench") as publisher:
             request = await publisher.request_consolidation(namespace)
         started = time.monotonic()
 
         async def published() -> bool:
-            report = await repository.maintenance_report(request)
-            return report is not None and report["announced_at"] is not None
+            report = await stores.consolidations.report(request)
+            return report is not None and report.announced_at is not None
 
         latencies = await write_to_searchable(stack, rate, 300.0,
                                               f"{NAMESPACE}-during-consolidation", published)
         while not await published():
             await asyncio.sleep(0.1)
-        report = await repository.maintenance_report(request)
+        report = await stores.consolidations.report(request)
         assert report is not None
     finally:
-        await repository.close()
+        await stores.close()
         consolidator.stop()
     return {"memories": memories, "latencies": latencies,
-            "seconds": time.monotonic() - started, "clusters": len(report["clusters"]),
-            "timings": report["timings"]}
+            "seconds": time.monotonic() - started, "clusters": len(report.clusters),
+            "timings": report.timings}
 
 
 async def scale_out_rate(workers: int, events: int) -> float:

@@ -39,7 +39,7 @@ class TriggerRules:
 
 def window_start(moment: datetime, window: timedelta) -> datetime:
     """The start of the tumbling window `moment` falls in; windows are aligned on the epoch,
-    as Postgres computes them (stores.repository)."""
+    as Postgres computes them (stores.records)."""
     seconds = window.total_seconds()
     epoch = moment.timestamp()
     return datetime.fromtimestamp(epoch - epoch % seconds, UTC)

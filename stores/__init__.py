@@ -1,1 +1,2 @@
-"""I/O adapters: the Postgres repository and migrations, the vector index, the local servers."""
+"""I/O adapters: the stores by aggregate (each a Protocol and its Postgres implementation) and
+the migrations, the vector index, the local servers."""

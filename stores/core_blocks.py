@@ -13,7 +13,7 @@ import asyncpg
 from processors.blocks import Block, BlockDiff, BlockEdit, FieldValue
 from processors.errors import MemstreamError
 from schemas.events import MemoryBlockPayload, RotationStrategy
-from stores.repository import create_pool
+from stores.postgres_rows import create_pool
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """How memstream's connections read and write Postgres types: pgvector's `vector` as float32
-numpy arrays and `sparsevec` as `SparseVector`s (their binary wire formats), `jsonb` as
-Python values."""
+numpy arrays (`Vector`) and `sparsevec` as `SparseVector`s (their binary wire formats),
+`jsonb` as Python values."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from numpy.typing import NDArray
 
 from processors.lexical import TERM_SPACE, SparseVector
 
+# An embedding, as the model computes it and a `vector` column is read back.
+Vector = NDArray[np.float32]
+
 
 def encode_vector(vector: Sequence[float] | NDArray[np.floating[Any]]) -> bytes:
     """pgvector's binary format: dimension and a reserved word (uint16 each), then float32s,
@@ -23,7 +26,7 @@ def encode_vector(vector: Sequence[float] | NDArray[np.floating[Any]]) -> bytes:
     return struct.pack(">HH", array.shape[0], 0) + array.tobytes()
 
 
-def decode_vector(data: bytes) -> NDArray[np.float32]:
+def decode_vector(data: bytes) -> Vector:
     dim, _ = struct.unpack_from(">HH", data)
     return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
 

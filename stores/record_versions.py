@@ -24,7 +24,8 @@ from processors.lifecycle import (
 )
 from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
-from stores.repository import Vector, create_pool, record_of
+from stores.pgvector import Vector
+from stores.postgres_rows import create_pool, record_of
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"

@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 
 from processors.lexical import SparseVector
-from stores.repository import create_pool
+from stores.postgres_rows import create_pool
 from stores.vector_index import DIM, IndexHit, SearchScope, TermCounts, Vector, as_vector
 
 # The records an index holds: neither superseded nor expired; deprecated ones too, which

@@ -177,7 +177,7 @@ class Wiring:
         async def health_view(web: View, request: Request) -> Response:
             checks: dict[str, Any] = {}
             try:
-                await runtime.repository.ping()
+                await runtime.stores.ping()
                 checks["postgres"] = "ok"
             except Exception as exc:
                 checks["postgres"] = f"down: {exc}"
@@ -257,7 +257,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
 
     app.timer(interval=settings.retention_interval_s)(expire_records)
 
-    retrievals = RetrievalLog(runtime.repository, runtime.metrics)
+    retrievals = RetrievalLog(runtime.stores.retrievals, runtime.metrics)
     app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)
 
     def exhausted(route: str, namespace: str, run_id: str | None) -> dict[str, Any]:
@@ -316,13 +316,13 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
             limit = 0
         if not 1 <= limit <= MAX_REPORTS_LIMIT:
             raise BadQuery(f"limit must be an integer between 1 and {MAX_REPORTS_LIMIT}")
-        reports = await runtime.repository.maintenance_reports(namespace, limit)
-        return web.json({"namespace": namespace, "reports": [jsonable(r) for r in reports]})
+        reports = await runtime.stores.consolidations.reports(namespace, limit)
+        return web.json({"namespace": namespace, "reports": jsonable(reports)})
 
     @wiring.page("/v1/records/{record_id}")
     async def record_view(web: View, request: Request, record_id: str) -> Response:
         namespace = required(request.query, "namespace")
-        lineage = await runtime.repository.record_lineage(namespace, record_id)
+        lineage = await runtime.stores.records.record_lineage(namespace, record_id)
         if lineage is None:
             return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
         return web.json(jsonable(lineage))
@@ -363,7 +363,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         namespace = required(request.query, "namespace")
         return web.json({
             "namespace": namespace,
-            "records": await runtime.repository.record_counts(namespace),
+            "records": await runtime.stores.records.record_counts(namespace),
             "index_points": await index.count(namespace),
         })
 

@@ -24,7 +24,9 @@ from typing import Any
 from client.publisher import Publisher
 from embedder.model import Embedder
 from processors.consolidation import ConsolidationSettings
-from stores.repository import Repository, Vector
+from stores.consolidations import MaintenanceReport
+from stores.pgvector import Vector
+from stores.postgres_stores import PostgresStores
 from streams.config import Settings
 from streams.consolidator import PlannedConsolidation, plan_namespace
 from streams.json_values import jsonable
@@ -34,17 +36,17 @@ PRODUCER = "memstream.consolidate-command"
 
 async def dry_run(settings: Settings, namespace: str) -> dict[str, Any]:
     """What a consolidation of `namespace` would merge now."""
-    repository = await Repository.connect(settings.pg_dsn)
+    stores = await PostgresStores.connect(settings.pg_dsn)
     try:
         with Embedder.load(settings.model_dir) as embedder:
 
             async def embed(texts: Sequence[str]) -> Vector:
                 return await asyncio.to_thread(embedder.embed, list(texts))
 
-            planned = await plan_namespace(repository, embed, namespace,
+            planned = await plan_namespace(stores.consolidations, embed, namespace,
                                            ConsolidationSettings(), embedder.dimension)
     finally:
-        await repository.close()
+        await stores.close()
     return plan_summary(namespace, planned)
 
 
@@ -67,31 +69,32 @@ def plan_summary(namespace: str, planned: PlannedConsolidation) -> dict[str, Any
 
 
 async def request_and_wait(settings: Settings, namespace: str,
-                           timeout_s: float) -> dict[str, Any]:
+                           timeout_s: float) -> MaintenanceReport:
     """Publish a manual request and return its report once the workers announced it."""
     async with Publisher(settings.kafka_bootstrap, producer=PRODUCER) as publisher:
         request_id = await publisher.request_consolidation(namespace)
-    repository = await Repository.connect(settings.pg_dsn)
+    stores = await PostgresStores.connect(settings.pg_dsn)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
-            report = await repository.maintenance_report(request_id)
-            if report is not None and report["announced_at"] is not None:
+            report = await stores.consolidations.report(request_id)
+            if report is not None and report.announced_at is not None:
                 return report
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no report for request {request_id} after {timeout_s:.0f}s;"
                                    " is a worker running?")
             await asyncio.sleep(0.25)
     finally:
-        await repository.close()
+        await stores.close()
 
 
-async def list_reports(settings: Settings, namespace: str, limit: int) -> list[dict[str, Any]]:
-    repository = await Repository.connect(settings.pg_dsn)
+async def list_reports(settings: Settings, namespace: str,
+                       limit: int) -> list[MaintenanceReport]:
+    stores = await PostgresStores.connect(settings.pg_dsn)
     try:
-        return await repository.maintenance_reports(namespace, limit)
+        return await stores.consolidations.reports(namespace, limit)
     finally:
-        await repository.close()
+        await stores.close()
 
 
 def summary_text(summary: dict[str, Any]) -> str:
@@ -105,15 +108,15 @@ def summary_text(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report_text(report: dict[str, Any]) -> str:
+def report_text(report: MaintenanceReport) -> str:
     timings = ", ".join(f"{phase} {seconds:.3f}s"
-                        for phase, seconds in sorted(report["timings"].items()))
-    lines = [f"{report['report_id']} {report['namespace']} ({report['reason']}) "
-             f"finished {report['finished_at']:%Y-%m-%d %H:%M:%S}: {report['memories']} memories, "
-             f"{len(report['clusters'])} clusters, {len(report['merged_ids'])} superseded",
+                        for phase, seconds in sorted(report.timings.items()))
+    lines = [f"{report.report_id} {report.namespace} ({report.reason}) "
+             f"finished {report.finished_at:%Y-%m-%d %H:%M:%S}: {report.memories} memories, "
+             f"{len(report.clusters)} clusters, {len(report.merged_ids)} superseded",
              f"  timings: {timings}"]
     lines += [f"  {cluster['new_id']} <- {', '.join(cluster['members'])}"
-              for cluster in report["clusters"]]
+              for cluster in report.clusters]
     return "\n".join(lines)
 
 

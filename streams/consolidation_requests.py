@@ -51,22 +51,22 @@ class ConsolidationTrigger:
 
     async def _request(self, namespace: str, now: datetime) -> None:
         runtime = self._runtime
-        repository = runtime.repository
+        consolidations = runtime.stores.consolidations
         rules = runtime.trigger_rules
         if rules.once_per_day and \
                 self._sent.get(namespace) == request_basis(now.date(), None, rules):
             return
-        facts = await repository.consolidation_facts(namespace)
+        facts = await consolidations.facts(namespace)
         if skip_reason(reports_today=facts.reports_today,
                        new_since_report=facts.new_since_report, rules=rules) is not None:
             return
         basis = request_basis(now.date(), facts.last_report_id, rules)
         request_id = consolidate_request_id(namespace, basis)
-        if await repository.claim_consolidation_request(namespace, basis, request_id,
-                                                        facts.new_since_report):
+        if await consolidations.claim_request(namespace, basis, request_id,
+                                              facts.new_since_report):
             await runtime.producer.produce(
                 [consolidate_request(namespace, request_id, facts.new_since_report, now)])
-            await repository.mark_request_sent(namespace, basis)
+            await consolidations.mark_request_sent(namespace, basis)
             runtime.metrics.consolidation_requests.labels("new_memories").inc()
             runtime.metrics.produced.labels(MEMORY_CONSOLIDATE).inc()
         self._sent[namespace] = basis
@@ -90,22 +90,22 @@ async def consolidation_counts(runtime: Runtime, namespace: str) -> dict[str, An
     """What the trigger sees of a namespace: its windows of new memories, the facts the rules
     ask, whether it is due, and its latest counted request."""
     rules = runtime.trigger_rules
-    facts = await runtime.repository.consolidation_facts(namespace)
-    counts = await runtime.repository.consolidation_counts(namespace)
+    facts = await runtime.stores.consolidations.facts(namespace)
+    counts = await runtime.stores.consolidations.counts(namespace)
     current = window_start(datetime.now(UTC), rules.window)
-    windows = counts["windows"]
+    windows = counts.windows
     return {
         "namespace": namespace,
         "window_s": rules.window.total_seconds(),
         "current_window": {"start": current, "memories": next(
-            (w["memories"] for w in windows if w["window_start"] == current), 0)},
+            (w.memories for w in windows if w.window_start == current), 0)},
         "windows": windows,
         "new_since_report": facts.new_since_report,
         "reports_today": facts.reports_today,
         "last_report_id": facts.last_report_id,
         "skip_reason": skip_reason(reports_today=facts.reports_today,
                                    new_since_report=facts.new_since_report, rules=rules),
-        "last_request": counts["last_request"],
+        "last_request": counts.last_request,
         "rules": {"min_new_memories": rules.min_new_memories,
                   "once_per_day": rules.once_per_day},
     }

@@ -36,7 +36,8 @@ from processors.intake import parse_event
 from schemas.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
 from schemas.records import Record
 from schemas.topics import MEMORY_CONSOLIDATE
-from stores.repository import Repository, Vector
+from stores.consolidations import Consolidations, NewReport
+from stores.pgvector import Vector
 from streams.dead_letters import send_dead_letters
 from streams.llm_hook import merge_prose
 from streams.messages import InboundMessage
@@ -57,13 +58,13 @@ class PlannedConsolidation:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-async def plan_namespace(repository: Repository, embed: Embed, namespace: str,
+async def plan_namespace(consolidations: Consolidations, embed: Embed, namespace: str,
                          settings: ConsolidationSettings,
                          dimension: int) -> PlannedConsolidation:
     """Load a namespace's live memories, embed those without a usable vector, plan."""
     started = time.perf_counter()
-    stored = await repository.live_memories(namespace)
-    rejected = await repository.rejected_merges(namespace)
+    stored = await consolidations.live_memories(namespace)
+    rejected = await consolidations.rejected_merges(namespace)
     loaded = time.perf_counter()
     missing = [record for record, vector in stored if not usable(vector, dimension)]
     fresh = dict(zip((record.record_id for record in missing),
@@ -146,11 +147,11 @@ class Consolidator:
     async def consolidate(self, request: ConsolidateRequest,
                           provenance: Provenance) -> RunOutcome:
         runtime = self._runtime
-        repository = runtime.repository
-        if await repository.maintenance_report(request.event_id) is not None:
+        consolidations = runtime.stores.consolidations
+        if await consolidations.report(request.event_id) is not None:
             return "already_done"
         if request.payload.reason == "new_memories":
-            facts = await repository.consolidation_facts(request.namespace)
+            facts = await consolidations.facts(request.namespace)
             skip = skip_reason(reports_today=facts.reports_today,
                                new_since_report=facts.new_since_report,
                                rules=runtime.trigger_rules)
@@ -159,7 +160,7 @@ class Consolidator:
 
         started_at = datetime.now(UTC)
         started = time.perf_counter()
-        planned = await plan_namespace(repository, runtime.embed, request.namespace,
+        planned = await plan_namespace(consolidations, runtime.embed, request.namespace,
                                        runtime.consolidation, runtime.embedder.dimension)
         plan = planned.plan
         merges = []
@@ -179,26 +180,26 @@ class Consolidator:
                 [embedding_text(record.title, record.text) for record in merges])
         with _timed(timings, "store"):
             if planned.re_embedded:
-                await repository.store_vectors([(record_id, planned.vectors[record_id])
-                                                for record_id in planned.re_embedded])
-            applied = await repository.apply_consolidation(
-                {
-                    "report_id": request.event_id,
-                    "namespace": request.namespace,
-                    "reason": request.payload.reason,
-                    "started_at": started_at,
-                    "memories": plan.memories,
-                    "clusters": [{**cluster, "review_state": "draft" if cluster["new_id"]
-                                  in drafts else "approved"} for cluster in report_clusters(plan)],
-                    "merged_ids": sorted(superseded),
-                    "new_ids": [record.record_id for record in merges],
-                    "timings": timings,
-                },
+                await runtime.stores.records.store_vectors(
+                    [(record_id, planned.vectors[record_id]) for record_id in planned.re_embedded])
+            applied = await consolidations.apply(
+                NewReport(
+                    report_id=request.event_id,
+                    namespace=request.namespace,
+                    reason=request.payload.reason,
+                    started_at=started_at,
+                    memories=plan.memories,
+                    clusters=[{**cluster, "review_state": "draft" if cluster["new_id"]
+                               in drafts else "approved"} for cluster in report_clusters(plan)],
+                    merged_ids=sorted(superseded),
+                    new_ids=[record.record_id for record in merges],
+                    timings=timings,
+                ),
                 list(zip(merges, merge_vectors, strict=True)), superseded)
         if applied is None:
             return "already_done"
         timings["total"] = time.perf_counter() - started
-        await repository.add_report_timings(
+        await consolidations.add_report_timings(
             request.event_id, {"store": timings["store"], "total": timings["total"]})
         metrics = runtime.metrics
         for phase, seconds in timings.items():

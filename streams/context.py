@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from processors.context_pack import Candidate, pack
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
+from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope
 from streams.config import MemoryFlags
 from streams.runtime import Runtime
@@ -141,15 +142,15 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
     if query.error is not None:
         signatures = [error_signature(query.error).signature_id]
     elif query.run_id is not None:
-        signatures = await runtime.repository.run_signatures(namespace, query.run_id)
+        signatures = await runtime.stores.fix_patterns.run_signatures(namespace, query.run_id)
     else:
         signatures = []
-    exact = await runtime.repository.records_by_id(
+    exact = await runtime.stores.records.records_by_id(
         namespace, [fix_pattern_record_id(namespace, s) for s in signatures])
     hits = sorted(
-        (Hit(row, Fused(row["record_id"], 1.0, None, None), 1.0, 1.0) for row in exact.values()
-         if row["review_state"] in query.scope.review_states),
-        key=lambda hit: (-int(hit.row["body"].get("success_count", 0)), hit.row["record_id"]))
+        (Hit(record, Fused(record.record_id, 1.0, None, None), 1.0, 1.0)
+         for record in exact.values() if record.review_state in query.scope.review_states),
+        key=lambda hit: (-int(hit.record.body.get("success_count", 0)), hit.record.record_id))
     patterns_like = fix_pattern_title(error_signature(query.error)) if query.error \
         else query.query
     similar, digests = await asyncio.gather(
@@ -161,8 +162,8 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
             runtime, index, fallback, query.query,
             replace(query.scope, record_kinds=("run_digest",), limit=DIGESTS),
             query.profile, vector)))
-    seen = {hit.row["record_id"] for hit in hits}
-    return hits + [hit for hit in [*similar, *digests] if hit.row["record_id"] not in seen]
+    seen = {hit.record.record_id for hit in hits}
+    return hits + [hit for hit in [*similar, *digests] if hit.record.record_id not in seen]
 
 
 async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> list[Candidate]:
@@ -170,27 +171,29 @@ async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> lis
     if not hits:
         return []
     costs = await asyncio.to_thread(runtime.embedder.token_costs,
-                                    [hit.row["text"] for hit in hits])
+                                    [hit.record.text for hit in hits])
     now = datetime.now(UTC)
     return [
         Candidate(
-            section=section, record_id=hit.row["record_id"], kind=hit.row["record_kind"],
-            text=hit.row["text"], source=source_of(hit.row),
-            trust_class=hit.row["trust_class"], provenance=hit.row["provenance"],
-            created_at=hit.row["created_at"].isoformat(),
-            age_days=age_in_days(hit.row["created_at"], now), score=hit.score,
-            token_cost=cost, vector=hit.row["embedding"])
-        for hit, cost in zip(hits, costs, strict=True)
+            section=section, record_id=hit.record.record_id, kind=hit.record.record_kind,
+            text=hit.record.text, source=source_of(hit.record),
+            trust_class=hit.record.trust_class, provenance=hit.record.provenance,
+            created_at=hit.record.created_at.isoformat(),
+            age_days=age_in_days(hit.record.created_at, now), score=hit.score,
+            token_cost=cost, vector=hit.record.embedding)
+        # Packing compares vectors: search leaves records without one out, and a fix pattern
+        # is always stored with one.
+        for hit, cost in zip(hits, costs, strict=True) if hit.record.embedding is not None
     ]
 
 
-def source_of(row: Mapping[str, Any]) -> str:
+def source_of(record: FoundRecord) -> str:
     """Where an item comes from, for a reader: its source ref, else its run, else itself."""
-    if row["source_ref"]:
-        return str(row["source_ref"])
-    if row["run_ref"]:
-        return f"run:{row['run_ref']}"
-    return f"record:{row['record_id']}"
+    if record.source_ref:
+        return record.source_ref
+    if record.run_ref:
+        return f"run:{record.run_ref}"
+    return f"record:{record.record_id}"
 
 
 def item_view(item: Candidate) -> dict[str, Any]:

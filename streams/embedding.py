@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from processors.embedding_text import embedding_text
 from processors.errors import Rejection
 from schemas.records import Record
-from stores.repository import Vector
+from stores.pgvector import Vector
 from streams.failures import Attempts
 from streams.messages import InboundMessage
 from streams.runtime import Runtime

@@ -15,7 +15,8 @@ from processors.errors import MemstreamError, Rejection
 from processors.fix_patterns import build_fix_pattern, fix_pattern_record
 from schemas.events import ChangeKind
 from schemas.records import Record
-from stores.repository import SavedVersion, Vector
+from stores.fix_patterns import SavedVersion
+from stores.pgvector import Vector
 from streams.failures import Attempts
 from streams.messages import InboundMessage
 from streams.record_sink import RecordChange, RecordSink
@@ -62,7 +63,7 @@ async def _rebuild(
         vector: Vector = (await runtime.embed([embedding_text(record.title, record.text)]))[0]
         return vector
 
-    async with runtime.repository.fix_pattern_session(namespace, signature_id) as session:
+    async with runtime.stores.fix_patterns.session(namespace, signature_id) as session:
         occurrences = await session.occurrences()
         if not occurrences:
             return None

@@ -13,6 +13,7 @@ from typing import Any
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
 from processors.retrieval import PROFILES
+from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope
 from streams.runtime import Runtime
 from streams.search import (
@@ -53,8 +54,8 @@ async def find_fix_patterns(runtime: Runtime, index: SearchIndex, fallback: Sear
     found = await hybrid_search(runtime, index, fallback, title, SearchScope(
         query.namespace, query.limit + 1, query.min_score, record_kinds=("fix_pattern",),
     ), PROFILES["default"])
-    similar = [hit for hit in found.hits if hit.row["record_id"] != exact_id][: query.limit]
-    exact = await runtime.repository.records_by_id(query.namespace, [exact_id])
+    similar = [hit for hit in found.hits if hit.record.record_id != exact_id][: query.limit]
+    exact = await runtime.stores.records.records_by_id(query.namespace, [exact_id])
     return {
         "namespace": query.namespace,
         "signature": {
@@ -66,16 +67,17 @@ async def find_fix_patterns(runtime: Runtime, index: SearchIndex, fallback: Sear
         },
         "degraded": found.degraded,
         "fix_patterns": [
-            {**_pattern(row, None), "match": "exact"} for row in exact.values()
+            {**_pattern(record, None), "match": "exact"} for record in exact.values()
         ] + [
-            {**_pattern(hit.row, hit_view(hit)["score"]), "match": "similar"}
+            {**_pattern(hit.record, hit_view(hit)["score"]), "match": "similar"}
             for hit in similar
         ],
     }
 
 
-def _pattern(row: Mapping[str, Any], score: float | None) -> dict[str, Any]:
-    return {"record_id": row["record_id"], "kind": row["record_kind"], "title": row["title"],
-            "text": row["text"], "score": score, "created_at": row["created_at"].isoformat(),
-            "source_ref": row["source_ref"], "scope": row["scope"], "tags": list(row["tags"]),
-            "related_ids": list(row["related_ids"]), "version": row["version"], **row["body"]}
+def _pattern(record: FoundRecord, score: float | None) -> dict[str, Any]:
+    return {"record_id": record.record_id, "kind": record.record_kind, "title": record.title,
+            "text": record.text, "score": score, "created_at": record.created_at.isoformat(),
+            "source_ref": record.source_ref, "scope": record.scope, "tags": list(record.tags),
+            "related_ids": list(record.related_ids), "version": record.version,
+            **record.body}

@@ -25,7 +25,7 @@ from processors.refusal import RefusalReason, refusal_of
 from schemas.events import MEMORY_EVENT_TYPES, MemoryWrite
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.repository import Vector
+from stores.pgvector import Vector
 from streams.consolidation_requests import ConsolidationTrigger
 from streams.dead_letters import send_dead_letters
 from streams.embedding import embedded, start_embedding
@@ -238,7 +238,7 @@ class MemoryWriter:
         stored: dict[tuple[str, str], Record] = {}
         for namespace, threads in unknown.items():
             last = await self._attempts.until_done(
-                partial(self._runtime.repository.last_in_threads, namespace, threads),
+                partial(self._runtime.stores.records.last_in_threads, namespace, threads),
                 what="thread lookup")
             stored.update(((namespace, thread), record) for thread, record in last.items())
         placed = []
@@ -257,7 +257,7 @@ class MemoryWriter:
         known: defaultdict[str, set[str]] = defaultdict(set)
         for namespace, ids in wanted.items():
             if ids:
-                stored = await self._runtime.repository.existing_record_ids(namespace, ids)
+                stored = await self._runtime.stores.records.existing_record_ids(namespace, ids)
                 known[namespace] = stored | (ids & self._in_flight[namespace])
         return known
 

@@ -40,8 +40,8 @@ from schemas.events import (
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from stores.core_blocks import CoreBlocks
+from stores.pgvector import Vector
 from stores.record_versions import AppliedEvent, ChangedRecord, RecordVersions, StoredCurrent
-from stores.repository import Vector
 from streams.dead_letters import send_dead_letters
 from streams.memory_blocks import BlockEditor
 from streams.messages import InboundMessage
@@ -158,7 +158,7 @@ class LifecycleApplier:
         namespace, record_id = event.namespace, record_id_of(event)
         current, updates = stored.current, stored.updates
         if isinstance(event, MemoryUpdate) and event.payload.related_ids:
-            known = await self._runtime.repository.existing_record_ids(
+            known = await self._runtime.stores.records.existing_record_ids(
                 namespace, event.payload.related_ids)
             return Facts(current, known_ids=known, updates=updates)
         if isinstance(event, MemoryRestore):

@@ -26,7 +26,7 @@ from schemas.events import ChangeKind
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED
 from stores.index_payload import index_payload
-from stores.repository import Vector
+from stores.pgvector import Vector
 from stores.vector_index import IndexPoint, VectorIndex
 from streams.announcements import announcement, event_id_of
 from streams.failures import Attempts, Isolated
@@ -68,12 +68,12 @@ class RecordSink:
         """The ids of the records that have not been announced yet: a replayed record that
         was announced is done and skipped whole."""
         ids = {record.record_id for record in records}
-        return ids - await self._runtime.repository.announced_record_ids(ids)
+        return ids - await self._runtime.stores.records.announced_record_ids(ids)
 
     async def unannounced_refusals(self, records: Sequence[Record]) -> set[str]:
         """The ids of the refused writes whose refusal has not been announced yet."""
         ids = {record.record_id for record in records}
-        return ids - await self._runtime.repository.announced_refusal_ids(ids)
+        return ids - await self._runtime.stores.records.announced_refusal_ids(ids)
 
     async def store_new(self, changes: Sequence[RecordChange],
                         attempts: Attempts) -> Isolated[RecordChange]:
@@ -85,7 +85,7 @@ class RecordSink:
 
         async def insert(part: Sequence[RecordChange]) -> None:
             with runtime.stage("postgres"):
-                found = await runtime.repository.insert_records(
+                found = await runtime.stores.records.insert_records(
                     [(change.record, _vector(change)) for change in part])
             stored_before.update(found)
 
@@ -101,7 +101,7 @@ class RecordSink:
         """Index, announce and mark announced changes that Postgres already holds."""
         indexed = await attempts.isolating(changes, self._update_index, what="indexing records")
         announced = await attempts.isolating(
-            indexed.done, _Announce(self._runtime, self._runtime.repository.mark_announced),
+            indexed.done, _Announce(self._runtime, self._runtime.stores.records.mark_announced),
             what="announcing records")
         self._count(announced.done)
         return Isolated(announced.done, indexed.failed + announced.failed)
@@ -116,7 +116,7 @@ class RecordSink:
 
         async def insert(part: Sequence[RecordChange]) -> None:
             with runtime.stage("postgres"):
-                found = await runtime.repository.insert_refused_writes(
+                found = await runtime.stores.records.insert_refused_writes(
                     [(change.record, _reason(change)) for change in part])
             refused_before.update(found)
 
@@ -124,7 +124,7 @@ class RecordSink:
         announced = await attempts.isolating(
             [_maybe_announced(change, refused_before.get(change.record_id))
              for change in stored.done],
-            _Announce(runtime, runtime.repository.mark_refusals_announced),
+            _Announce(runtime, runtime.stores.records.mark_refusals_announced),
             what="announcing refused writes")
         self._count(announced.done)
         return Isolated(announced.done, stored.failed + announced.failed)

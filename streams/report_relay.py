@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 from schemas.topics import MEMORY_CONSOLIDATE
-from stores.repository import ReportLease
+from stores.consolidations import ReportLease
 from streams.record_sink import RecordChange, RecordSink
 from streams.runtime import Runtime
 
@@ -34,9 +34,9 @@ class ReportRelay:
     async def publish_pending(self) -> int:
         """Publish the reports that are waiting; return how many were published."""
         published = 0
-        repository = self._runtime.repository
-        for report_id in await repository.unannounced_reports(REPORTS_PER_TICK):
-            lease = await repository.lease_report(report_id, LEASE)
+        consolidations = self._runtime.stores.consolidations
+        for report_id in await consolidations.unannounced_reports(REPORTS_PER_TICK):
+            lease = await consolidations.lease_report(report_id, LEASE)
             if lease is not None and await self._publish(lease):
                 published += 1
         return published
@@ -44,8 +44,9 @@ class ReportRelay:
     async def _publish(self, lease: ReportLease) -> bool:
         runtime = self._runtime
         started = time.perf_counter()
-        merged = await runtime.repository.stored_records(lease.namespace, lease.new_ids)
-        members = await runtime.repository.stored_records(lease.namespace, lease.merged_ids)
+        records = runtime.stores.records
+        merged = await records.stored_records(lease.namespace, lease.new_ids)
+        members = await records.stored_records(lease.namespace, lease.merged_ids)
         by_id = {item.record.record_id: item.record for item in merged}
         changes = [
             RecordChange(item.record, "merged", item.version, item.vector,
@@ -73,6 +74,7 @@ class ReportRelay:
                           error.detail)
             return False
         seconds = time.perf_counter() - started
-        await runtime.repository.mark_report_announced(lease.report_id, {"publish": seconds})
+        await runtime.stores.consolidations.mark_report_announced(lease.report_id,
+                                                                  {"publish": seconds})
         runtime.metrics.consolidation_seconds.labels("publish").observe(seconds)
         return True

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from stores.repository import Repository, RetrievalRow
+from stores.retrievals import RetrievalRow, Retrievals
 from streams.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,8 @@ def query_hash(query: str) -> str:
 
 
 class RetrievalLog:
-    def __init__(self, repository: Repository, metrics: Metrics) -> None:
-        self._repository = repository
+    def __init__(self, retrievals: Retrievals, metrics: Metrics) -> None:
+        self._retrievals = retrievals
         self._metrics = metrics
         self._queued: deque[RetrievalRow] = deque()
 
@@ -53,7 +53,7 @@ class RetrievalLog:
         while self._queued:
             batch = [self._queued[i] for i in range(min(ROWS_PER_WRITE, len(self._queued)))]
             try:
-                await self._repository.log_retrievals(batch)
+                await self._retrievals.log_retrievals(batch)
             except Exception as exc:
                 log.warning("could not write the retrieval log (%d rows wait): %s",
                             len(self._queued), exc)

@@ -22,7 +22,7 @@ from processors.intake import Parsed, parse_event
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from schemas.records import Record
 from schemas.topics import RUNS_EVENTS
-from stores.repository import RunEventRow
+from stores.runs import RunEventRow
 from streams.dead_letters import send_dead_letters
 from streams.embedding import embedded, start_embedding
 from streams.fix_pattern_refresh import FixPatternKey, refresh_fix_patterns
@@ -73,7 +73,7 @@ class RunLedger:
         dead = list(batch.rejected)
 
         runs = {(p.event.namespace, p.event.payload.run_id) for _, p in batch.parsed}
-        started = await attempts.until_done(lambda: runtime.repository.started_runs(runs),
+        started = await attempts.until_done(lambda: runtime.stores.runs.started_runs(runs),
                                             what="ledger lookup")
         rows: list[tuple[InboundMessage, RunEventRow]] = []
         finished: list[_Finished] = []
@@ -108,13 +108,14 @@ class RunLedger:
                 finished.append(_Finished(message, event, provenance))
             occurrences.extend((message, occurrence) for occurrence in met)
 
+        stores = runtime.stores
         with runtime.stage("postgres"):
             ledger = await attempts.isolating(
-                rows, lambda part: runtime.repository.append_run_events([r for _, r in part]),
+                rows, lambda part: stores.runs.append_run_events([r for _, r in part]),
                 what="ledger append")
             appended = await attempts.isolating(
                 occurrences,
-                lambda part: runtime.repository.append_error_occurrences([o for _, o in part]),
+                lambda part: stores.fix_patterns.append_error_occurrences([o for _, o in part]),
                 what="error occurrences")
         dead += [(message, error.rejection) for (message, _), error in ledger.failed]
         dead += [(message, error.rejection) for (message, _), error in appended.failed]
@@ -137,7 +138,7 @@ class RunLedger:
         batch included). A replayed run.finished whose digest is out already costs no ledger
         read and no LLM call."""
         announced = await self._attempts.until_done(
-            lambda: self._runtime.repository.announced_record_ids(
+            lambda: self._runtime.stores.records.announced_record_ids(
                 digest_record_id(end.event.namespace, end.event.payload.run_id)
                 for end in finished),
             what="replay check")
@@ -162,9 +163,10 @@ class RunLedger:
 
     async def _digest(self, end: _Finished) -> Record:
         runtime = self._runtime
-        ledger = await runtime.repository.run_ledger(end.event.namespace,
-                                                     end.event.payload.run_id)
-        events = [RUN_EVENT_TYPES[row["type"]].model_validate(row) for row in ledger]
+        ledger = await runtime.stores.runs.run_ledger(end.event.namespace,
+                                                      end.event.payload.run_id)
+        events = [RUN_EVENT_TYPES[entry.type].model_validate(entry, from_attributes=True)
+                  for entry in ledger]
         digest = build_digest(events)
         prose = await digest_prose(runtime.llm, digest, runtime.metrics)
         return digest_record(digest, end.provenance, rewritten=prose)
@@ -181,7 +183,7 @@ class RunLedger:
         succeeded = [end for end in finished if end.event.payload.status == "succeeded"]
         for end in succeeded:
             fixable = await self._attempts.until_done(
-                partial(self._runtime.repository.signatures_fixable_by,
+                partial(self._runtime.stores.fix_patterns.signatures_fixable_by,
                         [(end.event.namespace, end.event.payload.run_id)],
                         self._runtime.fix_window),
                 what="fixable signatures")

@@ -17,7 +17,12 @@ from processors.consolidation import ConsolidationSettings
 from processors.consolidation_plan import DerivedReview
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
-from stores.repository import Repository, Vector
+from stores.consolidations import Consolidations
+from stores.fix_patterns import FixPatterns
+from stores.pgvector import Vector
+from stores.records import Records
+from stores.retrievals import Retrievals
+from stores.runs import Runs
 from streams.failures import Attempts, RetryPolicy
 from streams.llm_hook import ChatEndpoint
 from streams.messages import Outbound
@@ -34,9 +39,33 @@ class AnnouncementLog(Protocol):
         """The event ids of the announcements on memory.updated produced since then."""
 
 
+class Stores(Protocol):
+    """The stores the stages use, each by its contract (stores.postgres_stores opens them on
+    one pool; the unit tests, in memory)."""
+
+    @property
+    def records(self) -> Records: ...
+
+    @property
+    def runs(self) -> Runs: ...
+
+    @property
+    def fix_patterns(self) -> FixPatterns: ...
+
+    @property
+    def consolidations(self) -> Consolidations: ...
+
+    @property
+    def retrievals(self) -> Retrievals: ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Runtime:
-    repository: Repository
+    stores: Stores
     embedder: Embedder
     metrics: Metrics
     producer: Producer

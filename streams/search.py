@@ -24,7 +24,8 @@ import numpy as np
 from processors.lexical import query_term_ids, query_vector
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days, fuse
 from schemas.events import MemoryType, ReviewState, Tier
-from stores.repository import Vector
+from stores.pgvector import Vector
+from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope
 from streams.runtime import Runtime
 
@@ -140,9 +141,9 @@ def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int
 
 @dataclass(frozen=True)
 class Hit:
-    """A record found: its row, its fused and profile-weighed score, its similarity."""
+    """A record found, its fused and profile-weighed score, its similarity."""
 
-    row: Mapping[str, Any]
+    record: FoundRecord
     fused: Fused
     score: float
     similarity: float
@@ -184,20 +185,20 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 sorted(hit.score for hit in hits)[-scope.limit]:
             break
         part = fused[start:start + step]
-        rows = await runtime.repository.records_by_id(
+        records = await runtime.stores.records.records_by_id(
             scope.namespace, [item.record_id for item in part])
         for item in part:
-            row = rows.get(item.record_id)
+            record = records.get(item.record_id)
             # A point whose record is gone from Postgres is stale: the index is rebuildable.
-            if row is None or row["embedding"] is None:
+            if record is None or record.embedding is None:
                 continue
-            similarity = float(np.dot(row["embedding"], vector))
+            similarity = float(np.dot(record.embedding, vector))
             if similarity < scope.min_score:
                 continue
-            weight = profile.weight(row["record_kind"], row["memory_type"],
-                                    age_in_days(row["created_at"], now))
-            hits.append(Hit(row, item, item.score * weight, similarity))
-    hits.sort(key=lambda hit: (-hit.score, hit.row["record_id"]))
+            weight = profile.weight(record.record_kind, record.memory_type,
+                                    age_in_days(record.created_at, now))
+            hits.append(Hit(record, item, item.score * weight, similarity))
+    hits.sort(key=lambda hit: (-hit.score, hit.record.record_id))
     return Found(hits[: scope.limit], degraded)
 
 
@@ -221,26 +222,26 @@ async def ranked(index: SearchIndex, text: str, vector: Vector | None,
 
 def hit_view(hit: Hit) -> dict[str, Any]:
     """A record as search answers show it."""
-    row = hit.row
+    record = hit.record
     return {
-        "record_id": row["record_id"],
-        "kind": row["record_kind"],
-        "title": row["title"],
-        "text": row["text"],
+        "record_id": record.record_id,
+        "kind": record.record_kind,
+        "title": record.title,
+        "text": record.text,
         "score": round(hit.score, 4),
         "similarity": round(hit.similarity, 4),
         "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
-        "created_at": row["created_at"].isoformat(),
-        "source_ref": row["source_ref"],
+        "created_at": record.created_at.isoformat(),
+        "source_ref": record.source_ref,
         # A merge's members' source refs (from its body); empty for any other record.
-        "member_source_refs": list((row.get("body") or {}).get("member_source_refs", ())),
-        "scope": row["scope"],
-        "memory_type": row["memory_type"],
-        "tags": list(row["tags"]),
-        "related_ids": list(row["related_ids"]),
-        "tier": row["tier"],
-        "review_state": row["review_state"],
-        "trust_class": row["trust_class"],
+        "member_source_refs": list(record.body.get("member_source_refs", ())),
+        "scope": record.scope,
+        "memory_type": record.memory_type,
+        "tags": list(record.tags),
+        "related_ids": list(record.related_ids),
+        "tier": record.tier,
+        "review_state": record.review_state,
+        "trust_class": record.trust_class,
     }
 
 
@@ -258,7 +259,7 @@ async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
 
 
 def record_ids(hits: Sequence[Hit]) -> list[str]:
-    return [hit.row["record_id"] for hit in hits]
+    return [hit.record.record_id for hit in hits]
 
 
 async def spend_search(runtime: Runtime, namespace: str, run_id: str | None,
@@ -269,7 +270,7 @@ async def spend_search(runtime: Runtime, namespace: str, run_id: str | None,
     if run_id is None:
         return True
     try:
-        return await runtime.repository.spend_search(namespace, run_id) <= allowed
+        return await runtime.stores.retrievals.spend_search(namespace, run_id) <= allowed
     except Exception as exc:
         log.warning("could not count a search of run %s: %s", run_id, exc)
         return True

@@ -11,7 +11,7 @@ import numpy as np
 from processors.consolidation_plan import candidate_of
 from processors.duplicates import Twin, twin_of
 from schemas.records import Record
-from stores.repository import Vector
+from stores.pgvector import Vector
 from stores.vector_index import SearchIndex, SearchScope
 from streams.runtime import Runtime
 
@@ -56,7 +56,7 @@ class TwinFinder:
         live: dict[str, Record] = {}
         for namespace, ids in wanted.items():
             if ids:
-                for item in await self._runtime.repository.stored_records(namespace,
+                for item in await self._runtime.stores.records.stored_records(namespace,
                                                                           sorted(ids)):
                     if item.superseded_by is None:
                         live[item.record.record_id] = item.record

@@ -26,9 +26,9 @@ from processors.consolidation_trigger import TriggerRules
 from stores.core_blocks import PostgresCoreBlocks
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
+from stores.postgres_stores import PostgresStores
 from stores.record_versions import PostgresRecordVersions
 from stores.records_search import RecordsSearch
-from stores.repository import Repository
 from stores.vector_index import VectorIndex
 from streams.announcements import KafkaAnnouncementLog
 from streams.app import (
@@ -67,8 +67,7 @@ async def open_runtime(settings: Settings, producer: KafkaProducer,
     embedder = await asyncio.to_thread(Embedder.load, settings.model_dir, threads=embed_threads)
     await producer.start()
     return Runtime(
-        repository=await Repository.connect(settings.pg_dsn, count_window=rules.window,
-                                            keep_windows_for=rules.keep_windows_for),
+        stores=await PostgresStores.connect(settings.pg_dsn, rules),
         embedder=embedder,
         metrics=Metrics(),
         producer=producer,
@@ -150,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for opened in searches:
             await opened.close()
         await producer.stop()
-        await runtime.repository.close()
+        await runtime.stores.close()
         if runtime.llm is not None:
             await runtime.llm.close()
 

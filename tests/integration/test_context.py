@@ -20,8 +20,8 @@ from harness.kafka_io import TopicReader, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.retrieval import PROFILES
 from stores.index_factory import open_index
+from stores.postgres_stores import PostgresStores
 from stores.records_search import RecordsSearch
-from stores.repository import Repository
 from streams.config import MemoryFlags
 from streams.context import ContextQuery, build_context
 from streams.metrics import Metrics
@@ -208,16 +208,16 @@ class UnreachableIndex:
 async def local_runtime(stack: Stack) -> AsyncIterator[tuple[Runtime, RecordsSearch]]:
     """A runtime in this process, on the stack's Postgres, for reads with parts made to fail
     and with flags the worker was not started with."""
-    repository = await Repository.connect(stack.pg_dsn)
+    stores = await PostgresStores.connect(stack.pg_dsn)
     fallback = await RecordsSearch.connect(stack.pg_dsn)
     embedder = Embedder.load(MODEL_DIR, threads=1)
-    runtime = Runtime(repository=repository, embedder=embedder, metrics=Metrics(),
+    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
                       producer=None, announcements=None,  # type: ignore[arg-type]
                       max_event_bytes=1024)
     yield runtime, fallback
     embedder.close()
     await fallback.close()
-    await repository.close()
+    await stores.close()
 
 
 def context_query(namespace: str, flags: MemoryFlags, **params: str) -> ContextQuery:
@@ -311,8 +311,8 @@ async def test_the_degraded_search_ranks_with_the_same_fusion_as_the_live_one(
                                        PROFILES["default"])
             degraded = await hybrid_search(runtime, fallback, fallback, text, scope,
                                            PROFILES["default"])
-            assert [h.row["record_id"] for h in live.hits] == \
-                [h.row["record_id"] for h in degraded.hits], text
+            assert [h.record.record_id for h in live.hits] == \
+                [h.record.record_id for h in degraded.hits], text
             assert [round(h.score, 6) for h in live.hits] == \
                 [round(h.score, 6) for h in degraded.hits], text
     finally:

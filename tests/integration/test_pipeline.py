@@ -20,8 +20,8 @@ from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.ids import digest_record_id, memory_record_id
 from processors.retrieval import PROFILES
+from stores.postgres_stores import PostgresStores
 from stores.records_search import RecordsSearch
-from stores.repository import Repository
 from stores.vector_index import SearchScope
 from streams.metrics import Metrics
 from streams.runtime import Runtime
@@ -184,10 +184,10 @@ async def test_search_falls_back_to_postgres_when_the_index_is_down(
         record_id = await publisher.write_memory(namespace, VPN_MEMORY)
     await updates.wait_for(lambda messages: record_id in updated_ids(messages, namespace))
 
-    repository = await Repository.connect(stack.pg_dsn)
+    stores = await PostgresStores.connect(stack.pg_dsn)
     fallback = await RecordsSearch.connect(stack.pg_dsn)
     embedder = Embedder.load(MODEL_DIR, threads=1)
-    runtime = Runtime(repository=repository, embedder=embedder, metrics=Metrics(),
+    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
                       producer=None, announcements=None,  # type: ignore[arg-type]
                       max_event_bytes=1024)
     try:
@@ -198,7 +198,7 @@ async def test_search_falls_back_to_postgres_when_the_index_is_down(
     finally:
         embedder.close()
         await fallback.close()
-        await repository.close()
+        await stores.close()
     assert answer["degraded"] is True
     assert [hit["record_id"] for hit in answer["hits"]] == [record_id]
 

@@ -506,7 +506,8 @@ async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn
 async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: str) -> None:
     from schemas.events import Provenance
     from schemas.records import Record
-    from stores.repository import Repository
+    from stores.consolidations import NewReport
+    from stores.postgres_stores import PostgresStores
 
     def memory(record_id: str) -> Record:
         return Record(record_id=record_id, namespace="ns", record_kind="memory",
@@ -517,44 +518,45 @@ async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: s
 
     members = [memory("m1"), memory("m2"), memory("m3")]
     vectors = unit_vectors(4)
-    repository = await Repository.connect(migrated_dsn)
+    stores = await PostgresStores.connect(migrated_dsn)
+    records, consolidations = stores.records, stores.consolidations
     try:
         stored = list(zip(members, vectors[:3], strict=True))
-        await repository.insert_records(stored)
-        await repository.insert_records(stored)  # a replay: stored and counted once
-        counts = await repository.consolidation_counts("ns")
-        assert [w["memories"] for w in counts["windows"]] == [3]
-        facts = await repository.consolidation_facts("ns")
+        await records.insert_records(stored)
+        await records.insert_records(stored)  # a replay: stored and counted once
+        counts = await consolidations.counts("ns")
+        assert [w.memories for w in counts.windows] == [3]
+        facts = await consolidations.facts("ns")
         assert (facts.reports_today, facts.new_since_report, facts.last_report_id) == (0, 3, None)
 
         merged = memory("merged")
-        report = {"report_id": "cns_1", "namespace": "ns", "reason": "manual",
-                  "started_at": datetime.now(UTC), "memories": 3,
-                  "clusters": [{"new_id": "merged", "members": ["m1", "m2"]}],
-                  "merged_ids": ["m1", "m2"], "new_ids": ["merged"], "timings": {"load": 0.1}}
+        report = NewReport(report_id="cns_1", namespace="ns", reason="manual",
+                           started_at=datetime.now(UTC), memories=3,
+                           clusters=[{"new_id": "merged", "members": ["m1", "m2"]}],
+                           merged_ids=["m1", "m2"], new_ids=["merged"], timings={"load": 0.1})
         superseded = {"m1": "merged", "m2": "merged"}
-        assert await repository.apply_consolidation(
+        assert await consolidations.apply(
             report, [(merged, vectors[3])], superseded) == {"m1": 2, "m2": 2}
-        assert await repository.apply_consolidation(
+        assert await consolidations.apply(
             report, [(merged, vectors[3])], superseded) is None, "the same request again"
 
-        lineage = await repository.record_lineage("ns", "merged")
+        lineage = await records.record_lineage("ns", "merged")
         assert lineage is not None
-        assert [m["record_id"] for m in lineage["supersedes"]] == ["m1", "m2"]
-        old = await repository.record_lineage("ns", "m1")
-        assert old is not None and old["superseded_by"] == "merged"
-        assert [v["version"] for v in old["versions"]] == [1, 2]
-        assert old["versions"][1]["body"]["superseded_by"] == "merged"
-        live = [record.record_id for record, _ in await repository.live_memories("ns")]
+        assert [m.record_id for m in lineage.supersedes] == ["m1", "m2"]
+        old = await records.record_lineage("ns", "m1")
+        assert old is not None and old.superseded_by == "merged"
+        assert [v.version for v in old.versions] == [1, 2]
+        assert old.versions[1].body["superseded_by"] == "merged"
+        live = [record.record_id for record, _ in await consolidations.live_memories("ns")]
         assert live == ["m3", "merged"]
-        facts = await repository.consolidation_facts("ns")
+        facts = await consolidations.facts("ns")
         assert (facts.reports_today, facts.new_since_report, facts.last_report_id) == (
             1, 0, "cns_1"), "the replacement is not a new memory"
-        assert await repository.claim_consolidation_request("ns", "day:x", "cns_2", 10)
-        await repository.mark_request_sent("ns", "day:x")
-        assert not await repository.claim_consolidation_request("ns", "day:x", "cns_2", 12)
+        assert await consolidations.claim_request("ns", "day:x", "cns_2", 10)
+        await consolidations.mark_request_sent("ns", "day:x")
+        assert not await consolidations.claim_request("ns", "day:x", "cns_2", 12)
     finally:
-        await repository.close()
+        await stores.close()
 
 
 # --- lexical ------------------------------------------------------------------------------

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import numpy as np
 from aiokafka.errors import KafkaTimeoutError
@@ -24,40 +23,9 @@ from streams.messages import InboundMessage, Outbound
 from streams.metrics import Metrics
 from streams.record_sink import RecordChange, RecordSink
 from streams.runtime import Runtime
+from tests.unit.store_fakes import InMemoryRecords, InMemoryStores
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)
-
-
-class Repository:
-    def __init__(self) -> None:
-        self.records: dict[str, tuple[Record, datetime]] = {}
-        self.announced: set[str] = set()
-        self.refused: dict[str, tuple[str, datetime]] = {}
-        self.refusals_announced: set[str] = set()
-
-    async def insert_records(self, rows: Sequence[tuple[Record, Any]]) -> dict[str, datetime]:
-        before = {r.record_id: self.records[r.record_id][1] for r, _ in rows
-                  if r.record_id in self.records}
-        for record, _ in rows:
-            self.records.setdefault(record.record_id, (record, datetime.now(UTC)))
-        return before
-
-    async def announced_record_ids(self, ids: Iterable[str]) -> set[str]:
-        return set(ids) & self.announced
-
-    async def mark_announced(self, ids: Sequence[str]) -> None:
-        self.announced.update(ids)
-
-    async def insert_refused_writes(self, rows: Sequence[tuple[Record, str]]
-                                    ) -> dict[str, datetime]:
-        before = {r.record_id: self.refused[r.record_id][1] for r, _ in rows
-                  if r.record_id in self.refused}
-        for record, reason in rows:
-            self.refused.setdefault(record.record_id, (reason, datetime.now(UTC)))
-        return before
-
-    async def mark_refusals_announced(self, ids: Sequence[str]) -> None:
-        self.refusals_announced.update(ids)
 
 
 class Index:
@@ -97,9 +65,10 @@ class Topic:
         return [event_id_of(message) for _, message in self.messages]
 
 
-def runtime(repository: Repository, topic: Topic) -> Runtime:
-    return Runtime(repository=repository, embedder=None, metrics=Metrics(),  # type: ignore[arg-type]
-                   producer=topic, announcements=topic, max_event_bytes=1024,
+def runtime(records: InMemoryRecords, topic: Topic) -> Runtime:
+    return Runtime(stores=InMemoryStores(records=records),
+                   embedder=None,  # type: ignore[arg-type]
+                   metrics=Metrics(), producer=topic, announcements=topic, max_event_bytes=1024,
                    retry_policy=FAST)
 
 
@@ -114,32 +83,32 @@ def change(n: int) -> RecordChange:
 
 
 async def test_new_records_are_stored_indexed_announced_and_marked() -> None:
-    repository, index, topic = Repository(), Index(), Topic()
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(), Topic()
+    live = runtime(records, topic)
     result = await RecordSink(live, index).store_new([change(n) for n in range(3)],
                                                      live.attempts("memory.events"))
     assert [c.record_id for c in result.done] == ["mem_0", "mem_1", "mem_2"]
     assert result.failed == []
-    assert set(repository.records) == set(index.points) == repository.announced == {
+    assert set(records.records) == set(index.points) == records.announced == {
         "mem_0", "mem_1", "mem_2"}
     assert len(topic.event_ids()) == len(set(topic.event_ids())) == 3
 
 
 async def test_a_record_the_index_refuses_is_set_apart_and_the_others_go_on() -> None:
-    repository, index, topic = Repository(), Index(refuse=frozenset({"mem_1"})), Topic()
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(refuse=frozenset({"mem_1"})), Topic()
+    live = runtime(records, topic)
     result = await RecordSink(live, index).store_new([change(n) for n in range(4)],
                                                      live.attempts("memory.events"))
     assert [(c.record_id, e.rejection.reason) for c, e in result.failed] == [
         ("mem_1", "refused_by_index")]
     assert result.failed[0][0].sources[0].offset == 1, "its event is the one to dead-letter"
-    assert set(index.points) == repository.announced == {"mem_0", "mem_2", "mem_3"}
-    assert "mem_1" in repository.records, "stored, unannounced: a replay finishes it"
+    assert set(index.points) == records.announced == {"mem_0", "mem_2", "mem_3"}
+    assert "mem_1" in records.records, "stored, unannounced: a replay finishes it"
 
 
 async def test_a_lost_acknowledgement_does_not_announce_twice() -> None:
-    repository, index, topic = Repository(), Index(), Topic(lose_acks=1)
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(), Topic(lose_acks=1)
+    live = runtime(records, topic)
     result = await RecordSink(live, index).store_new([change(n) for n in range(3)],
                                                      live.attempts("memory.events"))
     assert len(result.done) == 3
@@ -149,22 +118,22 @@ async def test_a_lost_acknowledgement_does_not_announce_twice() -> None:
 
 async def test_a_replay_after_a_crash_between_announce_and_mark_announces_nothing_again(
 ) -> None:
-    repository, index, topic = Repository(), Index(), Topic()
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(), Topic()
+    live = runtime(records, topic)
     sink = RecordSink(live, index)
     first = [change(n) for n in range(3)]
     # The crash: stored and announced, but the worker died before marking them announced.
     await sink.store_new(first, live.attempts("memory.events"))
-    repository.announced.clear()
+    records.announced.clear()
     # Its replay (a new worker, the same events, one more after them).
     await sink.store_new([*first, change(3)], live.attempts("memory.events"))
     assert len(topic.event_ids()) == len(set(topic.event_ids())) == 4
-    assert repository.announced == {"mem_0", "mem_1", "mem_2", "mem_3"}
+    assert records.announced == {"mem_0", "mem_1", "mem_2", "mem_3"}
 
 
 async def test_a_change_without_a_vector_leaves_the_index() -> None:
-    repository, index, topic = Repository(), Index(), Topic()
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(), Topic()
+    live = runtime(records, topic)
     sink = RecordSink(live, index)
     await sink.store_new([change(0)], live.attempts("memory.events"))
     gone = RecordChange(change(0).record, "superseded", 2, None,
@@ -180,15 +149,15 @@ def refusal(n: int) -> RecordChange:
 
 
 async def test_a_refused_write_is_recorded_and_announced_with_its_reason_not_stored() -> None:
-    repository, index, topic = Repository(), Index(), Topic(lose_acks=1)
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(), Topic(lose_acks=1)
+    live = runtime(records, topic)
     result = await RecordSink(live, index).store_refused([refusal(0), refusal(1)],
                                                          live.attempts("memory.events"))
     assert [c.record_id for c in result.done] == ["mem_0", "mem_1"]
-    assert repository.records == {} and index.points == {} and repository.announced == set()
-    assert {k: reason for k, (reason, _) in repository.refused.items()} == {
+    assert records.records == {} and index.points == {} and records.announced == set()
+    assert {k: reason for k, (reason, _) in records.refused.items()} == {
         "mem_0": "filler", "mem_1": "filler"}
-    assert repository.refusals_announced == {"mem_0", "mem_1"}
+    assert records.refusals_announced == {"mem_0", "mem_1"}
     # The lost acknowledgement was retried, and read back: each refusal announced once.
     bodies = [json.loads(message.value) for _, message in topic.messages]
     assert sorted((b["record_id"], b["change"], b["version"], b["reason"]) for b in bodies) == [
@@ -197,11 +166,11 @@ async def test_a_refused_write_is_recorded_and_announced_with_its_reason_not_sto
 
 async def test_a_refusal_replayed_after_a_crash_before_its_mark_is_not_announced_again(
 ) -> None:
-    repository, index, topic = Repository(), Index(), Topic()
-    live = runtime(repository, topic)
+    records, index, topic = InMemoryRecords(), Index(), Topic()
+    live = runtime(records, topic)
     sink = RecordSink(live, index)
     await sink.store_refused([refusal(0)], live.attempts("memory.events"))
-    repository.refusals_announced.clear()
+    records.refusals_announced.clear()
     await sink.store_refused([refusal(0), refusal(1)], live.attempts("memory.events"))
     assert len(topic.event_ids()) == len(set(topic.event_ids())) == 2
-    assert repository.refusals_announced == {"mem_0", "mem_1"}
+    assert records.refusals_announced == {"mem_0", "mem_1"}

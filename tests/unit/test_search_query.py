@@ -1,9 +1,12 @@
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from multidict import MultiDict
 
 from processors.retrieval import Fused
+from stores.records import FoundRecord
 from streams.fix_pattern_search import FixPatternQuery
 from streams.search import BadQuery, Hit, SearchQuery, hit_view
 
@@ -96,18 +99,18 @@ def test_a_fix_pattern_lookup_refuses_bad_parameters(params: dict[str, str], mes
         FixPatternQuery.from_params(params)
 
 
-def _row(**fields: object) -> dict[str, object]:
-    base: dict[str, object] = {
-        "record_id": "mem_1", "record_kind": "memory", "title": None, "text": "Deploys need VPN.",
-        "created_at": datetime(2026, 11, 1, tzinfo=UTC), "source_ref": None, "scope": "shared",
-        "memory_type": "fact", "tags": (), "related_ids": (), "tier": "active",
-        "review_state": "approved", "trust_class": "derived", "body": {}}
-    return {**base, **fields}
+def _found(**fields: Any) -> FoundRecord:
+    base = FoundRecord(
+        record_id="mem_1", record_kind="memory", title=None, text="Deploys need VPN.",
+        body={}, source_ref=None, created_at=datetime(2026, 11, 1, tzinfo=UTC),
+        related_ids=(), tags=(), scope="shared", agent_id=None, review_state="approved",
+        trust_class="derived", tier="active", run_ref=None, version=1, memory_type="fact",
+        thread=None, provenance={}, expires_at=None, embedding=None)
+    return replace(base, **fields)
 
 
 def test_a_merged_hit_shows_its_members_source_refs() -> None:
     fused = Fused("mem_1", 1.0, 1, None)
-    merged = _row(body={"merged_from": ["m1", "m2"], "member_source_refs": ["D1:3", "run-42"]})
+    merged = _found(body={"merged_from": ["m1", "m2"], "member_source_refs": ["D1:3", "run-42"]})
     assert hit_view(Hit(merged, fused, 1.0, 0.9))["member_source_refs"] == ["D1:3", "run-42"]
-    assert hit_view(Hit(_row(), fused, 1.0, 0.9))["member_source_refs"] == []
-    assert hit_view(Hit(_row(body=None), fused, 1.0, 0.9))["member_source_refs"] == []
+    assert hit_view(Hit(_found(), fused, 1.0, 0.9))["member_source_refs"] == []

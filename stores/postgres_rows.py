@@ -1,0 +1,82 @@
+"""What the Postgres stores share: the pool every store opens, and records as rows of the
+`records` table (its columns, a row as a `Record`, a record's first version)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+
+from processors.lexical import record_vector
+from processors.lifecycle import version_fields
+from schemas.events import Provenance
+from schemas.records import Record
+from stores.pgvector import Vector, register_codecs
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 4) -> asyncpg.Pool:
+    """A pool whose connections read and write `vector` as numpy arrays and `jsonb` as dicts."""
+    pool = await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=register_codecs
+    )
+    assert pool is not None  # create_pool only returns None when awaited without a loop
+    return pool
+
+
+RECORD_COLUMNS = (
+    "record_id, namespace, record_kind, scope, agent_id, title, text, body, memory_type, tags,"
+    " related_ids, tier, review_state, trust_class, source_ref, run_ref, provenance,"
+    " source_event_id, created_at, expires_at, embedding, thread, lexical, lexical_terms"
+)
+INSERT_RECORD = (
+    f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
+)
+INSERT_VERSION = (
+    "INSERT INTO record_versions (record_id, version, text, body, event_id, fields, change,"
+    " actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+)
+
+
+def record_of(row: Mapping[str, Any]) -> Record:
+    return Record(
+        record_id=row["record_id"], namespace=row["namespace"],
+        record_kind=row["record_kind"], scope=row["scope"], agent_id=row["agent_id"],
+        title=row["title"], text=row["text"], body=row["body"],
+        memory_type=row["memory_type"], tags=tuple(row["tags"]),
+        related_ids=tuple(row["related_ids"]), tier=row["tier"],
+        review_state=row["review_state"], trust_class=row["trust_class"],
+        source_ref=row["source_ref"], run_ref=row["run_ref"], thread=row["thread"],
+        provenance=Provenance.model_validate(row["provenance"]),
+        created_at=row["created_at"], expires_at=row["expires_at"],
+    )
+
+
+def record_args(record: Record, vector: Vector) -> tuple[Any, ...]:
+    """The values of INSERT_RECORD."""
+    lexical = record_vector(record)
+    return (
+        record.record_id, record.namespace, record.record_kind, record.scope, record.agent_id,
+        record.title, record.text, record.body, record.memory_type, list(record.tags),
+        list(record.related_ids), record.tier, record.review_state, record.trust_class,
+        record.source_ref, record.run_ref, record.provenance.model_dump(),
+        record.provenance.source_event_id, record.created_at, record.expires_at, vector,
+        record.thread, lexical, list(lexical.indices),
+    )
+
+
+async def insert_new_records(connection: asyncpg.Connection,
+                             records: Sequence[tuple[Record, Vector]]) -> None:
+    """Store records with their first version, made by the event that made the record;
+    a record stored already stays as it is."""
+    await connection.executemany(
+        f"{INSERT_RECORD} ON CONFLICT (record_id) DO NOTHING",
+        [record_args(record, vector) for record, vector in records],
+    )
+    await connection.executemany(
+        f"{INSERT_VERSION} ON CONFLICT (record_id, version) DO NOTHING",
+        [(record.record_id, 1, record.text, record.body, record.provenance.source_event_id,
+          version_fields(record), "created", record.provenance.producer)
+         for record, _ in records],
+    )

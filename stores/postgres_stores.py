@@ -1,0 +1,40 @@
+"""The stores a worker's stages use, opened on one pool: a process holds one pool for all of
+them, not one each."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from processors.consolidation_trigger import TriggerRules
+from stores.consolidations import PostgresConsolidations
+from stores.fix_patterns import PostgresFixPatterns
+from stores.postgres_rows import create_pool
+from stores.records import PostgresRecords
+from stores.retrievals import PostgresRetrievals
+from stores.runs import PostgresRuns
+
+_SEED_RULES = TriggerRules()
+
+
+class PostgresStores:
+    def __init__(self, pool: asyncpg.Pool, rules: TriggerRules = _SEED_RULES) -> None:
+        """`rules` say which windows new memories are counted in, and how long they are
+        kept."""
+        self._pool = pool
+        self.records = PostgresRecords(pool, count_window=rules.window,
+                                       keep_windows_for=rules.keep_windows_for)
+        self.runs = PostgresRuns(pool)
+        self.fix_patterns = PostgresFixPatterns(pool)
+        self.consolidations = PostgresConsolidations(pool,
+                                                     keep_windows_for=rules.keep_windows_for)
+        self.retrievals = PostgresRetrievals(pool)
+
+    @classmethod
+    async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:
+        return cls(await create_pool(dsn), rules)
+
+    async def ping(self) -> None:
+        await self._pool.fetchval("SELECT 1")
+
+    async def close(self) -> None:
+        await self._pool.close()

@@ -1,0 +1,332 @@
+"""Records as the write path, search and the read views see them: stored once by their
+deterministic id, announced once, and the writes refused with their reason. `Records` is the
+contract the stream stages use; `PostgresRecords` keeps it in the source of truth.
+
+Lookups by lists of ids join on `unnest(ids)`: with `= ANY(ids)` beside a namespace filter
+the planner scanned the whole namespace (6 ms at 100k records, 0.8 ms joined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import asyncpg
+
+from schemas.records import Record
+from stores.pgvector import Vector
+from stores.postgres_rows import RECORD_COLUMNS, insert_new_records, record_of
+
+
+@dataclass(frozen=True)
+class FoundRecord:
+    """A record as search and context read it: its columns as stored, not a validated
+    `Record` (a search reads dozens per query)."""
+
+    record_id: str
+    record_kind: str
+    title: str | None
+    text: str
+    body: dict[str, Any]
+    source_ref: str | None
+    created_at: datetime
+    related_ids: tuple[str, ...]
+    tags: tuple[str, ...]
+    scope: str
+    agent_id: str | None
+    review_state: str
+    trust_class: str
+    tier: str
+    run_ref: str | None
+    version: int
+    memory_type: str | None
+    thread: str | None
+    provenance: dict[str, Any]
+    expires_at: datetime | None
+    embedding: Vector | None
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    record: Record
+    vector: Vector | None
+    version: int
+    superseded_by: str | None
+
+
+@dataclass(frozen=True)
+class LineageVersion:
+    version: int
+    text: str
+    body: dict[str, Any]
+    event_id: str
+    changed_at: datetime
+
+
+@dataclass(frozen=True)
+class SupersededMember:
+    record_id: str
+    version: int
+    title: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class RecordLineage:
+    """A record, its versions and the records it superseded (a replacement's members stay
+    stored, hidden from search and reachable from here)."""
+
+    record: Record
+    version: int
+    superseded_by: str | None
+    versions: list[LineageVersion]
+    supersedes: list[SupersededMember]
+
+
+class Records(Protocol):
+    async def insert_records(
+        self, records: Sequence[tuple[Record, Vector]]
+    ) -> dict[str, datetime]:
+        """Store new records and their first version in one transaction; existing ones stay,
+        and are returned with the time they were stored. The new memories among them are
+        counted in their namespace's current window."""
+
+    async def mark_announced(self, record_ids: Sequence[str]) -> None: ...
+
+    async def existing_record_ids(self, namespace: str,
+                                  record_ids: Iterable[str]) -> set[str]: ...
+
+    async def announced_record_ids(self, record_ids: Iterable[str]) -> set[str]: ...
+
+    async def last_in_threads(self, namespace: str, threads: Iterable[str]) -> dict[str, Record]:
+        """The latest memory stored in each of these threads of the namespace (in the order
+        the writes were consumed)."""
+
+    async def records_by_id(self, namespace: str,
+                            record_ids: Sequence[str]) -> dict[str, FoundRecord]: ...
+
+    async def stored_records(self, namespace: str,
+                             record_ids: Sequence[str]) -> list[StoredRecord]:
+        """The records with these ids in the namespace, as stored now, in id order."""
+
+    async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        """Keep vectors computed again for records that had none."""
+
+    async def record_counts(self, namespace: str) -> dict[str, int]:
+        """Live records of the namespace by kind."""
+
+    async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None: ...
+
+    async def insert_refused_writes(
+        self, refused: Sequence[tuple[Record, str]]
+    ) -> dict[str, datetime]:
+        """Record writes refused with their reason (record, reason); those recorded before
+        stay, and are returned with the time they were refused."""
+
+    async def announced_refusal_ids(self, record_ids: Iterable[str]) -> set[str]: ...
+
+    async def mark_refusals_announced(self, record_ids: Sequence[str]) -> None: ...
+
+
+class PostgresRecords:
+    def __init__(self, pool: asyncpg.Pool, *, count_window: timedelta,
+                 keep_windows_for: timedelta) -> None:
+        self._pool = pool
+        # The windows memories are counted in, for the consolidation trigger.
+        self._count_window = count_window
+        self._keep_windows_for = keep_windows_for
+
+    async def insert_records(
+        self, records: Sequence[tuple[Record, Vector]]
+    ) -> dict[str, datetime]:
+        async with self._pool.acquire() as connection, connection.transaction():
+            await insert_new_records(connection, records)
+            # stored_at defaults to now(), the transaction's start: it tells the rows this
+            # transaction inserted from those a replay found already stored.
+            await connection.execute(
+                """
+                WITH fresh AS (
+                    SELECT namespace, count(*) AS n FROM unnest($1::text[]) AS wanted (id)
+                    JOIN records ON records.record_id = wanted.id
+                    WHERE record_kind = 'memory' AND stored_at = now() GROUP BY namespace),
+                counted AS (
+                    INSERT INTO memory_window_counts (namespace, window_start, memories)
+                    SELECT namespace, to_timestamp(floor(extract(epoch FROM now()) / $2) * $2),
+                           n FROM fresh
+                    ON CONFLICT (namespace, window_start)
+                    DO UPDATE SET memories = memory_window_counts.memories + excluded.memories)
+                DELETE FROM memory_window_counts
+                WHERE namespace IN (SELECT namespace FROM fresh)
+                  AND window_start < now() - $3::interval
+                """,
+                [record.record_id for record, _ in records],
+                self._count_window.total_seconds(), self._keep_windows_for,
+            )
+            before = await connection.fetch(
+                "SELECT record_id, stored_at FROM unnest($1::text[]) AS wanted (id)"
+                " JOIN records ON records.record_id = wanted.id WHERE stored_at <> now()",
+                [record.record_id for record, _ in records],
+            )
+        return {row["record_id"]: row["stored_at"] for row in before}
+
+    async def mark_announced(self, record_ids: Sequence[str]) -> None:
+        await self._pool.execute(
+            "UPDATE records SET announced_at = now() FROM unnest($1::text[]) AS wanted (id)"
+            " WHERE records.record_id = wanted.id AND announced_at IS NULL",
+            list(record_ids),
+        )
+
+    async def existing_record_ids(self, namespace: str, record_ids: Iterable[str]) -> set[str]:
+        rows = await self._pool.fetch(
+            "SELECT record_id FROM unnest($2::text[]) AS wanted (id)"
+            " JOIN records ON records.record_id = wanted.id WHERE namespace = $1",
+            namespace,
+            list(record_ids),
+        )
+        return {row["record_id"] for row in rows}
+
+    async def announced_record_ids(self, record_ids: Iterable[str]) -> set[str]:
+        rows = await self._pool.fetch(
+            "SELECT record_id FROM unnest($1::text[]) AS wanted (id)"
+            " JOIN records ON records.record_id = wanted.id WHERE announced_at IS NOT NULL",
+            list(record_ids),
+        )
+        return {row["record_id"] for row in rows}
+
+    async def last_in_threads(self, namespace: str, threads: Iterable[str]) -> dict[str, Record]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT DISTINCT ON (thread) {RECORD_COLUMNS} FROM records
+            WHERE namespace = $1 AND thread = ANY($2::text[]) AND record_kind = 'memory'
+            ORDER BY thread, stored_at DESC,
+                     (provenance->>'source_partition')::int DESC,
+                     (provenance->>'source_offset')::bigint DESC
+            """,
+            namespace, sorted(set(threads)),
+        )
+        return {row["thread"]: record_of(row) for row in rows}
+
+    async def records_by_id(self, namespace: str,
+                            record_ids: Sequence[str]) -> dict[str, FoundRecord]:
+        rows = await self._pool.fetch(
+            """
+            SELECT record_id, record_kind, title, text, body, source_ref, created_at,
+                   related_ids, tags, scope, agent_id, review_state, trust_class, tier,
+                   run_ref, version, memory_type, thread, provenance, expires_at, embedding
+            FROM unnest($2::text[]) AS wanted (id)
+            JOIN records ON records.record_id = wanted.id
+            WHERE namespace = $1
+            """,
+            namespace,
+            list(record_ids),
+        )
+        return {row["record_id"]: _found_record(row) for row in rows}
+
+    async def stored_records(self, namespace: str,
+                             record_ids: Sequence[str]) -> list[StoredRecord]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {RECORD_COLUMNS}, version, superseded_by
+            FROM unnest($2::text[]) AS wanted (id)
+            JOIN records ON records.record_id = wanted.id
+            WHERE namespace = $1 ORDER BY record_id
+            """,
+            namespace, list(record_ids),
+        )
+        return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
+                             row["superseded_by"]) for row in rows]
+
+    async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
+        await self._pool.executemany(
+            "UPDATE records SET embedding = $2 WHERE record_id = $1", list(vectors)
+        )
+
+    async def record_counts(self, namespace: str) -> dict[str, int]:
+        rows = await self._pool.fetch(
+            "SELECT record_kind, count(*) AS n FROM records"
+            " WHERE namespace = $1 AND superseded_by IS NULL GROUP BY record_kind",
+            namespace,
+        )
+        return {row["record_kind"]: int(row["n"]) for row in rows}
+
+    async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None:
+        async with self._pool.acquire() as connection:
+            row = await connection.fetchrow(
+                f"SELECT {RECORD_COLUMNS}, version, superseded_by FROM records"
+                " WHERE namespace = $1 AND record_id = $2",
+                namespace, record_id,
+            )
+            if row is None:
+                return None
+            versions = await connection.fetch(
+                "SELECT version, text, body, event_id, changed_at FROM record_versions"
+                " WHERE record_id = $1 ORDER BY version",
+                record_id,
+            )
+            superseded = await connection.fetch(
+                "SELECT record_id, version, title, text FROM records"
+                " WHERE superseded_by = $1 AND namespace = $2 ORDER BY record_id",
+                record_id, namespace,
+            )
+        return RecordLineage(
+            record=record_of(row),
+            version=int(row["version"]),
+            superseded_by=row["superseded_by"],
+            versions=[LineageVersion(int(v["version"]), v["text"], v["body"], v["event_id"],
+                                     v["changed_at"]) for v in versions],
+            supersedes=[SupersededMember(m["record_id"], int(m["version"]), m["title"],
+                                         m["text"]) for m in superseded],
+        )
+
+    async def insert_refused_writes(
+        self, refused: Sequence[tuple[Record, str]]
+    ) -> dict[str, datetime]:
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.executemany(
+                """
+                INSERT INTO refused_writes (record_id, event_id, namespace, reason, producer,
+                                            source_topic, source_partition, source_offset)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (record_id) DO NOTHING
+                """,
+                [(record.record_id, record.provenance.source_event_id, record.namespace,
+                  reason, record.provenance.producer, record.provenance.source_topic,
+                  record.provenance.source_partition, record.provenance.source_offset)
+                 for record, reason in refused],
+            )
+            # refused_at defaults to now(), the transaction's start: as for insert_records.
+            before = await connection.fetch(
+                "SELECT record_id, refused_at FROM unnest($1::text[]) AS wanted (id)"
+                " JOIN refused_writes ON record_id = wanted.id WHERE refused_at <> now()",
+                [record.record_id for record, _ in refused],
+            )
+        return {row["record_id"]: row["refused_at"] for row in before}
+
+    async def announced_refusal_ids(self, record_ids: Iterable[str]) -> set[str]:
+        rows = await self._pool.fetch(
+            "SELECT record_id FROM unnest($1::text[]) AS wanted (id)"
+            " JOIN refused_writes ON record_id = wanted.id WHERE announced_at IS NOT NULL",
+            list(record_ids),
+        )
+        return {row["record_id"] for row in rows}
+
+    async def mark_refusals_announced(self, record_ids: Sequence[str]) -> None:
+        await self._pool.execute(
+            "UPDATE refused_writes SET announced_at = now() FROM unnest($1::text[]) AS wanted"
+            " (id) WHERE record_id = wanted.id AND announced_at IS NULL",
+            list(record_ids),
+        )
+
+
+def _found_record(row: Mapping[str, Any]) -> FoundRecord:
+    return FoundRecord(
+        record_id=row["record_id"], record_kind=row["record_kind"], title=row["title"],
+        text=row["text"], body=row["body"], source_ref=row["source_ref"],
+        created_at=row["created_at"], related_ids=tuple(row["related_ids"]),
+        tags=tuple(row["tags"]), scope=row["scope"], agent_id=row["agent_id"],
+        review_state=row["review_state"], trust_class=row["trust_class"], tier=row["tier"],
+        run_ref=row["run_ref"], version=int(row["version"]), memory_type=row["memory_type"],
+        thread=row["thread"], provenance=row["provenance"], expires_at=row["expires_at"],
+        embedding=row["embedding"],
+    )

@@ -1,0 +1,134 @@
+"""The run ledger: every event of every run, appended once by its event id, and each run's
+row (task, repo, outcome) kept in step. `Runs` is the contract the stream stage uses;
+`PostgresRuns` keeps it in the source of truth."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import asyncpg
+
+from schemas.events import Provenance
+
+
+@dataclass(frozen=True)
+class RunEventRow:
+    event_id: str
+    namespace: str
+    run_id: str
+    type: str
+    occurred_at: datetime
+    producer: str
+    payload: dict[str, Any]
+    provenance: Provenance
+    # Characters intake removed or replaced, per prose field of the payload.
+    sanitized: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A run event as the ledger holds it: the fields of its envelope."""
+
+    event_id: str
+    type: str
+    namespace: str
+    occurred_at: datetime
+    producer: str
+    payload: dict[str, Any]
+
+
+class Runs(Protocol):
+    async def append_run_events(self, rows: Sequence[RunEventRow]) -> None:
+        """Append to the ledger and keep each run's row (task, repo, outcome) in step."""
+
+    async def started_runs(self, runs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of the (namespace, run_id) pairs have a run.started in the ledger."""
+
+    async def run_ledger(self, namespace: str, run_id: str) -> list[LedgerEntry]:
+        """The run's events in the order they occurred."""
+
+
+class PostgresRuns:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def append_run_events(self, rows: Sequence[RunEventRow]) -> None:
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.executemany(
+                """
+                INSERT INTO run_events (event_id, namespace, run_id, type, occurred_at,
+                                        producer, payload, source_topic, source_partition,
+                                        source_offset, sanitized)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                ON CONFLICT (event_id) DO NOTHING
+                """,
+                [
+                    (
+                        row.event_id, row.namespace, row.run_id, row.type, row.occurred_at,
+                        row.producer, row.payload, row.provenance.source_topic,
+                        row.provenance.source_partition, row.provenance.source_offset,
+                        row.sanitized,
+                    )
+                    for row in rows
+                ],
+            )
+            await connection.executemany(
+                """
+                INSERT INTO runs (namespace, run_id, task_key, repo, started_at)
+                VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (namespace, run_id) DO UPDATE
+                SET task_key = EXCLUDED.task_key, repo = EXCLUDED.repo,
+                    started_at = EXCLUDED.started_at
+                """,
+                [
+                    (row.namespace, row.run_id, row.payload.get("task_key"),
+                     row.payload.get("repo"), row.occurred_at)
+                    for row in rows if row.type == "run.started"
+                ],
+            )
+            # The latest run.finished wins, whatever order they are applied in.
+            await connection.executemany(
+                """
+                INSERT INTO runs (namespace, run_id, status, finished_at)
+                VALUES ($1, $2, $3, $4)
+                ON CONFLICT (namespace, run_id) DO UPDATE
+                SET status = EXCLUDED.status, finished_at = EXCLUDED.finished_at
+                WHERE runs.finished_at IS NULL OR runs.finished_at <= EXCLUDED.finished_at
+                """,
+                [
+                    (row.namespace, row.run_id, row.payload["status"], row.occurred_at)
+                    for row in rows if row.type == "run.finished"
+                ],
+            )
+
+    async def started_runs(self, runs: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        pairs = list(runs)
+        if not pairs:
+            return set()
+        rows = await self._pool.fetch(
+            """
+            SELECT DISTINCT namespace, run_id FROM run_events
+            JOIN unnest($1::text[], $2::text[]) AS wanted (ns, rid)
+              ON namespace = wanted.ns AND run_id = wanted.rid
+            WHERE type = 'run.started'
+            """,
+            [namespace for namespace, _ in pairs],
+            [run_id for _, run_id in pairs],
+        )
+        return {(row["namespace"], row["run_id"]) for row in rows}
+
+    async def run_ledger(self, namespace: str, run_id: str) -> list[LedgerEntry]:
+        rows = await self._pool.fetch(
+            """
+            SELECT event_id, type, namespace, occurred_at, producer, payload
+            FROM run_events WHERE namespace = $1 AND run_id = $2
+            ORDER BY occurred_at, event_id
+            """,
+            namespace,
+            run_id,
+        )
+        return [LedgerEntry(row["event_id"], row["type"], row["namespace"], row["occurred_at"],
+                            row["producer"], row["payload"]) for row in rows]
