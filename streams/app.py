@@ -78,6 +78,22 @@ def group_id(app_id: str, role: Role) -> str:
     return app_id if role == "ingest" else f"{app_id}-consolidator"
 
 
+def every(app: faust.App, interval_s: float, what: str,
+          job: Callable[[], Awaitable[object]]) -> None:
+    """Run `job` on a timer that survives its failures: a timer that raised would never run
+    again, so a failure is logged and the next tick tries again."""
+
+    async def tick() -> None:
+        try:
+            await job()
+        except Exception as exc:
+            log.warning("could not %s: %s", what, Unexpected.of(exc).detail)
+
+    # Faust names a timer after its function, in its logs and its task list.
+    tick.__name__ = f"every_{what.replace(' ', '_')}"
+    app.timer(interval=interval_s)(tick)
+
+
 def observed_view(route: str, handler: ViewHandler, metrics: Metrics) -> ViewHandler:
     """The handler, with a `BadQuery` answered as 400 and its latency observed by route
     template and status code."""
@@ -227,14 +243,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wiring.common(index)
     relay = ReportRelay(runtime, sink)
 
-    async def publish_consolidations() -> None:
-        try:
-            await relay.publish_pending()
-        except Exception as exc:
-            # A timer must not die: the reports wait in Postgres for the next tick.
-            log.warning("could not publish consolidations: %s", Unexpected.of(exc).detail)
-
-    app.timer(interval=settings.relay_interval_s)(publish_consolidations)
+    # The reports wait in Postgres for the next tick.
+    every(app, settings.relay_interval_s, "publish consolidations", relay.publish_pending)
 
     async def maintain_index() -> None:
         # Optimizing blocks the worker for seconds: only while it has nothing to consume.
@@ -246,16 +256,9 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
 
     app.timer(interval=INDEX_MAINTENANCE_INTERVAL_S)(maintain_index)
 
+    # What is due is still due at the next tick.
     retention = RetentionJob(runtime, sink, versions, settings.retention)
-
-    async def expire_records() -> None:
-        try:
-            await retention.expire_due()
-        except Exception as exc:
-            # A timer must not die: what is due is still due at the next tick.
-            log.warning("could not expire records: %s", Unexpected.of(exc).detail)
-
-    app.timer(interval=settings.retention_interval_s)(expire_records)
+    every(app, settings.retention_interval_s, "expire records", retention.expire_due)
 
     retrievals = RetrievalLog(runtime.stores.retrievals, runtime.metrics)
     app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)
