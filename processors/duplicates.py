@@ -4,7 +4,9 @@ namespace (same scope, owner, kind and type) updates it instead of adding a twin
 A twin is the nearest such memory at or above DUPLICATE_COSINE that the consolidation guard
 lets through (values, speakers, questions and days must agree: processors/consolidation.py).
 The twin keeps its text; the write becomes a version of it that records the restatement
-(`restated`, processors/lifecycle.py): the provenance of both events, nothing lost.
+(`restated`, processors/lifecycle.py): the provenance of both events, nothing lost. The
+worker looks for twins when MEMSTREAM_TWIN_COSINE is set (streams/config.py says why not by
+default).
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import cast, get_args
 
 from processors.consolidation_plan import DerivedReview
-from processors.duplicates import DUPLICATE_COSINE
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
 from stores.index_factory import DEFAULT_INDEX_URL
@@ -96,9 +95,11 @@ class Settings:
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
     # A new memory at least this close to a live one of its namespace that restates it (the
-    # consolidation guard agrees) updates that one instead (processors/duplicates.py); None
-    # (MEMSTREAM_TWIN_COSINE=off) stores every write as it comes.
-    twin_cosine: float | None = DUPLICATE_COSINE
+    # consolidation guard agrees) updates that one instead (processors/duplicates.py, which
+    # gives the measured threshold). Off by default: each write then costs a search of its
+    # namespace, which took the pipeline from 577 to 318 events/s (make bench, one namespace
+    # of 3,000 memories, the embedded index).
+    twin_cosine: float | None = None
     # Characters a core memory block holds (seed 004's CORE_MEMORY_MAX_CHARS).
     block_max_chars: int = 1500
     # Content updates that move a memory one tier up (active, short_term, long_term).
@@ -158,7 +159,7 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
-            twin_cosine=_off_or_float(get("TWIN_COSINE", str(cls.twin_cosine))),
+            twin_cosine=_off_or_float(get("TWIN_COSINE", "off")),
             block_max_chars=int(get("BLOCK_MAX_CHARS", str(cls.block_max_chars))),
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
                                           str(cls.promote_after_updates))),

@@ -26,10 +26,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture(scope="session")
 def worker(stack: Stack) -> Iterator[Worker]:
     """The ingest worker, with its consolidator process beside it (as `make run` has)."""
-    # Twins off: these tests write look-alike memories on purpose (consolidation's among
-    # them) and expect each stored; tests/integration/test_twins.py runs its own worker.
-    running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1",
-                           MEMSTREAM_TWIN_COSINE="off")
+    running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1")
     running.start()
     consolidator = stack.consolidator(running)
     consolidator.start()
