@@ -55,6 +55,11 @@ def memory_with(**fields: Any) -> Callable[[str], bytes]:
     return lambda ns: dumped({**envelope("memory.write", ns, {"text": "t"}), **fields})
 
 
+def change(event_type: str, **payload: Any) -> Callable[[str], bytes]:
+    """A lifecycle event or block edit with this payload."""
+    return lambda ns: dumped(envelope(event_type, ns, payload))
+
+
 def nested(depth: int) -> Callable[[str], bytes]:
     return lambda ns: (b'{"event_id": "deep", "type": "memory.write", "namespace": "'
                        + ns.encode() + b'", "payload": ' + b"[" * depth + b"]" * depth + b"}")
@@ -125,6 +130,36 @@ MEMORY_CASES = [
          "invalid_event"),
     Case("a related id that does not exist", memory(related_ids=["mem_nowhere"]),
          "broken_reference"),
+    # Lifecycle events and block edits.
+    Case("an update of a record the namespace lacks",
+         change("memory.update", record_id="mem_nowhere", expected_version=1, text="x"),
+         "broken_reference"),
+    Case("an update without expected_version",
+         change("memory.update", record_id="mem_x", text="x"), "invalid_event"),
+    Case("an update that sets nothing",
+         change("memory.update", record_id="mem_x", expected_version=1), "invalid_event"),
+    Case("a deprecation without a reason", change("memory.deprecate", record_id="mem_x"),
+         "invalid_event"),
+    Case("a restore to version 0", change("memory.restore", record_id="mem_x", version=0),
+         "invalid_event"),
+    Case("a review naming a record and a block",
+         change("memory.review", record_id="mem_x", block={"agent_id": "a", "label": "human"},
+                decision="approve", reviewer="ana", diff_id="d"), "invalid_event"),
+    Case("a block review without its diff",
+         change("memory.review", block={"agent_id": "a", "label": "human"},
+                decision="approve", reviewer="ana"), "invalid_event"),
+    Case("a review of a diff nobody proposed",
+         change("memory.review", block={"agent_id": "a", "label": "human"},
+                decision="approve", reviewer="ana", diff_id="nope"), "broken_reference"),
+    Case("a block field in lower case",
+         change("memory.block", agent_id="a", label="human", set={"task": "x"}),
+         "invalid_event"),
+    Case("a block field both set and appended to",
+         change("memory.block", agent_id="a", label="human", set={"TASK": "x"},
+                append={"TASK": ["y"]}), "invalid_event"),
+    Case("nul in a block field",
+         change("memory.block", agent_id="a", label="human", set={"TASK": "x\x00"}),
+         "invalid_text"),
 ]
 
 
