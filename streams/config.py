@@ -97,8 +97,9 @@ class Settings:
     # A new memory at least this close to a live one of its namespace that restates it (the
     # consolidation guard agrees) updates that one instead (processors/duplicates.py, which
     # gives the measured threshold). Off by default: each write then costs a search of its
-    # namespace, which took the pipeline from 577 to 318 events/s (make bench, one namespace
-    # of 3,000 memories, the embedded index).
+    # namespace and the guard on every neighbour above the threshold, which took the pipeline
+    # from 577 to 318-344 events/s (make bench: one namespace of 3,000 memories made of shared
+    # sentences, the embedded index).
     twin_cosine: float | None = None
     # Characters a core memory block holds (seed 004's CORE_MEMORY_MAX_CHARS).
     block_max_chars: int = 1500

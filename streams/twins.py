@@ -29,14 +29,22 @@ class TwinFinder:
         """New record id -> the memory it restates, for the writes that restate one. A write
         that restates an earlier write of the batch restates what that one restates."""
         found: dict[str, Twin] = {}
+        if not writes:
+            return found
         with self._runtime.stage("twins"):
             stored = await self._stored_neighbours(writes)
-            for position, (record, vector) in enumerate(writes):
+            # The batch against itself in one product: the pairs under the threshold, nearly
+            # all of them, cost no candidate and no guard.
+            unit = np.stack([vector for _, vector in writes]).astype(np.float32)
+            unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+            cosines = unit @ unit.T
+            for position, (record, _) in enumerate(writes):
                 neighbours = [(candidate_of(near), cosine) for near, cosine in stored[position]]
                 neighbours += [
-                    (candidate_of(earlier), _cosine(vector, earlier_vector))
-                    for earlier, earlier_vector in writes[:position]
-                    if earlier.namespace == record.namespace]
+                    (candidate_of(writes[earlier][0]), float(cosines[position, earlier]))
+                    for earlier in np.flatnonzero(
+                        cosines[position, :position] >= self._threshold).tolist()
+                    if writes[earlier][0].namespace == record.namespace]
                 twin = twin_of(candidate_of(record), neighbours, self._threshold)
                 if twin is not None:
                     found[record.record_id] = found.get(twin.record_id, twin)
@@ -63,7 +71,3 @@ class TwinFinder:
         return [[(live[hit.record_id], hit.score) for hit in found if hit.record_id in live]
                 for found in hits]
 
-
-def _cosine(first: Vector, second: Vector) -> float:
-    norms = float(np.linalg.norm(first) * np.linalg.norm(second))
-    return float(first @ second) / norms if norms else 0.0
