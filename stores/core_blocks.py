@@ -13,7 +13,6 @@ import asyncpg
 from processors.blocks import Block, BlockDiff, BlockEdit, FieldValue
 from processors.errors import MemstreamError
 from schemas.events import MemoryBlockPayload, RotationStrategy
-from stores.postgres_rows import create_pool
 
 
 @dataclass(frozen=True)
@@ -75,12 +74,6 @@ class PostgresCoreBlocks:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    @classmethod
-    async def connect(cls, dsn: str) -> PostgresCoreBlocks:
-        return cls(await create_pool(dsn, max_size=2))
-
-    async def close(self) -> None:
-        await self._pool.close()
 
     async def block(self, namespace: str, agent_id: str, label: str) -> Block | None:
         row = await self._pool.fetchrow(

@@ -7,8 +7,10 @@ import asyncpg
 
 from processors.consolidation_trigger import TriggerRules
 from stores.consolidations import PostgresConsolidations
+from stores.core_blocks import PostgresCoreBlocks
 from stores.fix_patterns import PostgresFixPatterns
 from stores.postgres_rows import create_pool
+from stores.record_versions import PostgresRecordVersions
 from stores.records import PostgresRecords
 from stores.retrievals import PostgresRetrievals
 from stores.runs import PostgresRuns
@@ -28,6 +30,8 @@ class PostgresStores:
         self.consolidations = PostgresConsolidations(pool,
                                                      keep_windows_for=rules.keep_windows_for)
         self.retrievals = PostgresRetrievals(pool)
+        self.versions = PostgresRecordVersions(pool)
+        self.blocks = PostgresCoreBlocks(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

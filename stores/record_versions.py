@@ -25,7 +25,7 @@ from processors.lifecycle import (
 from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
 from stores.pgvector import Vector
-from stores.postgres_rows import create_pool, record_of
+from stores.postgres_rows import record_of
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"
@@ -102,7 +102,7 @@ class VersionConflict(MemstreamError):
     retriable = True
 
 
-class RecordVersions(Protocol):
+class RecordVersions(ExpiringRecords, Protocol):
     async def applied(self, event_id: str) -> AppliedEvent | None: ...
 
     async def applied_ids(self, event_ids: Sequence[str]) -> set[str]:
@@ -136,12 +136,6 @@ class PostgresRecordVersions:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    @classmethod
-    async def connect(cls, dsn: str) -> PostgresRecordVersions:
-        return cls(await create_pool(dsn, max_size=2))
-
-    async def close(self) -> None:
-        await self._pool.close()
 
     async def applied(self, event_id: str) -> AppliedEvent | None:
         row = await self._pool.fetchrow(

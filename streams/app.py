@@ -26,8 +26,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from processors.errors import Unexpected
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
-from stores.core_blocks import CoreBlocks
-from stores.record_versions import PostgresRecordVersions
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.batches import BatchStages, StagedAgent
 from streams.config import Settings
@@ -221,16 +219,16 @@ class Wiring:
 
 
 def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
-                versions: PostgresRecordVersions, blocks: CoreBlocks,
                 settings: Settings) -> None:
     """The ingest role: writes and runs in, consolidations published, the read views."""
     app = wiring.app
+    versions, blocks = runtime.stores.versions, runtime.stores.blocks
     sink = RecordSink(runtime, index)
     trigger = ConsolidationTrigger(runtime)
     # What the writer remembers between batches outlives a crash of its stages.
     writer_state = WriterState()
-    lifecycle = LifecycleApplier(runtime, sink, versions, settings.protect,
-                                 TierRules(settings.promote_after_updates), blocks,
+    lifecycle = LifecycleApplier(runtime, sink, settings.protect,
+                                 TierRules(settings.promote_after_updates),
                                  settings.block_max_chars)
     twins = None if settings.twin_cosine is None else \
         TwinFinder(runtime, index, settings.twin_cosine)
@@ -257,7 +255,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     app.timer(interval=INDEX_MAINTENANCE_INTERVAL_S)(maintain_index)
 
     # What is due is still due at the next tick.
-    retention = RetentionJob(runtime, sink, versions, settings.retention)
+    retention = RetentionJob(runtime, sink, settings.retention)
     every(app, settings.retention_interval_s, "expire records", retention.expire_due)
 
     retrievals = RetrievalLog(runtime.stores.retrievals, runtime.metrics)

@@ -39,9 +39,8 @@ from schemas.events import (
 )
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.core_blocks import CoreBlocks
 from stores.pgvector import Vector
-from stores.record_versions import AppliedEvent, ChangedRecord, RecordVersions, StoredCurrent
+from stores.record_versions import AppliedEvent, ChangedRecord, StoredCurrent
 from streams.dead_letters import send_dead_letters
 from streams.memory_blocks import BlockEditor
 from streams.messages import InboundMessage
@@ -52,17 +51,16 @@ Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent | MemoryBlock]]
 
 
 class LifecycleApplier:
-    def __init__(self, runtime: Runtime, sink: RecordSink, versions: RecordVersions,
-                 protect: Collection[Protection], tiers: TierRules, blocks: CoreBlocks,
-                 block_max_chars: int) -> None:
+    def __init__(self, runtime: Runtime, sink: RecordSink, protect: Collection[Protection],
+                 tiers: TierRules, block_max_chars: int) -> None:
         self._runtime = runtime
         self._sink = sink
-        self._versions = versions
+        self._versions = runtime.stores.versions
         self._protect = protect
         self._tiers = tiers
         self._attempts = runtime.attempts(MEMORY_EVENTS)
-        self._blocks = BlockEditor(runtime, sink, blocks, block_max_chars, self._attempts,
-                                   protected="core_blocks" in protect)
+        self._blocks = BlockEditor(runtime, sink, runtime.stores.blocks, block_max_chars,
+                                   self._attempts, protected="core_blocks" in protect)
 
     async def apply(self, items: Sequence[Lifecycle]) -> None:
         events = self._runtime.metrics.events

@@ -22,11 +22,10 @@ ORPHANED_AFTER = timedelta(seconds=60)
 
 
 class RetentionJob:
-    def __init__(self, runtime: Runtime, sink: RecordSink, store: ExpiringRecords,
-                 rules: RetentionRules) -> None:
+    def __init__(self, runtime: Runtime, sink: RecordSink, rules: RetentionRules) -> None:
         self._runtime = runtime
         self._sink = sink
-        self._store = store
+        self._store: ExpiringRecords = runtime.stores.versions
         self._rules = rules
         self._attempts = runtime.attempts(MEMORY_EVENTS)
 

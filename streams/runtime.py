@@ -18,8 +18,10 @@ from processors.consolidation_plan import DerivedReview
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
 from stores.consolidations import Consolidations
+from stores.core_blocks import CoreBlocks
 from stores.fix_patterns import FixPatterns
 from stores.pgvector import Vector
+from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.retrievals import Retrievals
 from stores.runs import Runs
@@ -57,6 +59,12 @@ class Stores(Protocol):
 
     @property
     def retrievals(self) -> Retrievals: ...
+
+    @property
+    def versions(self) -> RecordVersions: ...
+
+    @property
+    def blocks(self) -> CoreBlocks: ...
 
     async def ping(self) -> None: ...
 

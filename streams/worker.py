@@ -23,11 +23,9 @@ from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
 from processors.consolidation_trigger import TriggerRules
-from stores.core_blocks import PostgresCoreBlocks
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
 from stores.postgres_stores import PostgresStores
-from stores.record_versions import PostgresRecordVersions
 from stores.records_search import RecordsSearch
 from stores.vector_index import VectorIndex
 from streams.announcements import KafkaAnnouncementLog
@@ -131,15 +129,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     health = Health(runtime.metrics, settings.stall_after_s)
     wiring = Wiring(app, settings, runtime, health, lag_probe, role)
     # Read and written by the ingest role only: the index and its fallback over Postgres.
-    searches: list[VectorIndex | RecordsSearch | PostgresRecordVersions | PostgresCoreBlocks] \
-        = []
+    searches: list[VectorIndex | RecordsSearch] = []
     if role == "ingest":
         index = loop.run_until_complete(open_index_of(settings))
         fallback = loop.run_until_complete(RecordsSearch.connect(settings.pg_dsn))
-        versions = loop.run_until_complete(PostgresRecordVersions.connect(settings.pg_dsn))
-        blocks = loop.run_until_complete(PostgresCoreBlocks.connect(settings.pg_dsn))
-        searches += [index, fallback, versions, blocks]
-        wire_ingest(wiring, runtime, index, fallback, versions, blocks, settings)
+        searches += [index, fallback]
+        wire_ingest(wiring, runtime, index, fallback, settings)
     else:
         wire_consolidator(wiring, runtime)
     runtime.metrics.up.set(1)

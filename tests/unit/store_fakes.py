@@ -212,6 +212,8 @@ class InMemoryStores:
     retrievals: InMemoryRetrievals = field(default_factory=InMemoryRetrievals)
     runs: Any = field(default_factory=lambda: Unused("runs"))
     fix_patterns: Any = field(default_factory=lambda: Unused("fix_patterns"))
+    versions: Any = field(default_factory=lambda: Unused("versions"))
+    blocks: Any = field(default_factory=lambda: Unused("blocks"))
 
     async def ping(self) -> None:
         pass
