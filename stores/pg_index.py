@@ -168,7 +168,7 @@ class PostgresIndex:
             WHERE score >= $14
             ORDER BY score DESC
             """,
-            as_vector(vector, self._dim), *_scope_args(scope), scope.limit, scope.min_score,
+            as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
         )
         return _hits(rows)
 
@@ -182,7 +182,7 @@ class PostgresIndex:
             WHERE {_SCOPE} AND terms && $13::integer[]
             ORDER BY lexical <#> $1, record_id LIMIT $14
             """,
-            query, *_scope_args(scope), list(query.indices), scope.limit,
+            query, *scope_args(scope), list(query.indices), scope.limit,
         )
         return _hits(rows)
 
@@ -232,7 +232,7 @@ class PostgresIndex:
 
 
 # A point within a SearchScope: its namespace, kinds, related id, visibility and filters
-# ($1 is the query vector; see _scope_args for $2-$12).
+# ($1 is the query vector; see scope_args for $2-$12).
 _SCOPE = """
     namespace = $2
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
@@ -248,7 +248,9 @@ _SCOPE = """
 """
 
 
-def _scope_args(scope: SearchScope) -> tuple[Any, ...]:
+def scope_args(scope: SearchScope) -> tuple[Any, ...]:
+    """The arguments $2-$12 of a scope filter over Postgres (this index's, and the records'
+    own in stores/records_search.py, which names its columns alike)."""
     return (scope.namespace, list(scope.record_kinds) or None, scope.related_id,
             scope.agent_id, time.time(), list(scope.tags) or None,
             list(scope.memory_types) or None, list(scope.tiers) or None,

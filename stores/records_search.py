@@ -8,20 +8,19 @@ the same algorithm over it as over the index, so the degraded answer ranks like 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from typing import Any
 
 import asyncpg
 
 from processors.lexical import SparseVector
+from stores.pg_index import scope_args
 from stores.postgres_rows import create_pool
 from stores.vector_index import DIM, IndexHit, SearchScope, TermCounts, Vector, as_vector
 
 # The records an index holds: neither superseded nor expired; deprecated ones too, which
 # search leaves out unless asked for them (the stream and stores.reindex keep this rule).
 INDEXED = "superseded_by IS NULL AND expired_at IS NULL"
-# A record within a SearchScope ($1 is the query; see _scope_args for $2-$12).
+# A record within a SearchScope ($1 is the query; see scope_args for $2-$12).
 _SCOPE = f"""
     namespace = $2 AND {INDEXED}
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
@@ -56,7 +55,7 @@ class RecordsSearch:
             WHERE {_SCOPE} AND embedding IS NOT NULL AND 1 - (embedding <=> $1) >= $14
             ORDER BY embedding <=> $1, record_id LIMIT $13
             """,
-            as_vector(vector, self._dim), *_scope_args(scope), scope.limit, scope.min_score,
+            as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
         )
         return _hits(rows)
 
@@ -69,7 +68,7 @@ class RecordsSearch:
             WHERE {_SCOPE} AND lexical_terms && $13::integer[]
             ORDER BY lexical <#> $1, record_id LIMIT $14
             """,
-            query, *_scope_args(scope), list(query.indices), scope.limit,
+            query, *scope_args(scope), list(query.indices), scope.limit,
         )
         return _hits(rows)
 
@@ -86,13 +85,6 @@ class RecordsSearch:
             namespace, list(term_ids))
         counted = {int(row["term"]): int(row["n"]) for row in rows}
         return TermCounts(documents, {term: counted.get(term, 0) for term in term_ids})
-
-
-def _scope_args(scope: SearchScope) -> tuple[Any, ...]:
-    return (scope.namespace, list(scope.record_kinds) or None, scope.related_id,
-            scope.agent_id, time.time(), list(scope.tags) or None,
-            list(scope.memory_types) or None, list(scope.tiers) or None,
-            list(scope.review_states), scope.since, scope.until)
 
 
 def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
