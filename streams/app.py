@@ -76,6 +76,10 @@ def group_id(app_id: str, role: Role) -> str:
     return app_id if role == "ingest" else f"{app_id}-consolidator"
 
 
+def no_record(web: View, record_id: str, namespace: str) -> Response:
+    return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+
+
 def every(app: faust.App, interval_s: float, what: str,
           job: Callable[[], Awaitable[object]]) -> None:
     """Run `job` on a timer that survives its failures: a timer that raised would never run
@@ -325,7 +329,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         namespace = required(request.query, "namespace")
         lineage = await runtime.stores.records.record_lineage(namespace, record_id)
         if lineage is None:
-            return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+            return no_record(web, record_id, namespace)
         return web.json(jsonable(lineage))
 
     @wiring.page("/v1/records/{record_id}/history")
@@ -333,7 +337,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         namespace = required(request.query, "namespace")
         history = await record_history(versions, namespace, record_id)
         if history is None:
-            return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+            return no_record(web, record_id, namespace)
         return web.json(history)
 
     @wiring.page("/v1/records/{record_id}/diff")
@@ -341,7 +345,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         namespace = required(request.query, "namespace")
         diff = await record_diff(versions, namespace, record_id, request.query)
         if diff is None:
-            return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
+            return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
 
     @wiring.page("/v1/blocks/{label}")
