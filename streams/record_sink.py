@@ -17,7 +17,7 @@ is first looked up in the announcement log.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -80,20 +80,11 @@ class RecordSink:
         """Store new records with their first version, then publish them. A record stored
         by an earlier try is kept as it is, and checked against the log before it is
         announced."""
-        runtime = self._runtime
-        stored_before: dict[str, datetime] = {}
-
-        async def insert(part: Sequence[RecordChange]) -> None:
-            with runtime.stage("postgres"):
-                found = await runtime.stores.records.insert_records(
-                    [(change.record, _vector(change)) for change in part])
-            stored_before.update(found)
-
-        stored = await attempts.isolating(changes, insert, what="storing records")
-        published = await self.publish(
-            [_maybe_announced(change, stored_before.get(change.record_id))
-             for change in stored.done],
-            attempts)
+        records = self._runtime.stores.records
+        stored = await self._insert(
+            changes, attempts, "storing records",
+            lambda part: records.insert_records([(c.record, _vector(c)) for c in part]))
+        published = await self.publish(stored.done, attempts)
         return Isolated(published.done, stored.failed + published.failed)
 
     async def publish(self, changes: Sequence[RecordChange],
@@ -111,23 +102,32 @@ class RecordSink:
         """Record refused writes (change `refused`, each with its reason), then announce
         them. Nothing reaches the records or the index: a refusal is announced under the id
         its record would have had, and marked announced in `refused_writes`."""
-        runtime = self._runtime
-        refused_before: dict[str, datetime] = {}
-
-        async def insert(part: Sequence[RecordChange]) -> None:
-            with runtime.stage("postgres"):
-                found = await runtime.stores.records.insert_refused_writes(
-                    [(change.record, _reason(change)) for change in part])
-            refused_before.update(found)
-
-        stored = await attempts.isolating(changes, insert, what="recording refused writes")
+        records = self._runtime.stores.records
+        stored = await self._insert(
+            changes, attempts, "recording refused writes",
+            lambda part: records.insert_refused_writes([(c.record, _reason(c)) for c in part]))
         announced = await attempts.isolating(
-            [_maybe_announced(change, refused_before.get(change.record_id))
-             for change in stored.done],
-            _Announce(runtime, runtime.stores.records.mark_refusals_announced),
+            stored.done, _Announce(self._runtime, records.mark_refusals_announced),
             what="announcing refused writes")
         self._count(announced.done)
         return Isolated(announced.done, stored.failed + announced.failed)
+
+    async def _insert(
+        self, changes: Sequence[RecordChange], attempts: Attempts, what: str,
+        insert: Callable[[Sequence[RecordChange]], Awaitable[Mapping[str, datetime]]],
+    ) -> Isolated[RecordChange]:
+        """Insert the changes in parts (down to those Postgres refuses), `insert` answering
+        when an earlier try had inserted each of the part's already: those may have been
+        announced since, and are read back before they are announced again."""
+        before: dict[str, datetime] = {}
+
+        async def step(part: Sequence[RecordChange]) -> None:
+            with self._runtime.stage("postgres"):
+                before.update(await insert(part))
+
+        stored = await attempts.isolating(changes, step, what=what)
+        return Isolated([_maybe_announced(change, before.get(change.record_id))
+                         for change in stored.done], stored.failed)
 
     async def _update_index(self, changes: Sequence[RecordChange]) -> None:
         index = self._index
