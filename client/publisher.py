@@ -101,14 +101,15 @@ class Publisher:
             {"record_id": record_id, "expected_version": expected_version, **fields},
             event_id=event_id)
 
+    # Optional fields are given as None: the event is sent without them (see `envelope`).
+
     async def deprecate_memory(
         self, namespace: str, record_id: str, *, reason: str,
         expected_version: int | None = None, event_id: str | None = None,
     ) -> str:
-        payload: dict[str, Any] = {"record_id": record_id, "reason": reason}
-        if expected_version is not None:
-            payload["expected_version"] = expected_version
-        return await self.publish("memory.deprecate", namespace, payload, event_id=event_id)
+        return await self.publish("memory.deprecate", namespace, {
+            "record_id": record_id, "reason": reason, "expected_version": expected_version,
+        }, event_id=event_id)
 
     async def review_memory(
         self, namespace: str, record_id: str | None, *, decision: str, reviewer: str,
@@ -117,26 +118,19 @@ class Publisher:
     ) -> str:
         """Approve or reject a draft memory, the pending diff `diff_id` of a record, or (with
         `block`: its agent_id and label, and no record_id) the pending diff of a block."""
-        payload: dict[str, Any] = {"decision": decision, "reviewer": reviewer}
-        if record_id is not None:
-            payload["record_id"] = record_id
-        if block is not None:
-            payload["block"] = block
-        if diff_id is not None:
-            payload["diff_id"] = diff_id
-        if note is not None:
-            payload["note"] = note
-        return await self.publish("memory.review", namespace, payload, event_id=event_id)
+        return await self.publish("memory.review", namespace, {
+            "record_id": record_id, "block": block, "decision": decision,
+            "reviewer": reviewer, "diff_id": diff_id, "note": note,
+        }, event_id=event_id)
 
     async def restore_memory(
         self, namespace: str, record_id: str, *, version: int,
         expected_version: int | None = None, event_id: str | None = None,
     ) -> str:
         """Bring a memory back to the content of `version`, as its next version."""
-        payload: dict[str, Any] = {"record_id": record_id, "version": version}
-        if expected_version is not None:
-            payload["expected_version"] = expected_version
-        return await self.publish("memory.restore", namespace, payload, event_id=event_id)
+        return await self.publish("memory.restore", namespace, {
+            "record_id": record_id, "version": version, "expected_version": expected_version,
+        }, event_id=event_id)
 
     async def edit_block(
         self, namespace: str, agent_id: str, label: str, *,
@@ -146,12 +140,10 @@ class Publisher:
     ) -> str:
         """Edit one of an agent's core memory blocks: `set` replaces fields, `append` adds
         items to list fields; return the event id."""
-        payload: dict[str, Any] = {"agent_id": agent_id, "label": label}
-        for name, value in (("set", set), ("append", append), ("strategy", strategy),
-                            ("expected_version", expected_version)):
-            if value is not None:
-                payload[name] = value
-        return await self.publish("memory.block", namespace, payload, event_id=event_id)
+        return await self.publish("memory.block", namespace, {
+            "agent_id": agent_id, "label": label, "set": set or {}, "append": append or {},
+            "strategy": strategy, "expected_version": expected_version,
+        }, event_id=event_id)
 
     async def request_consolidation(self, namespace: str, *, event_id: str | None = None) -> str:
         """Ask the workers to consolidate the namespace now, whatever the trigger rules say;
