@@ -76,7 +76,8 @@ async def product_rankings(data: dict[str, Any]) -> list[list[str]]:
             await updates.wait_for(lambda m: len(keys.keys() & {
                 json.loads(x.value)["record_id"] for x in m}) == len(keys), 120)
         rankings = []
-        async with httpx.AsyncClient(base_url=worker.base_url, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
+                                     timeout=30) as client:
             for question in data["questions"]:
                 answer = await client.get("/v1/search", params={
                     "namespace": namespace, "query": question["question"], "limit": 10,

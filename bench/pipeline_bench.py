@@ -287,7 +287,8 @@ def read_latencies(worker: Worker, route: str, queries: Sequence[str], namespace
         url = f"{worker.base_url}{route}?" + urllib.parse.urlencode(
             {"namespace": namespace, "query": query, **params})
         started = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=10) as answer:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=worker.headers),
+                                    timeout=10) as answer:
             body = json.loads(answer.read())
         latencies.append(time.perf_counter() - started)
         if body["degraded"]:

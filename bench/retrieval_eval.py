@@ -464,7 +464,8 @@ async def product_rankings(worker: Worker, run_id: str,
     (from the Postgres fallback, not the index)."""
     rankings: list[list[str]] = []
     degraded = 0
-    async with httpx.AsyncClient(base_url=worker.base_url, timeout=30.0) as client:
+    async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
+                                 timeout=30.0) as client:
         for conversation in conversations:
             namespace = namespace_of(run_id, conversation)
             for question in conversation.questions:

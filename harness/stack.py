@@ -7,6 +7,7 @@ Used by the integration tests and the benchmarks; nothing here is mocked.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -20,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stores.local_postgres import LocalPostgres
-from streams.app import Role, group_id
+from streams.app import group_id
 from streams.config import REPO_ROOT
+from streams.wiring import Role
 
 BROKER_SCRIPT = REPO_ROOT / "infra" / "kafka" / "broker.sh"
 MODEL_DIR = REPO_ROOT / ".cache" / "model"
@@ -122,11 +124,18 @@ class Worker:
     module: str = "streams.worker"
     web_port: int = field(default_factory=free_port)
     extra_env: dict[str, str] = field(default_factory=dict)
+    # The stack's operator key, for the HTTP API.
+    api_key: str = ""
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a request to the HTTP API carries: the operator key."""
+        return {"Authorization": f"Bearer {self.api_key}"}
 
     @property
     def group(self) -> str:
@@ -200,6 +209,8 @@ class Stack:
     broker: Broker = field(init=False)
     postgres: LocalPostgres = field(init=False)
     pg_dsn: str = ""
+    # A key of every permission in every namespace, made at start, for the tests' requests.
+    operator_key: str = ""
     workers: list[Worker] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -210,7 +221,18 @@ class Stack:
         self.root.mkdir(parents=True, exist_ok=True)
         self.broker.start()
         self.pg_dsn = self.postgres.start()
+        self.operator_key = self.make_key("--all-namespaces", "--perm", "admin",
+                                          "--label", "harness")
         return self
+
+    def make_key(self, *grant: str) -> str:
+        """The token of a new key (`python -m streams.keys create` arguments)."""
+        made = subprocess.run(
+            [sys.executable, "-m", "streams.keys", "create", *grant], cwd=REPO_ROOT,
+            env={**os.environ, "MEMSTREAM_PG_DSN": self.pg_dsn}, capture_output=True,
+            check=True, text=True)
+        token: str = json.loads(made.stdout)["token"]
+        return token
 
     def worker(self, name: str = "worker", *, index_url: str | None = None,
                app_id: str | None = None, module: str = "streams.worker",
@@ -222,6 +244,7 @@ class Stack:
             bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn,
             index_url=index_url or f"edge://{self.root / 'index'}",
             log_path=self.root / f"{name}.log", module=module, extra_env=extra_env,
+            api_key=self.operator_key,
         )
         if app_id is not None:
             worker.app_id = app_id
@@ -235,7 +258,7 @@ class Stack:
         process = Worker(
             bootstrap=self.broker.bootstrap, pg_dsn=self.pg_dsn, index_url=of.index_url,
             log_path=self.root / f"{name}.log", app_id=of.app_id, role="consolidator",
-            extra_env={**of.extra_env, **extra_env},
+            extra_env={**of.extra_env, **extra_env}, api_key=self.operator_key,
         )
         self.workers.append(process)
         return process

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncpg
 
 from processors.consolidation_trigger import TriggerRules
+from stores.api_keys import PostgresApiKeys
 from stores.consolidations import PostgresConsolidations
 from stores.core_blocks import PostgresCoreBlocks
 from stores.fix_patterns import PostgresFixPatterns
@@ -32,6 +33,7 @@ class PostgresStores:
         self.retrievals = PostgresRetrievals(pool)
         self.versions = PostgresRecordVersions(pool)
         self.blocks = PostgresCoreBlocks(pool)
+        self.keys = PostgresApiKeys(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

@@ -12,35 +12,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from functools import wraps
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import faust
-from aiokafka import TopicPartition
-from aiokafka.errors import KafkaError
 from faust.web import Request, Response, View
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from processors.errors import Unexpected
+from processors.access import Caller
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import SearchIndex, VectorIndex
-from streams.batches import BatchStages, StagedAgent
+from streams.auth import granted_namespace
 from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
 from streams.consolidator import Consolidator
-from streams.consumer_lag import ConsumerLagProbe
 from streams.context import ContextQuery, build_context
-from streams.dead_letters import send_dead_letters
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
-from streams.health import Health
 from streams.json_values import jsonable
+from streams.key_views import wire_keys
 from streams.memory_intake import MemoryWriter, WriterState
 from streams.memory_lifecycle import LifecycleApplier
-from streams.messages import InboundMessage
-from streams.metrics import Metrics
 from streams.record_history import core_block, pending_diffs, record_diff, record_history
 from streams.record_sink import RecordSink
 from streams.report_relay import ReportRelay
@@ -48,23 +39,17 @@ from streams.retention import RetentionJob
 from streams.retrieval_log import RetrievalLog
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
-from streams.search import BadQuery, SearchQuery, required, search, spend_search
+from streams.search import BadQuery, SearchQuery, search, spend_search
 from streams.twins import TwinFinder
+from streams.wiring import Role, Wiring, every
 
 log = logging.getLogger(__name__)
 
-Role = Literal["ingest", "consolidator"]
-ViewHandler = Callable[..., Awaitable[Response]]
 # Maintenance reports listed per request, by default and at most.
 REPORTS_LIMIT = 20
 MAX_REPORTS_LIMIT = 200
 # How often the ingest worker checks whether its index wants maintenance.
 INDEX_MAINTENANCE_INTERVAL_S = 30.0
-# The topics each role consumes.
-ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
-    "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
-    "consolidator": (MEMORY_CONSOLIDATE,),
-}
 
 
 def faust_dir(settings: Settings, role: Role) -> Path:
@@ -76,46 +61,13 @@ def group_id(app_id: str, role: Role) -> str:
     return app_id if role == "ingest" else f"{app_id}-consolidator"
 
 
+def reader_of(caller: Caller, params: Any) -> str | None:
+    """The agent whose personal memories a read returns: the key's, never another."""
+    return caller.reader_of(params.get("agent_id") or None)
+
+
 def no_record(web: View, record_id: str, namespace: str) -> Response:
     return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
-
-
-def every(app: faust.App, interval_s: float, what: str,
-          job: Callable[[], Awaitable[object]]) -> None:
-    """Run `job` on a timer that survives its failures: a timer that raised would never run
-    again, so a failure is logged and the next tick tries again."""
-
-    async def tick() -> None:
-        try:
-            await job()
-        except Exception as exc:
-            log.warning("could not %s: %s", what, Unexpected.of(exc).detail)
-
-    # Faust names a timer after its function, in its logs and its task list.
-    tick.__name__ = f"every_{what.replace(' ', '_')}"
-    app.timer(interval=interval_s)(tick)
-
-
-def observed_view(route: str, handler: ViewHandler, metrics: Metrics) -> ViewHandler:
-    """The handler, with a `BadQuery` answered as 400 and its latency observed by route
-    template and status code."""
-
-    @wraps(handler)
-    async def observed(web: View, request: Request, **kwargs: Any) -> Response:
-        started = time.perf_counter()
-        status = 500
-        try:
-            try:
-                response = await handler(web, request, **kwargs)
-            except BadQuery as exc:
-                response = web.json({"error": str(exc)}, status=400)
-            status = response.status
-            return response
-        finally:
-            metrics.http_seconds.labels(route, str(status)).observe(
-                time.perf_counter() - started)
-
-    return observed
 
 
 def create_app(settings: Settings, role: Role) -> faust.App:
@@ -136,90 +88,6 @@ def create_app(settings: Settings, role: Role) -> faust.App:
         broker_heartbeat_interval=settings.session_timeout_s / 3,
         producer_acks=-1,
     )
-
-
-class Wiring:
-    """Attaches agents, timers and views to one role's app."""
-
-    def __init__(self, app: faust.App, settings: Settings, runtime: Runtime, health: Health,
-                 lag_probe: ConsumerLagProbe, role: Role) -> None:
-        self.app = app
-        self._settings = settings
-        self._runtime = runtime
-        self.health = health
-        self._lag_probe = lag_probe
-        self._role = role
-
-    def page(self, route: str) -> Callable[[ViewHandler], ViewHandler]:
-        """Serve the decorated handler at `route` (see `observed_view`)."""
-
-        def register(handler: ViewHandler) -> ViewHandler:
-            self.app.page(route)(observed_view(route, handler, self._runtime.metrics))
-            return handler
-
-        return register
-
-    def agent(self, topic: str, name: str, new_stages: Callable[[], BatchStages[Any]],
-              batch_max: int) -> None:
-        """A staged agent on `topic` (streams/batches.py): crashes restart it, events that
-        crash every try are dead-lettered."""
-        runtime = self._runtime
-
-        async def give_up(messages: Sequence[InboundMessage], error: Unexpected) -> None:
-            await send_dead_letters(runtime, [(message, error.rejection)
-                                              for message in messages])
-
-        staged = StagedAgent(name, new_stages, give_up, self.health, batch_max,
-                             self._settings.batch_within_s, runtime.retry_policy)
-        topic_of_bytes = self.app.topic(topic, key_type=bytes, value_type=bytes,
-                                         value_serializer="raw", key_serializer="raw")
-        self.app.agent(topic_of_bytes, name=name)(staged.run)
-
-    def common(self, index: VectorIndex | None) -> None:
-        """What every role has: the lag and stall probe, /healthz and /metrics."""
-        app, runtime, health = self.app, self._runtime, self.health
-        consumed = ROLE_TOPICS[self._role]
-
-        async def measure_consumer_lag() -> None:
-            assigned = [TopicPartition(tp.topic, tp.partition)
-                        for tp in app.consumer.assignment() if tp.topic in consumed]
-            try:
-                health.observe_partitions(await self._lag_probe.measure(assigned))
-            except KafkaError as exc:
-                # A metric must not take the worker down; the next tick tries again.
-                log.warning("could not measure consumer lag: %s", exc)
-
-        app.timer(interval=self._settings.lag_interval_s)(measure_consumer_lag)
-
-        @self.page("/healthz")
-        async def health_view(web: View, request: Request) -> Response:
-            checks: dict[str, Any] = {}
-            try:
-                await runtime.stores.ping()
-                checks["postgres"] = "ok"
-            except Exception as exc:
-                checks["postgres"] = f"down: {exc}"
-            if index is not None:
-                try:
-                    await index.count()
-                    checks["index"] = "ok"
-                except Exception as exc:
-                    checks["index"] = f"down: {exc}"
-            problems = health.problems()
-            healthy = checks["postgres"] == "ok" and not problems
-            # The index is rebuildable and searches fall back to Postgres: degraded, not down.
-            status = ("down" if checks["postgres"] != "ok" else "stalled" if problems
-                      else "degraded" if checks.get("index", "ok") != "ok" else "ok")
-            return web.json({"status": status, "role": self._role, **checks, **problems},
-                            status=200 if healthy else 503)
-
-        @self.page("/metrics")
-        async def metrics_view(web: View, request: Request) -> Response:
-            # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
-            return web.bytes(
-                generate_latest(runtime.metrics.registry),
-                content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4",
-            )
 
 
 def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
@@ -271,9 +139,9 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                 "max_searches_per_run": settings.max_searches_per_run}
 
     @wiring.page("/v1/search")
-    async def search_view(web: View, request: Request) -> Response:
-        query = SearchQuery.from_params(request.query)
-        namespace = query.scope.namespace
+    async def search_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        query = SearchQuery.from_params(request.query, reader_of(caller, request.query))
         if not await spend_search(runtime, namespace, query.run_id,
                                   settings.max_searches_per_run):
             return web.json({**exhausted("/v1/search", namespace, query.run_id), "hits": []})
@@ -284,10 +152,10 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         return web.json({**answer, "budget_exhausted": False})
 
     @wiring.page("/v1/context")
-    async def context_view(web: View, request: Request) -> Response:
+    async def context_view(web: View, request: Request, caller: Caller) -> Response:
         flags = settings.memory
-        query = ContextQuery.from_params(request.query, flags)
-        namespace = query.scope.namespace
+        namespace = granted_namespace(caller, request.query)
+        query = ContextQuery.from_params(request.query, flags, reader_of(caller, request.query))
         if not flags.enabled:
             return web.json({"namespace": namespace, "enabled": False, "sections": {},
                              "tokens": 0, "degraded": []})
@@ -303,18 +171,19 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         return web.json({**pack, "enabled": True, "budget_exhausted": False})
 
     @wiring.page("/v1/fix-patterns")
-    async def fix_patterns_view(web: View, request: Request) -> Response:
+    async def fix_patterns_view(web: View, request: Request, caller: Caller) -> Response:
+        granted_namespace(caller, request.query)
         query = FixPatternQuery.from_params(request.query)
         return web.json(await find_fix_patterns(runtime, index, fallback, query))
 
     @wiring.page("/v1/consolidation/counts")
-    async def counts_view(web: View, request: Request) -> Response:
-        namespace = required(request.query, "namespace")
+    async def counts_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
         return web.json(jsonable(await consolidation_counts(runtime, namespace)))
 
     @wiring.page("/v1/consolidation/reports")
-    async def reports_view(web: View, request: Request) -> Response:
-        namespace = required(request.query, "namespace")
+    async def reports_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
         try:
             limit = int(request.query.get("limit", str(REPORTS_LIMIT)))
         except ValueError:
@@ -324,34 +193,48 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         reports = await runtime.stores.consolidations.reports(namespace, limit)
         return web.json({"namespace": namespace, "reports": jsonable(reports)})
 
+    async def visible(caller: Caller, namespace: str, record_id: str) -> bool:
+        """Whether the record exists and the caller may see it: both are answered alike,
+        so that a caller cannot tell another agent's memory from no memory."""
+        found = await runtime.stores.records.records_by_id(namespace, [record_id])
+        record = found.get(record_id)
+        return record is not None and caller.sees(record.scope, record.agent_id)
+
     @wiring.page("/v1/records/{record_id}")
-    async def record_view(web: View, request: Request, record_id: str) -> Response:
-        namespace = required(request.query, "namespace")
+    async def record_view(web: View, request: Request, caller: Caller,
+                          record_id: str) -> Response:
+        namespace = granted_namespace(caller, request.query)
         lineage = await runtime.stores.records.record_lineage(namespace, record_id)
-        if lineage is None:
+        if lineage is None or not caller.sees(lineage.record.scope, lineage.record.agent_id):
             return no_record(web, record_id, namespace)
         return web.json(jsonable(lineage))
 
     @wiring.page("/v1/records/{record_id}/history")
-    async def history_view(web: View, request: Request, record_id: str) -> Response:
-        namespace = required(request.query, "namespace")
-        history = await record_history(versions, namespace, record_id)
+    async def history_view(web: View, request: Request, caller: Caller,
+                           record_id: str) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        history = await record_history(versions, namespace, record_id) \
+            if await visible(caller, namespace, record_id) else None
         if history is None:
             return no_record(web, record_id, namespace)
         return web.json(history)
 
     @wiring.page("/v1/records/{record_id}/diff")
-    async def diff_view(web: View, request: Request, record_id: str) -> Response:
-        namespace = required(request.query, "namespace")
-        diff = await record_diff(versions, namespace, record_id, request.query)
+    async def diff_view(web: View, request: Request, caller: Caller,
+                        record_id: str) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        diff = await record_diff(versions, namespace, record_id, request.query) \
+            if await visible(caller, namespace, record_id) else None
         if diff is None:
             return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
 
     @wiring.page("/v1/blocks/{label}")
-    async def block_view(web: View, request: Request, label: str) -> Response:
-        namespace = required(request.query, "namespace")
-        agent_id = required(request.query, "agent_id")
+    async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        agent_id = reader_of(caller, request.query)
+        if agent_id is None:
+            raise BadQuery("agent_id is required (or a key bound to the agent)")
         shown = await core_block(blocks, namespace, agent_id, label, settings.block_max_chars)
         if shown is None:
             return web.json({"error": f"no block {label!r} for {agent_id!r} in {namespace!r}"},
@@ -359,18 +242,28 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         return web.json(shown)
 
     @wiring.page("/v1/pending-diffs")
-    async def pending_diffs_view(web: View, request: Request) -> Response:
-        namespace = required(request.query, "namespace")
-        return web.json(await pending_diffs(versions, blocks, namespace, request.query))
+    async def pending_diffs_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        listed = await pending_diffs(versions, blocks, namespace, request.query)
+        records = await runtime.stores.records.records_by_id(
+            namespace, [d["record_id"] for d in listed["pending_diffs"] if "record_id" in d])
+        listed["pending_diffs"] = [
+            diff for diff in listed["pending_diffs"]
+            if (caller.sees("personal", diff["block"]["agent_id"]) if "block" in diff else
+                diff["record_id"] in records and caller.sees(
+                    records[diff["record_id"]].scope, records[diff["record_id"]].agent_id))]
+        return web.json(listed)
 
     @wiring.page("/v1/stats")
-    async def stats_view(web: View, request: Request) -> Response:
-        namespace = required(request.query, "namespace")
+    async def stats_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
         return web.json({
             "namespace": namespace,
             "records": await runtime.stores.records.record_counts(namespace),
             "index_points": await index.count(namespace),
         })
+
+    wire_keys(wiring, runtime.stores.keys)
 
 
 def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:

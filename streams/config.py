@@ -114,6 +114,9 @@ class Settings:
     # Refuse memory writes not worth retaining (processors/refusal.py): announced as
     # `refused` with the rule's reason, not stored.
     refuse_low_value: bool = True
+    # Every HTTP route but /healthz and /metrics wants an API key (processors/access.py);
+    # MEMSTREAM_AUTH=off lets every request do everything, for local use.
+    auth: bool = True
     memory: MemoryFlags = field(default_factory=MemoryFlags)
 
     @classmethod
@@ -169,6 +172,7 @@ class Settings:
                                            str(cls.retention_interval_s))),
             derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
             refuse_low_value=_flag(get("REFUSE_LOW_VALUE", "true")),
+            auth=_switch(get("AUTH", "on")),
             memory=MemoryFlags.from_env(env),
         )
 

@@ -60,7 +60,8 @@ class ContextQuery:
     error: str | None
 
     @classmethod
-    def from_params(cls, params: Any, flags: MemoryFlags) -> ContextQuery:
+    def from_params(cls, params: Any, flags: MemoryFlags,
+                    agent_id: str | None) -> ContextQuery:
         namespace = required(params, "namespace")
         query = params.get("query", params.get("q", "")).strip()
         if not query:
@@ -76,7 +77,8 @@ class ContextQuery:
         if error is not None and len(error) > MAX_ERROR_CHARS:
             raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
         profile = profile_of(params)
-        return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile), profile,
+        return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
+                                       agent_id), profile,
                    budget, params.get("run_id") or None, error)
 
 

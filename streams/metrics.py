@@ -45,6 +45,12 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.auth_failures = Counter(
+            "memstream_auth_failures_total",
+            "HTTP requests refused by authentication (401) or by a key's grants (403), by why.",
+            ["failure"],
+            registry=r,
+        )
         self.produced = Counter(
             "memstream_produced_total", "Messages produced, by topic.", ["topic"], registry=r
         )

@@ -17,6 +17,7 @@ from processors.consolidation import ConsolidationSettings
 from processors.consolidation_plan import DerivedReview
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
+from stores.api_keys import ApiKeys
 from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
 from stores.fix_patterns import FixPatterns
@@ -65,6 +66,9 @@ class Stores(Protocol):
 
     @property
     def blocks(self) -> CoreBlocks: ...
+
+    @property
+    def keys(self) -> ApiKeys: ...
 
     async def ping(self) -> None: ...
 

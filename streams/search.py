@@ -55,15 +55,17 @@ class SearchQuery:
     run_id: str | None = None
 
     @classmethod
-    def from_params(cls, params: Any) -> SearchQuery:
-        """From the query string (a multidict: repeatable parameters may repeat)."""
+    def from_params(cls, params: Any, agent_id: str | None) -> SearchQuery:
+        """From the query string (a multidict: repeatable parameters may repeat), for a
+        caller who reads `agent_id`'s personal memories (or none)."""
         namespace = required(params, "namespace")
         query = params.get("query", params.get("q", "")).strip()
         if not query:
             raise BadQuery("query is required")
         limit, min_score = limits(params, DEFAULT_LIMIT, DEFAULT_MIN_SCORE)
         profile = profile_of(params)
-        return cls(query, scope_of(params, namespace, limit, min_score, profile), profile,
+        return cls(query, scope_of(params, namespace, limit, min_score, profile, agent_id),
+                   profile,
                    params.get("run_id") or None)
 
 
@@ -75,16 +77,16 @@ def profile_of(params: Mapping[str, str]) -> Profile:
 
 
 def scope_of(params: Any, namespace: str, limit: int, min_score: float,
-             profile: Profile) -> SearchScope:
-    """The scope of a search from its parameters, narrowed by the profile."""
+             profile: Profile, agent_id: str | None) -> SearchScope:
+    """The scope of a search from its parameters, narrowed by the profile; personal
+    memories of `agent_id` only (the caller's key decides which agent, not the request)."""
     kinds = repeated(params, "kind", RECORD_KINDS) or profile.record_kinds
     memory_types = repeated(params, "memory_type", frozenset(get_args(MemoryType))) \
         or profile.memory_types
     return SearchScope(
         namespace, limit, min_score, tuple(kinds),
         related_id=params.get("related_id") or None,
-        # Personal memories are returned to their owner (agent_id) only.
-        agent_id=params.get("agent_id") or None,
+        agent_id=agent_id,
         tags=tuple(repeated(params, "tag", None)),
         memory_types=tuple(memory_types),
         tiers=tuple(repeated(params, "tier", frozenset(get_args(Tier)))),

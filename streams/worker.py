@@ -29,15 +29,7 @@ from stores.postgres_stores import PostgresStores
 from stores.records_search import RecordsSearch
 from stores.vector_index import VectorIndex
 from streams.announcements import KafkaAnnouncementLog
-from streams.app import (
-    Role,
-    Wiring,
-    create_app,
-    faust_dir,
-    group_id,
-    wire_consolidator,
-    wire_ingest,
-)
+from streams.app import create_app, faust_dir, group_id, wire_consolidator, wire_ingest
 from streams.config import Settings
 from streams.consumer_lag import ConsumerLagProbe
 from streams.failures import RetryPolicy
@@ -47,6 +39,7 @@ from streams.metrics import Metrics
 from streams.producer import KafkaProducer
 from streams.runtime import Runtime
 from streams.topics import ensure_topics, load_topic_specs
+from streams.wiring import Role, Wiring
 
 log = logging.getLogger("memstream.worker")
 

@@ -62,7 +62,8 @@ async def runs_dlq(stack: Stack) -> AsyncIterator[TopicReader]:
 
 @pytest.fixture
 async def http(worker: Worker) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=worker.base_url, timeout=10) as client:
+    async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
+                                 timeout=10) as client:
         yield client
 
 

@@ -222,7 +222,7 @@ async def local_runtime(stack: Stack) -> AsyncIterator[tuple[Runtime, RecordsSea
 
 def context_query(namespace: str, flags: MemoryFlags, **params: str) -> ContextQuery:
     return ContextQuery.from_params({"namespace": namespace, "query": "staging VPN cache",
-                                     **params}, flags)
+                                     **params}, flags, params.get("agent_id"))
 
 
 async def test_with_the_index_down_the_pack_comes_from_postgres_and_says_so(
@@ -271,7 +271,8 @@ async def test_disabled_memory_answers_an_empty_pack(worker: Worker, stack: Stac
                             MEMORY_ENABLED="false")
     disabled.start()
     try:
-        async with httpx.AsyncClient(base_url=disabled.base_url, timeout=10) as client:
+        async with httpx.AsyncClient(base_url=disabled.base_url, headers=disabled.headers,
+                                     timeout=10) as client:
             answer = (await client.get("/v1/context", params={
                 "namespace": "any", "query": "anything"})).json()
     finally:
@@ -306,7 +307,7 @@ async def test_the_degraded_search_ranks_with_the_same_fusion_as_the_live_one(
         await reindex(stack.pg_dsn, index, namespace=seeded.namespace)
         for text in ("staging database VPN", "who approves production deploys",
                      "payment SDK refunds", "user cache warm-up"):
-            scope = scope_of({}, seeded.namespace, 10, -1.0, PROFILES["default"])
+            scope = scope_of({}, seeded.namespace, 10, -1.0, PROFILES["default"], None)
             live = await hybrid_search(runtime, index, fallback, text, scope,
                                        PROFILES["default"])
             degraded = await hybrid_search(runtime, fallback, fallback, text, scope,

@@ -43,7 +43,8 @@ async def announced(durable_stack: Stack) -> AsyncIterator[TopicReader]:
 
 
 async def index_points(worker: Worker, namespaces: set[str]) -> int:
-    async with httpx.AsyncClient(base_url=worker.base_url, timeout=10) as client:
+    async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
+                                 timeout=10) as client:
         counts = [(await client.get("/v1/stats", params={"namespace": ns})).json()
                   for ns in sorted(namespaces)]
     return sum(int(count["index_points"]) for count in counts)

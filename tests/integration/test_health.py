@@ -72,7 +72,8 @@ async def eventually(check: Callable[[], Awaitable[T | None]], what: str,
 
 
 async def health(worker: Worker) -> tuple[int, dict[str, Any]]:
-    async with httpx.AsyncClient(base_url=worker.base_url, timeout=5) as client:
+    async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
+                                 timeout=5) as client:
         answer = await client.get("/healthz")
         return answer.status_code, answer.json()
 
@@ -83,7 +84,8 @@ async def healthy(worker: Worker) -> dict[str, Any] | None:
 
 
 async def metric(worker: Worker, name: str, **labels: str) -> float:
-    async with httpx.AsyncClient(base_url=worker.base_url, timeout=5) as client:
+    async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
+                                 timeout=5) as client:
         text = (await client.get("/metrics")).text
     wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
     for line in text.splitlines():

@@ -39,7 +39,8 @@ async def test_a_protected_block_changes_only_through_review(
     block = {"agent_id": "finn", "label": "persona"}
     bootstrap = protected_stack.broker.bootstrap
     async with Publisher(bootstrap, producer="agent-7") as publisher, \
-            httpx.AsyncClient(base_url=protected_worker.base_url, timeout=10) as http:
+            httpx.AsyncClient(base_url=protected_worker.base_url, headers=protected_worker.headers,
+                              timeout=10) as http:
         first = await publisher.edit_block(namespace, "finn", "persona",
                                            set={"IDENTITY": "Release helper | AI"})
         second = await publisher.edit_block(namespace, "finn", "persona",

@@ -72,7 +72,8 @@ async def test_a_restatement_updates_its_twin_and_a_different_fact_is_stored(
         ("created", first, 1, None), ("updated", first, 2, again_event),
         ("created", production, 1, None)], key=str)
 
-    async with httpx.AsyncClient(base_url=twin_worker.base_url, timeout=10) as http:
+    async with httpx.AsyncClient(base_url=twin_worker.base_url, headers=twin_worker.headers,
+                                 timeout=10) as http:
         versions = (await http.get(f"/v1/records/{first}/history",
                                    params={"namespace": namespace})).json()["versions"]
         assert [(v["change"], v["actor"], v["event_id"]) for v in versions] == [

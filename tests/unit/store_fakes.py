@@ -214,6 +214,7 @@ class InMemoryStores:
     fix_patterns: Any = field(default_factory=lambda: Unused("fix_patterns"))
     versions: Any = field(default_factory=lambda: Unused("versions"))
     blocks: Any = field(default_factory=lambda: Unused("blocks"))
+    keys: Any = field(default_factory=lambda: Unused("keys"))
 
     async def ping(self) -> None:
         pass

@@ -20,7 +20,7 @@ def params(**values: str | list[str]) -> MultiDict[str]:
 
 
 def test_defaults_follow_the_contract() -> None:
-    query = SearchQuery.from_params(params(namespace="a", query="vpn"))
+    query = SearchQuery.from_params(params(namespace="a", query="vpn"), None)
     scope = query.scope
     assert (scope.limit, scope.min_score, scope.record_kinds, scope.related_id) == (
         5, 0.5, (), None)
@@ -30,7 +30,7 @@ def test_defaults_follow_the_contract() -> None:
 
 def test_kinds_may_repeat_or_be_comma_separated() -> None:
     query = SearchQuery.from_params(params(namespace="a", query="q",
-                                           kind=["memory,run_digest", "memory"]))
+                                           kind=["memory,run_digest", "memory"]), None)
     assert query.scope.record_kinds == ("memory", "run_digest")
 
 
@@ -38,7 +38,7 @@ def test_filters_reach_the_scope() -> None:
     query = SearchQuery.from_params(params(
         namespace="a", query="q", tag=["ops", "db"], memory_type="decision,lesson",
         tier="long_term", review_state=["approved", "draft"], since="2026-01-01",
-        until="2026-02-01T12:00:00+00:00", agent_id="ann", run_id="run-7"))
+        until="2026-02-01T12:00:00+00:00", run_id="run-7"), "ann")
     scope = query.scope
     assert scope.tags == ("ops", "db")
     assert scope.memory_types == ("decision", "lesson")
@@ -50,11 +50,11 @@ def test_filters_reach_the_scope() -> None:
 
 
 def test_a_profile_narrows_kinds_and_types_unless_the_request_does() -> None:
-    incident = SearchQuery.from_params(params(namespace="a", query="q", profile="incident"))
+    incident = SearchQuery.from_params(params(namespace="a", query="q", profile="incident"), None)
     assert incident.scope.record_kinds == ("fix_pattern", "run_digest", "memory")
     assert "lesson" in incident.scope.memory_types
     asked = SearchQuery.from_params(params(namespace="a", query="q", profile="incident",
-                                           kind="memory"))
+                                           kind="memory"), None)
     assert asked.scope.record_kinds == ("memory",)
 
 
@@ -76,7 +76,7 @@ def test_a_profile_narrows_kinds_and_types_unless_the_request_does() -> None:
 )
 def test_unusable_requests_say_why(values: dict[str, str], message: str) -> None:
     with pytest.raises(BadQuery, match=message):
-        SearchQuery.from_params(params(**values))
+        SearchQuery.from_params(params(**values), None)
 
 
 def test_a_fix_pattern_lookup_takes_the_error_text_and_the_same_limits() -> None:
