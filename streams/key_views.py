@@ -16,7 +16,7 @@ from streams.wiring import Wiring
 
 
 def wire_keys(wiring: Wiring, keys: ApiKeys) -> None:
-    @wiring.page("/v1/keys")
+    @wiring.page("/v1/keys", methods=("GET", "POST"))
     async def keys_view(web: View, request: Request, caller: Caller) -> Response:
         if request.method == "POST":
             grant = grant_of(await json_body(request))
@@ -27,13 +27,13 @@ def wire_keys(wiring: Wiring, keys: ApiKeys) -> None:
         admin_over(caller, namespace)
         return web.json({"keys": [key_json(key) for key in await keys.keys(namespace)]})
 
-    @wiring.page("/v1/keys/{key_id}")
+    @wiring.page("/v1/keys/{key_id}", methods=("GET", "DELETE"))
     async def key_view(web: View, request: Request, caller: Caller, key_id: str) -> Response:
         found = await keys.key(key_id)
         # A key of another namespace is answered as no key: its id tells nothing.
         if found is None or not caller.may("admin", found.caller.namespace):
             return web.json({"error": f"no key {key_id!r}"}, status=404)
-        if request.method in ("DELETE", "POST"):
+        if request.method == "DELETE":
             found = await keys.revoke(key_id) or found
         return web.json(key_json(found))
 
