@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
+from stores.api_keys import PostgresApiKeys
+from streams.auth import Authenticator
 from streams.config import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -255,3 +257,36 @@ async def test_no_token_is_logged_or_stored_in_clear(stack: Stack, worker: Worke
     finally:
         await connection.close()
     assert rows and not any(secret in row["row"] for row in rows for secret in secrets)
+
+
+async def fresh_database(stack: Stack) -> str:
+    """The DSN of a new, empty database on the stack's Postgres."""
+    database = f"fresh_{uuid.uuid4().hex[:8]}"
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        await connection.execute(f"CREATE DATABASE {database}")
+    finally:
+        await connection.close()
+    return stack.pg_dsn.replace("/memstream?", f"/{database}?")
+
+
+def keys_dev(dsn: str, **env: str) -> str:
+    return subprocess.run([sys.executable, "-m", "streams.keys", "dev"], cwd=REPO_ROOT,
+                          env={"MEMSTREAM_PG_DSN": dsn, "PATH": "/usr/bin", **env},
+                          check=True, capture_output=True, text=True).stdout
+
+
+async def test_make_run_prints_a_development_key_on_first_start_only(stack: Stack) -> None:
+    dsn = await fresh_database(stack)
+    printed = re.search(r"export MEMSTREAM_API_KEY=(msk_\S+)", keys_dev(dsn))
+    assert printed is not None
+    assert keys_dev(dsn) == "", "a second start prints nothing"
+    keys = await PostgresApiKeys.connect(dsn)
+    try:
+        caller = await Authenticator(keys, enabled=True).caller(f"Bearer {printed.group(1)}")
+    finally:
+        await keys.close()
+    assert caller.namespace is None and caller.may("admin", None)
+
+    unused = await fresh_database(stack)
+    assert keys_dev(unused, MEMSTREAM_AUTH="off") == "", "no key is made with auth off"
