@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import wraps
@@ -48,12 +48,11 @@ from schemas.topics import destination
 from streams.failures import classify
 from streams.messages import Outbound
 from streams.runtime import Producer, Runtime
-from streams.wiring import Wiring
+from streams.wiring import ViewHandler, Wiring
 
 E = TypeVar("E", bound=RunEvent | MemoryEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
-WriteHandler = Callable[..., Awaitable[Response]]
 
 # How long a request waits for the broker's acknowledgement before answering 503.
 PUBLISH_TIMEOUT_S = 10.0
@@ -158,7 +157,7 @@ def run_fields(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
     return document
 
 
-def answering(handler: WriteHandler) -> WriteHandler:
+def answering(handler: ViewHandler) -> ViewHandler:
     """An event the intake would refuse answered 400 with its dead-letter reason, a broker
     away 503."""
 
@@ -206,7 +205,7 @@ class WriteViews:
                          "event_id": published.event_id, "topic": published.topic},
                         status=202)
 
-    def change(self, event_type: str, model: type[C]) -> WriteHandler:
+    def change(self, event_type: str, model: type[C]) -> ViewHandler:
         """The route of one change of a stored memory, named by its path's record_id."""
 
         async def change(web: View, request: Request, caller: Caller,
@@ -270,7 +269,7 @@ def no_record(web: View, record_id: str, namespace: str) -> Response:
     return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
 
 
-def wire_writes(wiring: Wiring, runtime: Runtime) -> WriteHandler:
+def wire_writes(wiring: Wiring, runtime: Runtime) -> ViewHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
     to answer its POST."""
     views = WriteViews(runtime)
