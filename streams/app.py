@@ -42,6 +42,7 @@ from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search, spend_search
 from streams.twins import TwinFinder
 from streams.wiring import Role, Wiring, every
+from streams.write_views import wire_writes
 
 log = logging.getLogger(__name__)
 
@@ -229,8 +230,12 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
             return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
 
-    @wiring.page("/v1/blocks/{label}")
+    edit_block = wire_writes(wiring, runtime)
+
+    @wiring.page("/v1/blocks/{label}", methods=("GET", "POST"))
     async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
+        if request.method == "POST":
+            return await edit_block(web, request, caller=caller, label=label)
         namespace = granted_namespace(caller, request.query)
         agent_id = reader_of(caller, request.query)
         if agent_id is None:
