@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 Role = Literal["ingest", "consolidator"]
 ViewHandler = Callable[..., Awaitable[Response]]
+# The methods a view is routed for; its handler tells them apart.
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
     "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
@@ -107,8 +109,12 @@ class Wiring:
         unless `public`."""
 
         def register(handler: ViewHandler) -> ViewHandler:
-            self.app.page(route)(observed_view(route, handler, self._runtime.metrics,
-                                               None if public else self._authenticator))
+            observed = observed_view(route, handler, self._runtime.metrics,
+                                     None if public else self._authenticator)
+            # A plain function would be routed for GET alone (Faust's View.from_handler):
+            # a View answering every method with it lets the handler read request.method.
+            view = type(handler.__name__, (View,), {method: observed for method in HTTP_METHODS})
+            self.app.page(route)(view)
             return handler
 
         return register

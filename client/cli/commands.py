@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from client.cli.api import Api
 from client.cli.config import Config, load_config
 from client.cli.errors import EXIT_OTHER, EXIT_USAGE, CliError
-from client.cli.tables import cell, fields, table, truncate
+from client.cli.tables import cell, fields, table, truncate, when
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0
@@ -38,8 +38,9 @@ class Output:
     def json(self, value: object, *, compact: bool = False) -> None:
         self.line(json.dumps(value, ensure_ascii=False, indent=None if compact else 2))
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-        self.line(table(headers, rows, self.width))
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]],
+              flexible: Sequence[int] = (-1,)) -> None:
+        self.line(table(headers, rows, self.width, flexible))
 
 
 Command = Callable[[Api, argparse.Namespace, Config, Output], int]
@@ -112,14 +113,14 @@ def show(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
         ("tier", record.get("tier")), ("review", record.get("review_state")),
         ("trust", record.get("trust_class")), ("source", record.get("source_ref")),
         ("producer", provenance.get("producer")), ("event", provenance.get("event_id")),
-        ("created", record.get("created_at")), ("superseded by", answer.get("superseded_by")),
+        ("created", when(record.get("created_at"))), ("superseded by", answer.get("superseded_by")),
     ], output.width))
     output.line()
     output.line(record["text"])
     if answer.get("versions"):
         output.line()
         output.table(["version", "changed at", "event", "text"],
-                     [(v["version"], v["changed_at"], v["event_id"], v["text"])
+                     [(v["version"], when(v["changed_at"]), v["event_id"], v["text"])
                       for v in answer["versions"]])
     if answer.get("supersedes"):
         output.line()
@@ -136,8 +137,8 @@ def history(api: Api, args: argparse.Namespace, config: Config, output: Output) 
         output.json(answer)
         return 0
     output.table(["version", "changed at", "change", "actor", "changed", "reason", "text"],
-                 [(v["version"], v["changed_at"], v["change"], v["actor"], v["changed"],
-                   v["reason"], v["text"]) for v in answer["versions"]])
+                 [(v["version"], when(v["changed_at"]), v["change"], v["actor"], v["changed"],
+                   v["reason"], v["text"]) for v in answer["versions"]], flexible=(5, 6))
     return 0
 
 
@@ -152,7 +153,7 @@ def diff(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
     if answer["fields"]:
         output.table(["field", "from", "to"],
                      [(name, change["from"], change["to"])
-                      for name, change in answer["fields"].items()])
+                      for name, change in answer["fields"].items()], flexible=(1, 2))
     for line in answer["text"]:
         output.line(line)
     if not answer["fields"] and not answer["text"]:
@@ -191,7 +192,7 @@ def pending(api: Api, namespace: str, args: argparse.Namespace, output: Output) 
     output.table(["diff", "of", "base", "proposer", "proposed at", "proposed"],
                  [(d["diff_id"], d.get("record_id") or
                    f"block {d['block']['agent_id']}/{d['block']['label']}", d["base_version"],
-                   d["proposer"], d["proposed_at"], proposal(d["proposed"]))
+                   d["proposer"], when(d["proposed_at"]), proposal(d["proposed"]))
                   for d in answer["pending_diffs"]])
     return 0
 
@@ -225,7 +226,8 @@ def keys(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
         return 0
     output.table(["key", "namespace", "permissions", "agent", "label", "created", "revoked"],
                  [(k["key_id"], k["namespace"] or "*", k["permissions"], k["agent_id"],
-                   k["label"], k["created_at"], k["revoked_at"]) for k in listed["keys"]])
+                   k["label"], when(k["created_at"]), when(k["revoked_at"]))
+                  for k in listed["keys"]], flexible=(4,))
     return 0
 
 
@@ -255,8 +257,7 @@ def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
 def change_line(change: dict[str, Any], width: int) -> str:
     """One change a line, in fixed columns, since a tail cannot wait for all rows to align
     them: time, record, version, change, actor, then as much of the title or text as fits."""
-    when = change["changed_at"][:19].replace("T", " ")
-    head = (f"{when}  {change['record_id']:<28}  v{change['version']:<3}  "
+    head = (f"{when(change['changed_at'])}  {change['record_id']:<28}  v{change['version']:<3}  "
             f"{change['change']:<10}  {cell(change['actor']):<12}  ")
     return truncate(head + cell(one_line(change)), width)
 

@@ -34,33 +34,42 @@ def truncate(text: str, width: int) -> str:
     return text[: width - 1] + ELLIPSIS
 
 
-def column_widths(natural: Sequence[int], width: int) -> list[int]:
-    """Each column's width: its natural one, the widest cut first until the row fits in
-    `width` (or every column is down to its minimum)."""
+def column_widths(natural: Sequence[int], width: int, flexible: Sequence[int]) -> list[int]:
+    """Each column's width: its natural one, the widest of the `flexible` ones (indexes) cut
+    first until the row fits in `width`, none below `MIN_COLUMN`. The others (ids, times,
+    numbers) are never cut: a line that cannot fit without cutting them is left longer."""
     widths = list(natural)
+    cuttable = sorted({i % len(widths) for i in flexible}) if widths else []
     floors = [min(n, MIN_COLUMN) for n in natural]
     excess = sum(widths) + len(GAP) * (len(widths) - 1) - width
     while excess > 0:
-        cuttable = [i for i, w in enumerate(widths) if w > floors[i]]
-        if not cuttable:
+        candidates = [i for i in cuttable if widths[i] > floors[i]]
+        if not candidates:
             break
-        widest = max(cuttable, key=lambda i: widths[i])
-        others = [widths[i] for i in cuttable if i != widest]
+        widest = max(candidates, key=lambda i: widths[i])
+        next_widest = max([widths[i] for i in candidates if i != widest] + [floors[widest]])
         # Down to the next widest column at once, or by the excess if that is less.
-        step = min(excess, widths[widest] - max([*others, floors[widest]]) or 1)
+        step = min(excess, widths[widest] - next_widest or 1)
         widths[widest] -= step
         excess -= step
     return widths
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int) -> str:
-    """Rows under their headers, columns aligned, cut to `width` characters a line."""
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int,
+          flexible: Sequence[int] = (-1,)) -> str:
+    """Rows under their headers, columns aligned, the `flexible` ones (by default the last)
+    cut so that a line fits in `width` characters."""
     cells = [[cell(value) for value in row] for row in rows]
     natural = [max([len(header), *(len(row[i]) for row in cells)])
                for i, header in enumerate(headers)]
-    widths = column_widths(natural, width)
+    widths = column_widths(natural, width, flexible)
     lines = [_line(headers, widths), *(_line(row, widths) for row in cells)]
     return "\n".join(lines)
+
+
+def when(timestamp: str | None) -> str | None:
+    """An ISO 8601 time to the second, as a table shows it (its zone as given, UTC here)."""
+    return None if timestamp is None else timestamp[:19].replace("T", " ")
 
 
 def _line(values: Sequence[str], widths: Sequence[int]) -> str:
