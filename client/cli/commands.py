@@ -242,7 +242,8 @@ def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
                     output.json(change, compact=True)
                 else:
                     output.line(change_line(change, output.width))
-            after = page["next"] or after
+                # Advanced with each change shown, so that an interrupt resumes after it.
+                after = change["cursor"]
             if len(page["changes"]) < args.limit:
                 if not args.follow:
                     break

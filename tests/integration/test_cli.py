@@ -4,9 +4,11 @@ its own, configured by the environment or a config file), and the `/v1/changes` 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -289,3 +291,29 @@ async def test_an_agent_key_never_shows_another_agents_memory_and_a_config_file_
         f'url = "{worker.base_url}"\nkey = "{stack.operator_key}"\n')
     both = memstream("tail", "-n", namespace, "--json", url="", key=None, home=tmp_path)
     assert sorted(c["record_id"] for c in both.json_lines()) == sorted([finns, rubys])
+
+
+async def test_tail_follow_prints_new_changes_until_ctrl_c(
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str, tmp_path: Path,
+) -> None:
+    environment = {name: value for name, value in os.environ.items()
+                   if not name.startswith("MEMSTREAM_")}
+    environment.update(HOME=str(tmp_path), MEMSTREAM_URL=worker.base_url,
+                       MEMSTREAM_API_KEY=stack.operator_key)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "client.cli", "tail", "-n", namespace, "--follow", "--json"],
+        cwd=REPO_ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
+            record_id = await publisher.write_memory(namespace, TEXT)
+            await announced(updates, record_id, [("created", 1)])
+        assert follower.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(follower.stdout.readline), 30)
+        assert (json.loads(line)["record_id"], json.loads(line)["change"]) == (
+            record_id, "created")
+    finally:
+        follower.send_signal(signal.SIGINT)
+        _, err = follower.communicate(timeout=30)
+    assert follower.returncode == 0, err
+    assert "Traceback" not in err and f"-n {namespace} --after " in err
