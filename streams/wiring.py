@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 Role = Literal["ingest", "consolidator"]
 ViewHandler = Callable[..., Awaitable[Response]]
+# The methods a view is routed for; its handler tells them apart.
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
     "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
