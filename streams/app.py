@@ -34,6 +34,7 @@ from streams.consolidator import Consolidator
 from streams.consumer_lag import ConsumerLagProbe
 from streams.context import ContextQuery, build_context
 from streams.dead_letters import send_dead_letters
+from streams.faust_credentials import broker_credentials
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.health import Health
 from streams.json_values import jsonable
@@ -122,6 +123,7 @@ def create_app(settings: Settings, role: Role) -> faust.App:
     return faust.App(
         group_id(settings.app_id, role),
         broker=f"kafka://{settings.kafka_bootstrap}",
+        broker_credentials=broker_credentials(settings.kafka_security),
         store="memory://",
         autodiscover=False,
         datadir=str(faust_dir(settings, role)),
