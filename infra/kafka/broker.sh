@@ -161,8 +161,8 @@ print(cid)'
 }
 
 secure_listeners() {  # the protocols of KAFKA_SECURE_LISTENERS, one a line
-  local protocol
-  for protocol in ${KAFKA_SECURE_LISTENERS//,/ }; do
+  local protocol listeners="${KAFKA_SECURE_LISTENERS:-}"
+  for protocol in ${listeners//,/ }; do
     case "$protocol" in
       SASL_PLAINTEXT|SASL_SSL|SSL) echo "$protocol" ;;
       *) die "KAFKA_SECURE_LISTENERS: unknown $protocol (SASL_PLAINTEXT, SASL_SSL or SSL)" ;;
@@ -173,9 +173,9 @@ secure_listeners() {  # the protocols of KAFKA_SECURE_LISTENERS, one a line
 # secure_config PORT...: the listeners of KAFKA_SECURE_LISTENERS on these ports. Sets
 # SECURE_LISTENERS (",NAME://host:port…"), SECURE_MAP (",NAME:NAME…") and SECURE_PROPS.
 secure_config() {
-  local protocol name port user jaas_users="" tls=0
+  local protocol name port user users="${KAFKA_SASL_USERS:-}" jaas_users="" tls=0
   SECURE_LISTENERS="" SECURE_MAP="" SECURE_PROPS=""
-  for user in ${KAFKA_SASL_USERS//,/ }; do
+  for user in ${users//,/ }; do
     jaas_users+=" user_${user%%:*}=\"${user#*:}\""
   done
   for protocol in $(secure_listeners); do
@@ -185,7 +185,7 @@ secure_config() {
     SECURE_MAP+=",$protocol:$protocol"
     [[ "$protocol" == SASL_PLAINTEXT ]] || tls=1
     [[ "$protocol" == SSL ]] && continue
-    [[ -n "${KAFKA_SASL_USERS:-}" ]] || die "$protocol needs KAFKA_SASL_USERS"
+    [[ -n "$users" ]] || die "$protocol needs KAFKA_SASL_USERS"
     SECURE_PROPS+="listener.name.$name.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.$name.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas_users;
 listener.name.$name.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -203,8 +203,8 @@ ssl.keystore.password=${KAFKA_SSL_KEYSTORE_PASSWORD:-}
 
 # the storage tool's arguments that store the SCRAM credentials of KAFKA_SASL_USERS
 scram_arguments() {
-  local user mechanism
-  for user in ${KAFKA_SASL_USERS//,/ }; do
+  local user mechanism users="${KAFKA_SASL_USERS:-}"
+  for user in ${users//,/ }; do
     for mechanism in SCRAM-SHA-256 SCRAM-SHA-512; do
       echo "--add-scram"
       echo "$mechanism=[name=${user%%:*},password=${user#*:}]"
