@@ -30,7 +30,9 @@
 #                           is written to $KAFKA_DATA_DIR/bootstrap.<protocol in lower case>
 #   KAFKA_SASL_USERS        name:password,… : users of SASL PLAIN, SCRAM-SHA-256 and
 #                           SCRAM-SHA-512 (SCRAM users are stored when the storage is
-#                           formatted: on the first start of a data dir only)
+#                           formatted: on the first start of a data dir only); names and
+#                           passwords of letters, digits, '-' and '_' (they are written into
+#                           JAAS and storage-tool arguments unquoted)
 #   KAFKA_SSL_KEYSTORE, KAFKA_SSL_KEYSTORE_PASSWORD
 #                           the broker's key and certificate (PKCS12), for SASL_SSL and SSL
 #
@@ -160,11 +162,12 @@ while (cid := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
 print(cid)'
 }
 
-secure_listeners() {  # the protocols of KAFKA_SECURE_LISTENERS, one a line
+read_secure_listeners() {  # sets SECURE_PROTOCOLS from KAFKA_SECURE_LISTENERS
   local protocol listeners="${KAFKA_SECURE_LISTENERS:-}"
+  SECURE_PROTOCOLS=()
   for protocol in ${listeners//,/ }; do
     case "$protocol" in
-      SASL_PLAINTEXT|SASL_SSL|SSL) echo "$protocol" ;;
+      SASL_PLAINTEXT|SASL_SSL|SSL) SECURE_PROTOCOLS+=("$protocol") ;;
       *) die "KAFKA_SECURE_LISTENERS: unknown $protocol (SASL_PLAINTEXT, SASL_SSL or SSL)" ;;
     esac
   done
@@ -178,7 +181,7 @@ secure_config() {
   for user in ${users//,/ }; do
     jaas_users+=" user_${user%%:*}=\"${user#*:}\""
   done
-  for protocol in $(secure_listeners); do
+  for protocol in "${SECURE_PROTOCOLS[@]}"; do
     port="$1"; shift
     name="${protocol,,}"
     SECURE_LISTENERS+=",$protocol://$HOST:$port"
@@ -290,7 +293,8 @@ prepare() {  # choose ports, write config, format storage on first start
   echo "$port $cport" >"$PORTSFILE"
   echo "$HOST:$port" >"$BOOTFILE"
   local protocol secure_file previous secure_port secure_ports=()
-  for protocol in $(secure_listeners); do
+  read_secure_listeners
+  for protocol in "${SECURE_PROTOCOLS[@]}"; do
     secure_file="$BOOTFILE.${protocol,,}"
     previous=""
     [[ -f "$secure_file" ]] && previous="$(cut -d: -f2 "$secure_file")"
