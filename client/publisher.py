@@ -5,7 +5,9 @@
         await publisher.run_started("team-a", run_id="run-42", intent="fix the flaky test")
 
 Events are validated against the same models the worker uses before they leave, and keyed
-as the topics expect (runs by run_id, memories by namespace).
+as the topics expect (runs by run_id, memories by namespace). A cluster that wants SASL or
+TLS takes `security=KafkaSecurity(...)` (client.kafka_security), or
+`KafkaSecurity.from_env(os.environ)` to read the worker's MEMSTREAM_KAFKA_* variables.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from processors.ids import memory_record_id
 from schemas.events import EVENT_TYPES, ConsolidateRequest, MemoryEvent, RunEvent
 from schemas.topics import destination
@@ -63,12 +66,15 @@ def envelope(
 
 
 class Publisher:
-    def __init__(self, bootstrap: str, *, producer: str) -> None:
+    def __init__(self, bootstrap: str, *, producer: str,
+                 security: KafkaSecurity = PLAINTEXT) -> None:
         self._producer_name = producer
-        self._kafka = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        self._kafka = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                       **security.client_options())
 
     async def __aenter__(self) -> Publisher:
-        await self._kafka.start()
+        with connection_failures_explained():
+            await self._kafka.start()
         return self
 
     async def __aexit__(

@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
 
+from client.kafka_security import PLAINTEXT, KafkaSecurity
 from streams.topics import partitions_of
 
 
@@ -26,9 +27,11 @@ class Received:
 
 
 async def produce(
-    bootstrap: str, topic: str, messages: Sequence[tuple[bytes | None, bytes]]
+    bootstrap: str, topic: str, messages: Sequence[tuple[bytes | None, bytes]],
+    security: KafkaSecurity = PLAINTEXT,
 ) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+                                **security.client_options())
     await producer.start()
     try:
         pending = [await producer.send(topic, value, key=key) for key, value in messages]
@@ -44,6 +47,7 @@ class TopicReader:
 
     bootstrap: str
     topic: str
+    security: KafkaSecurity = PLAINTEXT
     messages: list[Received] = field(default_factory=list)
     _consumer: AIOKafkaConsumer | None = None
     _task: asyncio.Task[None] | None = None
@@ -51,10 +55,10 @@ class TopicReader:
     async def start(self) -> TopicReader:
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-            auto_offset_reset="earliest",
+            auto_offset_reset="earliest", **self.security.client_options(),
         )
         await self._consumer.start()
-        self._consumer.assign(await partitions_of(self.bootstrap, self.topic))
+        self._consumer.assign(await partitions_of(self.bootstrap, self.topic, self.security))
         self._task = asyncio.create_task(self._read())
         return self
 
@@ -94,14 +98,15 @@ class TopicReader:
             await self._consumer.stop()
 
 
-async def group_lag(bootstrap: str, group: str, topic: str) -> int:
+async def group_lag(bootstrap: str, group: str, topic: str,
+                    security: KafkaSecurity = PLAINTEXT) -> int:
     """Messages of `topic` that consumer group `group` has not committed yet."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **security.client_options())
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **security.client_options())
     await admin.start()
     await consumer.start()
     try:
-        partitions = await partitions_of(bootstrap, topic)
+        partitions = await partitions_of(bootstrap, topic, security)
         ends = await consumer.end_offsets(partitions)
         committed = await admin.list_consumer_group_offsets(group, partitions=partitions)
         return sum(
@@ -114,13 +119,14 @@ async def group_lag(bootstrap: str, group: str, topic: str) -> int:
 
 
 async def wait_caught_up(
-    bootstrap: str, group: str, topics: Sequence[str], timeout_s: float = 60.0
+    bootstrap: str, group: str, topics: Sequence[str], timeout_s: float = 60.0,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> None:
     """Wait until `group` has committed everything on `topics`: all of it is durable."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            lags = [await group_lag(bootstrap, group, topic) for topic in topics]
+            lags = [await group_lag(bootstrap, group, topic, security) for topic in topics]
         except GroupCoordinatorNotAvailableError:
             # The group's coordinator is still being elected (a fresh broker or group).
             lags = [-1 for _ in topics]

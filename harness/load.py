@@ -19,6 +19,7 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from client.kafka_security import PLAINTEXT, KafkaSecurity
 from harness.kafka_io import Received
 from processors.ids import memory_record_id
 from schemas.topics import MEMORY_EVENTS
@@ -123,13 +124,15 @@ class Publishing:
     bootstrap: str
     writes: list[Write]
     rate: float
+    security: KafkaSecurity = PLAINTEXT
     acked: set[str] = field(default_factory=set)
     resent: int = 0
 
     async def run(self) -> None:
         producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
                                     enable_idempotence=True, linger_ms=5,
-                                    request_timeout_ms=15000, retry_backoff_ms=200)
+                                    request_timeout_ms=15000, retry_backoff_ms=200,
+                                    **self.security.client_options())
         await _start(producer)
         started = time.monotonic()
         try:

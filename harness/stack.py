@@ -43,19 +43,28 @@ class Broker:
     # Chosen at the first start and kept: a restarted broker is where its clients left it.
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
+    # More of broker.sh's settings, such as the secured listeners (KAFKA_SECURE_LISTENERS).
+    extra_env: dict[str, str] = field(default_factory=dict)
+    create_topics: bool = True
 
     def start(self) -> str:
         env = {**os.environ, "KAFKA_DATA_DIR": str(self.data_dir),
-               "KAFKA_PORT": str(self.port), "KAFKA_CONTROLLER_PORT": str(self.controller_port)}
+               "KAFKA_PORT": str(self.port), "KAFKA_CONTROLLER_PORT": str(self.controller_port),
+               **self.extra_env}
         result = subprocess.run([str(BROKER_SCRIPT), "start"], env=env, capture_output=True,
                                 text=True)
         if result.returncode != 0:
             raise RuntimeError(f"broker did not start: {result.stderr.strip()}")
         self.bootstrap = result.stdout.strip().splitlines()[-1]
-        # As the worker would at its start, so that events can be produced before one runs.
-        subprocess.run([sys.executable, "-m", "streams.topics", "--bootstrap", self.bootstrap],
-                       cwd=REPO_ROOT, check=True, capture_output=True)
+        if self.create_topics:
+            # As the worker would at its start, so that events can be produced before one runs.
+            subprocess.run([sys.executable, "-m", "streams.topics", "--bootstrap",
+                            self.bootstrap], cwd=REPO_ROOT, check=True, capture_output=True)
         return self.bootstrap
+
+    def listener(self, protocol: str) -> str:
+        """The address of the secured listener of `protocol` (SASL_SSL, ...)."""
+        return (self.data_dir / f"bootstrap.{protocol.lower()}").read_text().strip()
 
     def kill(self) -> None:
         """kill -9: no shutdown, no flush; `start()` again recovers the same data dir."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from client.kafka_security import KafkaSecurity
 from processors.ids import change_event_id
 from schemas.events import ChangeKind, MemoryUpdated
 from schemas.records import Record
@@ -53,14 +54,16 @@ def event_id_of(message: Outbound) -> str:
 class KafkaAnnouncementLog:
     """Reads memory.updated from a moment to its current end, without a consumer group."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: KafkaSecurity) -> None:
         self._bootstrap = bootstrap
+        self._security = security
 
     async def event_ids_since(self, since_epoch_s: float) -> set[str]:
         consumer = AIOKafkaConsumer(bootstrap_servers=self._bootstrap,
                                     client_id="memstream-announcement-log",
-                                    enable_auto_commit=False, isolation_level="read_committed")
-        partitions = await partitions_of(self._bootstrap, MEMORY_UPDATED)
+                                    enable_auto_commit=False, isolation_level="read_committed",
+                                    **self._security.client_options())
+        partitions = await partitions_of(self._bootstrap, MEMORY_UPDATED, self._security)
         await consumer.start()
         try:
             return await _read_since(consumer, partitions, since_epoch_s)

@@ -28,6 +28,7 @@ from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
 from streams.consolidator import Consolidator
 from streams.context import ContextQuery, build_context
+from streams.faust_credentials import broker_credentials
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
 from streams.json_values import jsonable
 from streams.key_views import wire_keys
@@ -72,6 +73,7 @@ def create_app(settings: Settings, role: Role) -> faust.App:
     return faust.App(
         group_id(settings.app_id, role),
         broker=f"kafka://{settings.kafka_bootstrap}",
+        broker_credentials=broker_credentials(settings.kafka_security),
         store="memory://",
         autodiscover=False,
         datadir=str(faust_dir(settings, role)),

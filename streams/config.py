@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast, get_args
 
+from client.kafka_security import KafkaSecurity
 from processors.consolidation_plan import DerivedReview
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
@@ -50,6 +51,8 @@ class Settings:
     pg_dsn: str
     index_url: str
     model_dir: Path
+    # SASL and TLS of every Kafka connection (MEMSTREAM_KAFKA_SECURITY_PROTOCOL, ...).
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
     data_dir: Path = REPO_ROOT / "var"
     app_id: str = "memstream"
     web_host: str = "127.0.0.1"
@@ -129,6 +132,7 @@ class Settings:
         return cls(
             kafka_bootstrap=(get("KAFKA_BOOTSTRAP", "") or local_kafka_address(env)
                              or "127.0.0.1:19092"),
+            kafka_security=KafkaSecurity.from_env(env),
             pg_dsn=get("PG_DSN", "") or _local_pg_dsn(),
             index_url=get("INDEX_URL", DEFAULT_INDEX_URL),
             model_dir=Path(get("MODEL_DIR", str(REPO_ROOT / ".cache" / "model"))),

@@ -71,7 +71,8 @@ def plan_summary(namespace: str, planned: PlannedConsolidation) -> dict[str, Any
 async def request_and_wait(settings: Settings, namespace: str,
                            timeout_s: float) -> MaintenanceReport:
     """Publish a manual request and return its report once the workers announced it."""
-    async with Publisher(settings.kafka_bootstrap, producer=PRODUCER) as publisher:
+    async with Publisher(settings.kafka_bootstrap, producer=PRODUCER,
+                         security=settings.kafka_security) as publisher:
         request_id = await publisher.request_consolidation(namespace)
     stores = await PostgresStores.connect(settings.pg_dsn)
     try:

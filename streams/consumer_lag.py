@@ -12,13 +12,16 @@ from collections.abc import Iterable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from client.kafka_security import KafkaSecurity
 from streams.health import PartitionOffsets
 from streams.metrics import Metrics
 
 
 class ConsumerLagProbe:
-    def __init__(self, bootstrap: str, group: str, metrics: Metrics) -> None:
+    def __init__(self, bootstrap: str, group: str, metrics: Metrics,
+                 security: KafkaSecurity) -> None:
         self._bootstrap = bootstrap
+        self._security = security
         self._group = group
         self._metrics = metrics
         self._admin: AIOKafkaAdminClient | None = None
@@ -54,9 +57,11 @@ class ConsumerLagProbe:
     async def _clients(self) -> tuple[AIOKafkaAdminClient, AIOKafkaConsumer]:
         if self._admin is None or self._offsets is None:
             admin = AIOKafkaAdminClient(bootstrap_servers=self._bootstrap,
-                                        client_id="memstream-lag")
+                                        client_id="memstream-lag",
+                                        **self._security.client_options())
             offsets = AIOKafkaConsumer(bootstrap_servers=self._bootstrap,
-                                       client_id="memstream-lag", enable_auto_commit=False)
+                                       client_id="memstream-lag", enable_auto_commit=False,
+                                       **self._security.client_options())
             await admin.start()
             await offsets.start()
             self._admin, self._offsets = admin, offsets

@@ -12,12 +12,15 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 
+from client.kafka_security import KafkaSecurity
 from streams.messages import Outbound
 
 
 class KafkaProducer:
-    def __init__(self, bootstrap: str, *, client_id: str = "memstream") -> None:
+    def __init__(self, bootstrap: str, *, security: KafkaSecurity,
+                 client_id: str = "memstream") -> None:
         self._bootstrap = bootstrap
+        self._security = security
         self._client_id = client_id
         self._kafka: AIOKafkaProducer | None = None
 
@@ -26,6 +29,7 @@ class KafkaProducer:
         self._kafka = AIOKafkaProducer(
             bootstrap_servers=self._bootstrap, client_id=self._client_id, acks="all",
             enable_idempotence=True, linger_ms=1, max_batch_size=512 * 1024,
+            **self._security.client_options(),
         )
         await self._kafka.start()
 

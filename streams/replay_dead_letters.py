@@ -13,7 +13,8 @@ dead-lettered at or after an ISO 8601 time with an offset (2025-05-01T12:00Z) or
 (30m, 2h, 1d). `--dry-run` reads and reports and publishes nothing. The report is a table per
 dead-letter reason (found, replayed, skipped); `--json` prints it as JSON for scripts, with
 the coordinates of the dead letters replayed and skipped. The bootstrap address defaults to
-MEMSTREAM_KAFKA_BOOTSTRAP, else the local broker's (as for python -m streams.topics).
+MEMSTREAM_KAFKA_BOOTSTRAP, else the local broker's, and the connection's security comes from
+MEMSTREAM_KAFKA_SECURITY_PROTOCOL and its companions (as for python -m streams.topics).
 
 Skipped, and counted as such: a dead letter cut to fit the DLQ (`dlq.truncated: true`), whose
 bytes are no longer the event, and one whose `dlq.source.topic` names another topic.
@@ -30,6 +31,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import re
 import sys
 from collections import Counter
@@ -41,6 +43,7 @@ from typing import Any, get_args
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from client.kafka_security import PLAINTEXT, KafkaSecurity
 from processors.errors import DeadLetterReason
 from schemas.topics import source_of_dead_letters
 from streams.dead_letters import (
@@ -245,20 +248,20 @@ async def read_dead_letters(consumer: AIOKafkaConsumer, partitions: Sequence[Top
                                f"after {READ_STALL_S:.0f}s without progress")
 
 
-async def replay(bootstrap: str, dlq: str, selection: Selection,
-                 dry_run: bool) -> ReplayReport:
+async def replay(bootstrap: str, dlq: str, selection: Selection, dry_run: bool,
+                 security: KafkaSecurity = PLAINTEXT) -> ReplayReport:
     """Republish the dead letters of `dlq` that `selection` wants to their source topic;
     with `dry_run`, only count them. Returns once the broker acknowledged every one."""
     source = source_of_dead_letters(dlq)
     report = ReplayReport(dlq, source, dry_run)
-    partitions = await partitions_of(bootstrap, dlq)
+    partitions = await partitions_of(bootstrap, dlq, security)
     async with AsyncExitStack() as clients:
         consumer = await clients.enter_async_context(AIOKafkaConsumer(
             bootstrap_servers=bootstrap, client_id=CLIENT_ID, group_id=None,
-            enable_auto_commit=False))
+            enable_auto_commit=False, **security.client_options()))
         producer = None if dry_run else await clients.enter_async_context(AIOKafkaProducer(
             bootstrap_servers=bootstrap, client_id=CLIENT_ID, acks="all",
-            enable_idempotence=True))
+            enable_idempotence=True, **security.client_options()))
         deliveries: list[asyncio.Future[Any]] = []
         async for letter in read_dead_letters(consumer, partitions, selection.since_ms):
             report.read += 1
@@ -298,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bootstrap = args.bootstrap or default_bootstrap()
         report = asyncio.run(replay(bootstrap, args.topic,
                                     Selection(frozenset(args.reason), args.since),
-                                    args.dry_run))
+                                    args.dry_run, KafkaSecurity.from_env(os.environ)))
     except Exception as exc:  # a command: one line, not a traceback
         print(f"error: {exc or type(exc).__name__}", file=sys.stderr)
         return 1

@@ -8,7 +8,9 @@ topic (tests use 1 or 2 to rebalance quickly).
 
 creates the missing topics and prints what it did. The bootstrap address defaults to
 ``MEMSTREAM_KAFKA_BOOTSTRAP``, else the address the local broker wrote to
-``var/kafka/bootstrap`` (``$KAFKA_DATA_DIR/bootstrap`` when that is set).
+``var/kafka/bootstrap`` (``$KAFKA_DATA_DIR/bootstrap`` when that is set); the connection's
+security (SASL, TLS) from ``MEMSTREAM_KAFKA_SECURITY_PROTOCOL`` and its companions (README,
+"Kafka security").
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError, for_code
 
+from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from schemas.topics import TOPICS_FILE, TopicSpec, read_topic_specs
 from streams.config import local_kafka_address
 
@@ -74,15 +77,18 @@ async def _wait_visible(
         await asyncio.sleep(0.1)
 
 
-async def ensure_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> list[str]:
+async def ensure_topics(bootstrap: str, specs: Sequence[TopicSpec],
+                        security: KafkaSecurity = PLAINTEXT) -> list[str]:
     """Create the topics of ``specs`` that do not exist yet; return the names created.
 
     Idempotent: existing topics are left as they are (a partition count that differs from
     the spec is logged, not changed), and a topic created concurrently by someone else counts
     as existing. Returns once the created topics are visible in the broker's metadata.
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-topics")
-    await admin.start()
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-topics",
+                                **security.client_options())
+    with connection_failures_explained():
+        await admin.start()
     try:
         existing = set(await admin.list_topics())
         missing = [s for s in specs if s.name not in existing]
@@ -129,10 +135,13 @@ async def ensure_topics(bootstrap: str, specs: Sequence[TopicSpec]) -> list[str]
         await admin.close()
 
 
-async def partitions_of(bootstrap: str, topic: str) -> list[TopicPartition]:
+async def partitions_of(bootstrap: str, topic: str,
+                        security: KafkaSecurity = PLAINTEXT) -> list[TopicPartition]:
     """The partitions of `topic`, as the broker describes them now."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-topics")
-    await admin.start()
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="memstream-topics",
+                                **security.client_options())
+    with connection_failures_explained():
+        await admin.start()
     try:
         (description,) = await admin.describe_topics([topic])
     finally:
@@ -167,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         bootstrap = args.bootstrap or default_bootstrap()
         specs = load_topic_specs(args.file)
-        created = asyncio.run(ensure_topics(bootstrap, specs))
+        created = asyncio.run(ensure_topics(bootstrap, specs, KafkaSecurity.from_env(os.environ)))
     except Exception as exc:  # a CLI: one line, not a traceback
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -49,7 +49,8 @@ async def open_runtime(settings: Settings, producer: KafkaProducer,
     rules = TriggerRules(settings.consolidate_min_new, settings.consolidate_once_per_day,
                          timedelta(seconds=settings.count_window_s),
                          timedelta(seconds=settings.count_keep_s))
-    created = await ensure_topics(settings.kafka_bootstrap, load_topic_specs())
+    created = await ensure_topics(settings.kafka_bootstrap, load_topic_specs(),
+                                  settings.kafka_security)
     if created:
         log.info("created topics: %s", ", ".join(created))
     applied = await apply_migrations(settings.pg_dsn)
@@ -62,7 +63,7 @@ async def open_runtime(settings: Settings, producer: KafkaProducer,
         embedder=embedder,
         metrics=Metrics(),
         producer=producer,
-        announcements=KafkaAnnouncementLog(settings.kafka_bootstrap),
+        announcements=KafkaAnnouncementLog(settings.kafka_bootstrap, settings.kafka_security),
         max_event_bytes=settings.max_event_bytes,
         fix_window=timedelta(hours=settings.fix_window_h),
         llm=ChatEndpoint(settings.llm_url, settings.llm_model, settings.llm_api_key,
@@ -113,12 +114,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     app = create_app(settings, role)
-    producer = KafkaProducer(settings.kafka_bootstrap, client_id=group_id(settings.app_id, role))
+    producer = KafkaProducer(settings.kafka_bootstrap, security=settings.kafka_security,
+                             client_id=group_id(settings.app_id, role))
     # The consolidator embeds only merged texts, on one core: the other serves the writes.
     embed_threads = settings.embed_threads if role == "ingest" else 1
     runtime = loop.run_until_complete(open_runtime(settings, producer, embed_threads))
     lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, group_id(settings.app_id, role),
-                                 runtime.metrics)
+                                 runtime.metrics, settings.kafka_security)
     health = Health(runtime.metrics, settings.stall_after_s)
     wiring = Wiring(app, settings, runtime, health, lag_probe, role)
     # Read and written by the ingest role only: the index and its fallback over Postgres.
