@@ -23,6 +23,7 @@ from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.auth import granted_namespace
+from streams.browser import wire_browser
 from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
 from streams.consolidator import Consolidator
@@ -264,6 +265,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         })
 
     wire_keys(wiring, runtime.stores.keys)
+    wire_browser(wiring, runtime)
 
 
 def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:
