@@ -18,8 +18,33 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from processors.ids import memory_record_id
-from schemas.events import CONSOLIDATE_EVENT_TYPES, EVENT_TYPES, RUN_EVENT_TYPES
-from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from schemas.events import EVENT_TYPES, ConsolidateRequest, MemoryEvent, RunEvent
+from schemas.topics import destination
+
+AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest
+
+
+def validated(
+    event_type: str,
+    namespace: str,
+    payload: dict[str, Any],
+    *,
+    producer: str,
+    event_id: str | None = None,
+    occurred_at: datetime | None = None,
+) -> AnyEvent:
+    """The event, validated; raises pydantic.ValidationError if invalid."""
+    model = EVENT_TYPES[event_type]
+    return model.model_validate(
+        {
+            "event_id": event_id or str(uuid.uuid4()),
+            "type": event_type,
+            "namespace": namespace,
+            "occurred_at": occurred_at or datetime.now(UTC),
+            "producer": producer,
+            "payload": payload,
+        }
+    )
 
 
 def envelope(
@@ -32,17 +57,8 @@ def envelope(
     occurred_at: datetime | None = None,
 ) -> bytes:
     """The JSON bytes of a validated event; raises pydantic.ValidationError if invalid."""
-    model = EVENT_TYPES[event_type]
-    event = model.model_validate(
-        {
-            "event_id": event_id or str(uuid.uuid4()),
-            "type": event_type,
-            "namespace": namespace,
-            "occurred_at": occurred_at or datetime.now(UTC),
-            "producer": producer,
-            "payload": payload,
-        }
-    )
+    event = validated(event_type, namespace, payload, producer=producer, event_id=event_id,
+                      occurred_at=occurred_at)
     return event.model_dump_json(exclude_none=True).encode()
 
 
@@ -68,17 +84,12 @@ class Publisher:
         event_id: str | None = None,
     ) -> str:
         """Publish one event and wait for the broker's acknowledgement; return its event_id."""
-        event_id = event_id or str(uuid.uuid4())
-        value = envelope(
-            event_type, namespace, payload, producer=self._producer_name, event_id=event_id
-        )
-        if event_type in RUN_EVENT_TYPES:
-            await self._kafka.send_and_wait(RUNS_EVENTS, value, key=payload["run_id"].encode())
-        elif event_type in CONSOLIDATE_EVENT_TYPES:
-            await self._kafka.send_and_wait(MEMORY_CONSOLIDATE, value, key=namespace.encode())
-        else:
-            await self._kafka.send_and_wait(MEMORY_EVENTS, value, key=namespace.encode())
-        return event_id
+        event = validated(event_type, namespace, payload, producer=self._producer_name,
+                          event_id=event_id)
+        topic, key = destination(event)
+        await self._kafka.send_and_wait(
+            topic, event.model_dump_json(exclude_none=True).encode(), key=key)
+        return event.event_id
 
     async def write_memory(
         self, namespace: str, text: str, *, event_id: str | None = None, **fields: Any

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -41,16 +42,29 @@ class Parsed(Generic[E]):
 def parse_event(raw: bytes | None, accepted: Mapping[str, type[E]], max_bytes: int) -> Parsed[E]:
     """Parse and validate one message value into one of the `accepted` event types (by the
     envelope's `type`); raise `Rejected` if it is unusable, and nothing else."""
-    try:
+    with _only_rejections():
         return _parse(raw, accepted, max_bytes)
+
+
+def json_object(raw: bytes | None, max_bytes: int) -> dict[str, Any]:
+    """The JSON object of a message value (or of an HTTP body that becomes one); raise
+    `Rejected` (malformed_json, oversized, not_an_object) if it is none, and nothing else."""
+    with _only_rejections():
+        return _json_object(raw, max_bytes)
+
+
+@contextmanager
+def _only_rejections() -> Iterator[None]:
+    try:
+        yield
     except Rejected:
         raise
     except Exception as exc:
-        # A rule above missed a way to fail: still this event's fault, still a dead letter.
+        # A rule missed a way to fail: still this event's fault, still a dead letter.
         raise Rejected("invalid_event", Unexpected.of(exc).detail) from None
 
 
-def _parse(raw: bytes | None, accepted: Mapping[str, type[E]], max_bytes: int) -> Parsed[E]:
+def _json_object(raw: bytes | None, max_bytes: int) -> dict[str, Any]:
     if raw is None or not raw.strip():
         raise Rejected("malformed_json", "empty message value")
     if len(raw) > max_bytes:
@@ -58,6 +72,11 @@ def _parse(raw: bytes | None, accepted: Mapping[str, type[E]], max_bytes: int) -
     document = _json_document(raw)
     if not isinstance(document, dict):
         raise Rejected("not_an_object", f"expected a JSON object, got {type(document).__name__}")
+    return document
+
+
+def _parse(raw: bytes | None, accepted: Mapping[str, type[E]], max_bytes: int) -> Parsed[E]:
+    document = _json_object(raw, max_bytes)
     event_type = document.get("type")
     if not isinstance(event_type, str) or event_type not in accepted:
         shown = event_type if isinstance(event_type, str | None) else type(event_type).__name__

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schemas.events import ConsolidateRequest, MemoryEvent, RunEvent
+
 TOPICS_FILE = Path(__file__).resolve().parent.parent / "infra" / "kafka" / "topics.json"
 DLQ_SUFFIX = ".dlq"
 
@@ -113,3 +115,14 @@ MEMORY_CONSOLIDATE = _declared("memory.consolidate")
 # The topics workers consume; each has a dead-letter topic.
 INPUT_TOPICS = (RUNS_EVENTS, MEMORY_EVENTS, MEMORY_CONSOLIDATE)
 DEAD_LETTER_TOPICS = tuple(dead_letter_topic(topic) for topic in INPUT_TOPICS)
+
+
+def destination(event: RunEvent | MemoryEvent | ConsolidateRequest) -> tuple[str, bytes]:
+    """The topic an event is published to, and its message key: a run's events by run_id
+    (one run's events in order, runs spread over partitions); memory events and consolidation
+    requests by namespace (one namespace's changes in order)."""
+    if isinstance(event, ConsolidateRequest):
+        return MEMORY_CONSOLIDATE, event.namespace.encode()
+    if isinstance(event, RunEvent):
+        return RUNS_EVENTS, event.payload.run_id.encode()
+    return MEMORY_EVENTS, event.namespace.encode()

@@ -43,6 +43,7 @@ from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search, spend_search
 from streams.twins import TwinFinder
 from streams.wiring import Role, Wiring, every
+from streams.write_views import wire_writes
 
 log = logging.getLogger(__name__)
 
@@ -230,8 +231,12 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
             return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
 
+    edit_block = wire_writes(wiring, runtime)
+
     @wiring.page("/v1/blocks/{label}")
     async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
+        if request.method == "POST":
+            return await edit_block(web, request, caller=caller, label=label)
         namespace = granted_namespace(caller, request.query)
         agent_id = reader_of(caller, request.query)
         if agent_id is None:
