@@ -233,7 +233,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
 
     edit_block = wire_writes(wiring, runtime)
 
-    @wiring.page("/v1/blocks/{label}")
+    @wiring.page("/v1/blocks/{label}", methods=("GET", "POST"))
     async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
         if request.method == "POST":
             return await edit_block(web, request, caller=caller, label=label)

@@ -102,13 +102,19 @@ class Wiring:
         self._lag_probe = lag_probe
         self._role = role
 
-    def page(self, route: str, *, public: bool = False) -> Callable[[ViewHandler], ViewHandler]:
-        """Serve the decorated handler at `route` (see `observed_view`): given the caller,
-        unless `public`."""
+    def page(self, route: str, *, public: bool = False,
+             methods: Sequence[str] = ("GET",)) -> Callable[[ViewHandler], ViewHandler]:
+        """Serve the decorated handler at `route` for `methods` (others answer 405), given
+        the caller unless `public` (see `observed_view`)."""
 
         def register(handler: ViewHandler) -> ViewHandler:
-            self.app.page(route)(observed_view(route, handler, self._runtime.metrics,
-                                               None if public else self._authenticator))
+            observed = observed_view(route, handler, self._runtime.metrics,
+                                     None if public else self._authenticator)
+            # Faust's own function views answer GET only.
+            view = type(handler.__name__, (View,), {
+                "__doc__": handler.__doc__, "__module__": handler.__module__,
+                **{method.lower(): observed for method in methods}})
+            self.app.page(route)(view)
             return handler
 
         return register

@@ -59,6 +59,7 @@ WriteHandler = Callable[..., Awaitable[Response]]
 PUBLISH_TIMEOUT_S = 10.0
 # Body fields that belong to the envelope, not to the payload.
 ENVELOPE_FIELDS = frozenset({"namespace", "event_id"})
+POST = ("POST",)
 
 
 class NotPublished(Exception):
@@ -158,14 +159,11 @@ def run_fields(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
 
 
 def answering(handler: WriteHandler) -> WriteHandler:
-    """POST only; an event the intake would refuse answered 400 with its dead-letter reason,
-    a broker away 503."""
+    """An event the intake would refuse answered 400 with its dead-letter reason, a broker
+    away 503."""
 
     @wraps(handler)
     async def answered(web: View, request: Request, **kwargs: Any) -> Response:
-        if request.method != "POST":
-            return web.json({"error": f"{request.method} is not allowed here: POST"},
-                            status=405, headers={"Allow": "POST"})
         try:
             return await handler(web, request, **kwargs)
         except Rejected as exc:
@@ -276,13 +274,13 @@ def wire_writes(wiring: Wiring, runtime: Runtime) -> WriteHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
     to answer its POST."""
     views = WriteViews(runtime)
-    wiring.page("/v1/memories")(answering(views.write))
-    wiring.page("/v1/memories/{record_id}/update")(
+    wiring.page("/v1/memories", methods=POST)(answering(views.write))
+    wiring.page("/v1/memories/{record_id}/update", methods=POST)(
         answering(views.change("memory.update", MemoryUpdate)))
-    wiring.page("/v1/memories/{record_id}/deprecate")(
+    wiring.page("/v1/memories/{record_id}/deprecate", methods=POST)(
         answering(views.change("memory.deprecate", MemoryDeprecate)))
-    wiring.page("/v1/memories/{record_id}/restore")(
+    wiring.page("/v1/memories/{record_id}/restore", methods=POST)(
         answering(views.change("memory.restore", MemoryRestore)))
-    wiring.page("/v1/reviews")(answering(views.review))
-    wiring.page("/v1/runs/events")(answering(views.run_event))
+    wiring.page("/v1/reviews", methods=POST)(answering(views.review))
+    wiring.page("/v1/runs/events", methods=POST)(answering(views.run_event))
     return answering(views.edit_block)
