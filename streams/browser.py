@@ -35,10 +35,7 @@ HEADERS = {
 def wire_browser(wiring: Wiring, runtime: Runtime) -> None:
     files = {name: (UI_DIR / name).read_bytes() for name in UI_FILES}
 
-    def serve(web: View, request: Request, name: str) -> Response:
-        if request.method not in ("GET", "HEAD"):
-            return web.json({"error": "the browser's files are read with GET"}, status=405,
-                            headers={"Allow": "GET, HEAD"})
+    def serve(web: View, name: str) -> Response:
         if name not in files:
             return web.json({"error": "not found"}, status=404)
         # In the headers: aiohttp's content_type argument refuses a charset.
@@ -51,10 +48,10 @@ def wire_browser(wiring: Wiring, runtime: Runtime) -> None:
 
     @wiring.page("/ui/", public=True)
     async def ui_index(web: View, request: Request) -> Response:
-        return serve(web, request, "index.html")
+        return serve(web, "index.html")
 
     @wiring.page("/ui/{name}", public=True)
     async def ui_file(web: View, request: Request, name: str) -> Response:
-        return serve(web, request, name)
+        return serve(web, name)
 
     wire_graph(wiring, runtime.stores.records)

@@ -192,7 +192,7 @@ async function searchPage(_, params) {
     location.hash = `#/search?${wanted}`;
   });
   const stats = await api("/v1/stats");
-  const page = el("section", {}, el("h1", {}, "Search"),
+  const page = el("section", { "data-page": "search" }, el("h1", {}, "Search"),
     el("p", { class: "hint" }, `${namespace()}: `, Object.entries(stats.records)
       .map(([kind, n]) => `${n} ${kind}`).join(", ") || "no records yet",
     ` · ${stats.index_points} in the index`), form);
@@ -221,7 +221,7 @@ async function recordPage(recordId) {
   ]);
   const record = lineage.record;
   const versions = history.versions;
-  const page = el("section", { class: "record", "data-version": lineage.version },
+  const page = el("section", { class: "record", "data-page": "record" },
     el("h1", {}, record.title || record.record_id),
     el("p", { class: "hint" }, record.record_id, " · version ",
       el("span", { id: "record-version" }, lineage.version)),
@@ -297,7 +297,7 @@ function diffView(diff) {
 
 async function diffsPage() {
   const listed = await api("/v1/pending-diffs");
-  return el("section", {}, el("h1", {}, "Pending diffs"),
+  return el("section", { "data-page": "diffs" }, el("h1", {}, "Pending diffs"),
     listed.pending_diffs.length
       ? el("div", {}, listed.pending_diffs.map(diffCard))
       : el("p", { class: "hint" }, "Nothing waits for review."));
@@ -371,7 +371,7 @@ async function reportsPage() {
   const { reports } = await api("/v1/consolidation/reports");
   const ids = (list) => (list.length
     ? el("span", {}, list.map((id) => [recordLink(id), " "])) : "none");
-  return el("section", {}, el("h1", {}, "Consolidation reports"),
+  return el("section", { "data-page": "reports" }, el("h1", {}, "Consolidation reports"),
     reports.length ? el("div", {}, reports.map((report) => el("article", { class: "report" },
       el("h3", {}, `${when(report.finished_at)} · ${report.reason}`),
       fieldsTable([
@@ -416,8 +416,8 @@ async function graphPage(_, params) {
     canvas.append(group);
   }
   const types = [...new Set(graph.nodes.map((node) => node.memory_type || "other"))].sort();
-  return el("section", {}, el("h1", {}, "Graph"),
-    el("p", { class: "hint" }, `${graph.nodes.length} memories, ${graph.edges.length} links`
+  return el("section", { "data-page": "graph" }, el("h1", {}, "Graph"),
+    el("p", { class: "hint", id: "graph-summary" }, `${graph.nodes.length} memories, ${graph.edges.length} links`
       + ` · ${graph.unresolved_links} unresolved wiki-links`
       + ` · ${graph.related_outside} related ids outside the graph`
       + (graph.truncated ? " · cut at the newest memories" : "")),
