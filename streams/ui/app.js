@@ -228,7 +228,7 @@ async function recordPage(recordId) {
     lineage.superseded_by ? el("p", { class: "message" }, "Merged into ",
       recordLink(lineage.superseded_by), ": this record is kept, hidden from search.") : null,
     el("p", { class: "text", id: "record-text" }, record.text),
-    fieldsTable([
+    el("div", { class: "columns" }, el("div", {}, el("h2", {}, "Fields"), fieldsTable([
       ["kind", record.record_kind], ["memory type", record.memory_type],
       ["review state", record.review_state], ["tier", record.tier],
       ["trust class", record.trust_class],
@@ -239,9 +239,8 @@ async function recordPage(recordId) {
       ["wiki-links", (record.body.wiki_links || []).join(", ")],
       ["source", record.source_ref], ["created", when(record.created_at)],
       ["expires", record.expires_at ? when(record.expires_at) : undefined],
-    ]),
-    el("h2", {}, "Provenance"),
-    fieldsTable(Object.entries(record.provenance).map(([name, value]) => [name, String(value)])));
+    ])), el("div", {}, el("h2", {}, "Provenance"), fieldsTable(Object.entries(record.provenance)
+      .map(([name, value]) => [name, String(value)])))));
   if (lineage.supersedes.length) {
     page.append(el("h2", {}, "Supersedes"), el("ul", { class: "supersedes" },
       lineage.supersedes.map((member) => el("li", {}, recordLink(member.record_id,
@@ -287,8 +286,10 @@ function diffView(diff) {
     fields.length ? fieldsTable(fields.map(([name, change]) => [name,
       `${JSON.stringify(change.from)} → ${JSON.stringify(change.to)}`])) : null,
     diff.text.length
-      ? el("pre", { class: "unified" }, diff.text.map((line) => el("span", {
-        class: line.startsWith("+") ? "added" : line.startsWith("-") ? "removed" : "",
+      ? el("pre", { class: "unified" }, diff.text.map((line, i) => el("span", {
+        // The file lines come first, then hunks; a text line always starts with + - or space.
+        class: (i < 2 && /^(\+\+\+|---) /.test(line)) || line.startsWith("@@") ? "header"
+          : line.startsWith("+") ? "added" : line.startsWith("-") ? "removed" : "",
       }, `${line}\n`)))
       : el("p", { class: "hint" }, "The text is the same."));
 }

@@ -172,11 +172,13 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         versions = chrome.find_elements(By.CSS_SELECTOR, "table.versions tr")
         assert [row.text.split(" ")[:2] for row in versions[1:]] == [["1", "created"],
                                                                        ["2", "approved"]]
-        diff = wait_for(chrome, By.CSS_SELECTOR, "#diff pre.unified").text
-        assert f"-{VPN_V1}" in diff and f"+{VPN_V2}" in diff
+        diff = wait_for(chrome, By.CSS_SELECTOR, "#diff pre.unified")
+        assert f"-{VPN_V1}" in diff.text and f"+{VPN_V2}" in diff.text
         assert chrome.find_element(By.CSS_SELECTOR,
                                    f"article.diff[data-diff-id='{second}']").is_displayed()
         shot("03-record")
+        chrome.execute_script("arguments[0].scrollIntoView({block: 'end'})", diff)
+        shot("03-record-diff")
 
         chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=diffs]").click()
         card = wait_for(chrome, By.CSS_SELECTOR, f"[data-page=diffs] article.diff[data-diff-id='{second}']")
@@ -223,7 +225,8 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
     assert [(v["version"], v["change"], v["actor"]) for v in history] == [
         (1, "created", "orchestrator"), (2, "approved", "ana"), (3, "approved", f"key:{key_id}")]
     assert sorted(p.name for p in screenshots.glob("0[1-8]-*.png")) == [
-        "01-key.png", "02-search.png", "03-record.png", "04-pending-diffs.png",
+        "01-key.png", "02-search.png", "03-record-diff.png", "03-record.png",
+        "04-pending-diffs.png",
         "05-approved.png", "06-reports.png", "07-graph.png", "08-graph-opens-a-record.png"]
 
 
