@@ -181,7 +181,8 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         shot("03-record-diff")
 
         chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=diffs]").click()
-        card = wait_for(chrome, By.CSS_SELECTOR, f"[data-page=diffs] article.diff[data-diff-id='{second}']")
+        card = wait_for(chrome, By.CSS_SELECTOR,
+                        f"[data-page=diffs] article.diff[data-diff-id='{second}']")
         assert VPN_V3 in card.text
         shot("04-pending-diffs")
         card.find_element(By.CSS_SELECTOR, "button[data-decision=approve]").click()
