@@ -35,7 +35,9 @@ VPN_V1 = "Deploys to staging need the office VPN; the [[Bastion host]] rejects o
 VPN_V2 = "Deploys to staging go through the [[Bastion host]]; the VPN is no longer needed."
 VPN_V3 = "Deploys to staging go through the [[Bastion host]] with a hardware key."
 BASTION = "The bastion host forwards SSH to staging and logs every session."
-CHECKLIST = "Before a release, read [[Staging deploys]] and [[A page nobody wrote]]."
+# Markup in a memory is text to the browser, never markup.
+CHECKLIST = ("Before a release, read [[Staging deploys]] and [[A page nobody wrote]]; "
+             "<b>never</b> on a Friday.")
 
 
 @pytest.fixture
@@ -164,6 +166,9 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         chrome.find_element(By.CSS_SELECTOR, "[data-page=search] button").click()
         hit = wait_for(chrome, By.CSS_SELECTOR, f"[data-page=search] .hit a[href='#/record/{vpn}']")
         assert hit.text == "Staging deploys"
+        texts = [e.text for e in chrome.find_elements(By.CSS_SELECTOR, ".hit .text")]
+        assert CHECKLIST in texts, texts
+        assert chrome.find_elements(By.CSS_SELECTOR, ".hit .text b") == []
         shot("02-search")
 
         hit.click()
