@@ -7,7 +7,8 @@ on one core, digest build and fix pattern rebuild times, consolidation of 10k me
 fraction of LoCoMo's dev turns it merges (bench/consolidation_locomo.py), then
 the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means),
 and evidence recall of /v1/search on LoCoMo's development conversations beside baselines
-computed in the same run (bench/retrieval_eval.py).
+computed in the same run (bench/retrieval_eval.py), and what API keys add to a search
+(bench/auth_bench.py).
 The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`;
@@ -22,6 +23,7 @@ import asyncio
 from collections.abc import Sequence
 
 from bench.agent_memory_eval import run_agent_memory_eval
+from bench.auth_bench import run_auth_bench
 from bench.consolidation_bench import run_consolidation_bench
 from bench.consolidation_locomo import run_consolidation_locomo
 from bench.duplicate_threshold import duplicate_rows
@@ -59,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *run_retrieval_eval(),
         *run_agent_memory_eval(),
         *refusal_rows(),
+        *run_auth_bench(),
     ]
     width = 62
     print(f"{'measure':<{width}}  {'value':>16}  target")

@@ -29,6 +29,8 @@ from stores.postgres_rows import record_of
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"
+# Characters of a version's text a feed of changes shows.
+EXCERPT_CHARS = 200
 _DIFF_COLUMNS = "diff_id, namespace, record_id, base_version, proposed, proposer," \
     " proposed_at, state, decided_by"
 
@@ -95,6 +97,44 @@ class ExpiringRecords(Protocol):
         missing (younger ones may still be on their way, from another worker)."""
 
 
+@dataclass(frozen=True)
+class ChangePosition:
+    """Where a version stands in its namespace's feed of changes: versions are listed in the
+    order of (changed_at, record_id, version), which no later version can come before."""
+
+    changed_at: datetime
+    record_id: str
+    version: int
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """One version of a record, as a feed of changes lists it: what changed, who did it, and
+    enough of the record (as this version left it) to tell which one it is."""
+
+    position: ChangePosition
+    change: ChangeKind
+    actor: str | None
+    event_id: str
+    changed: tuple[str, ...]
+    reason: str | None
+    title: str | None
+    excerpt: str
+    record_kind: RecordKind
+    memory_type: str | None
+    scope: str
+    agent_id: str | None
+
+
+@dataclass(frozen=True)
+class PersonalReader:
+    """Whose personal records a read may list beside the shared ones: one agent's, every
+    agent's, or (agent None, every_agent False) none."""
+
+    agent_id: str | None
+    every_agent: bool = False
+
+
 class VersionConflict(MemstreamError):
     """The record changed between reading it and saving its next version (the consolidator
     superseded it): read it again and decide again."""
@@ -116,6 +156,13 @@ class RecordVersions(ExpiringRecords, Protocol):
     async def history(self, namespace: str, record_id: str) -> list[RecordVersion] | None: ...
 
     async def pending_diff(self, namespace: str, diff_id: str) -> PendingDiff | None: ...
+
+    async def changes(self, namespace: str, after: ChangePosition | None, limit: int,
+                      reader: PersonalReader) -> list[VersionChange]:
+        """Up to `limit` versions of the namespace's records made after `after` (from the
+        first when None), in feed order, of the records `reader` may see. Only versions no
+        transaction still running can come before are listed, so a reader that resumes
+        after the last one it got misses none."""
 
     async def pending_diffs(self, namespace: str, record_id: str | None,
                             limit: int) -> list[PendingDiff]: ...
@@ -188,6 +235,41 @@ class PostgresRecordVersions:
             f"SELECT {_DIFF_COLUMNS} FROM pending_diffs WHERE namespace = $1 AND diff_id = $2",
             namespace, diff_id)
         return None if row is None else _diff_of(row)
+
+    async def changes(self, namespace: str, after: ChangePosition | None, limit: int,
+                      reader: PersonalReader) -> list[VersionChange]:
+        async with self._pool.acquire() as connection:
+            # A version's changed_at is its transaction's start, so one still running may yet
+            # commit versions older than those visible now. Read first when the oldest running
+            # transaction began, then (a later snapshot) only the versions before it.
+            horizon = await connection.fetchval(
+                "SELECT LEAST(now(), min(xact_start)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND xact_start IS NOT NULL")
+            rows = await connection.fetch(
+                """
+                SELECT v.record_id, v.version, v.change, v.actor, v.event_id, v.changed_at,
+                       v.changed, v.reason, v.fields ->> 'title' AS title,
+                       left(v.text, $9) AS excerpt, v.fields ->> 'memory_type' AS memory_type,
+                       r.record_kind, r.scope, r.agent_id
+                FROM records r JOIN record_versions v USING (record_id)
+                WHERE r.namespace = $1 AND v.changed_at < $2
+                  AND (r.scope <> 'personal' OR $3 OR r.agent_id = $4)
+                  AND ($5::timestamptz IS NULL
+                       OR (v.changed_at, v.record_id, v.version) > ($5, $6, $7))
+                ORDER BY v.changed_at, v.record_id, v.version
+                LIMIT $8
+                """,
+                namespace, horizon, reader.every_agent, reader.agent_id,
+                None if after is None else after.changed_at,
+                None if after is None else after.record_id,
+                None if after is None else after.version, limit, EXCERPT_CHARS)
+        return [VersionChange(
+            ChangePosition(row["changed_at"], row["record_id"], int(row["version"])),
+            cast(ChangeKind, row["change"]), row["actor"], row["event_id"],
+            tuple(row["changed"]), row["reason"], row["title"], row["excerpt"],
+            cast(RecordKind, row["record_kind"]), row["memory_type"], row["scope"],
+            row["agent_id"]) for row in rows]
 
     async def pending_diffs(self, namespace: str, record_id: str | None,
                             limit: int) -> list[PendingDiff]:

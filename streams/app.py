@@ -22,8 +22,9 @@ from processors.access import Caller
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import SearchIndex, VectorIndex
-from streams.auth import granted_namespace
+from streams.auth import granted_namespace, may_see
 from streams.browser import wire_browser
+from streams.change_feed import wire_changes
 from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
 from streams.consolidator import Consolidator
@@ -42,7 +43,7 @@ from streams.run_intake import RunLedger
 from streams.runtime import Runtime
 from streams.search import BadQuery, SearchQuery, search, spend_search
 from streams.twins import TwinFinder
-from streams.wiring import Role, Wiring, every
+from streams.wiring import Role, Wiring, every, no_record
 from streams.write_views import wire_writes
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,6 @@ def group_id(app_id: str, role: Role) -> str:
 def reader_of(caller: Caller, params: Any) -> str | None:
     """The agent whose personal memories a read returns: the key's, never another."""
     return caller.reader_of(params.get("agent_id") or None)
-
-
-def no_record(web: View, record_id: str, namespace: str) -> Response:
-    return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
 
 
 def create_app(settings: Settings, role: Role) -> faust.App:
@@ -195,13 +192,6 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         reports = await runtime.stores.consolidations.reports(namespace, limit)
         return web.json({"namespace": namespace, "reports": jsonable(reports)})
 
-    async def visible(caller: Caller, namespace: str, record_id: str) -> bool:
-        """Whether the record exists and the caller may see it: both are answered alike,
-        so that a caller cannot tell another agent's memory from no memory."""
-        found = await runtime.stores.records.records_by_id(namespace, [record_id])
-        record = found.get(record_id)
-        return record is not None and caller.sees(record.scope, record.agent_id)
-
     @wiring.page("/v1/records/{record_id}")
     async def record_view(web: View, request: Request, caller: Caller,
                           record_id: str) -> Response:
@@ -216,7 +206,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                            record_id: str) -> Response:
         namespace = granted_namespace(caller, request.query)
         history = await record_history(versions, namespace, record_id) \
-            if await visible(caller, namespace, record_id) else None
+            if await may_see(runtime.stores.records, caller, namespace, record_id) else None
         if history is None:
             return no_record(web, record_id, namespace)
         return web.json(history)
@@ -226,7 +216,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                         record_id: str) -> Response:
         namespace = granted_namespace(caller, request.query)
         diff = await record_diff(versions, namespace, record_id, request.query) \
-            if await visible(caller, namespace, record_id) else None
+            if await may_see(runtime.stores.records, caller, namespace, record_id) else None
         if diff is None:
             return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
@@ -270,6 +260,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
         })
 
     wire_keys(wiring, runtime.stores.keys)
+    wire_changes(wiring, runtime)
     wire_browser(wiring, runtime)
 
 

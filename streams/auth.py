@@ -22,6 +22,7 @@ from processors.access import (
     same_hash,
 )
 from stores.api_keys import ApiKeys
+from stores.records import Records
 from streams.search import required
 
 log = logging.getLogger(__name__)
@@ -73,3 +74,10 @@ def granted_namespace(caller: Caller, params: Mapping[str, str],
     namespace = required(params, "namespace")
     caller.check(permission, namespace)
     return namespace
+
+
+async def may_see(records: Records, caller: Caller, namespace: str, record_id: str) -> bool:
+    """Whether the record exists and the caller may see it: both are answered alike, so that
+    a caller cannot tell another agent's memory from no memory."""
+    record = (await records.records_by_id(namespace, [record_id])).get(record_id)
+    return record is not None and caller.sees(record.scope, record.agent_id)

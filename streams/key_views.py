@@ -9,17 +9,21 @@ from typing import Any
 from faust.web import Request, Response, View
 
 from processors.access import Caller, Forbidden, parse_permissions
+from processors.intake import json_object
 from stores.api_keys import ApiKeys, KeyGrant
 from streams.keys import key_json
 from streams.search import BadQuery
 from streams.wiring import Wiring
 
+# A key's grant is a few short fields.
+MAX_BODY_BYTES = 4096
+
 
 def wire_keys(wiring: Wiring, keys: ApiKeys) -> None:
-    @wiring.page("/v1/keys")
+    @wiring.page("/v1/keys", methods=("GET", "POST"))
     async def keys_view(web: View, request: Request, caller: Caller) -> Response:
         if request.method == "POST":
-            grant = grant_of(await json_body(request))
+            grant = grant_of(json_object(await request.read(), MAX_BODY_BYTES))
             admin_over(caller, grant.namespace)
             made = await keys.make_key(grant)
             return web.json({**key_json(made.key), "token": made.token}, status=201)
@@ -27,13 +31,13 @@ def wire_keys(wiring: Wiring, keys: ApiKeys) -> None:
         admin_over(caller, namespace)
         return web.json({"keys": [key_json(key) for key in await keys.keys(namespace)]})
 
-    @wiring.page("/v1/keys/{key_id}")
+    @wiring.page("/v1/keys/{key_id}", methods=("GET", "DELETE"))
     async def key_view(web: View, request: Request, caller: Caller, key_id: str) -> Response:
         found = await keys.key(key_id)
         # A key of another namespace is answered as no key: its id tells nothing.
         if found is None or not caller.may("admin", found.caller.namespace):
             return web.json({"error": f"no key {key_id!r}"}, status=404)
-        if request.method in ("DELETE", "POST"):
+        if request.method == "DELETE":
             found = await keys.revoke(key_id) or found
         return web.json(key_json(found))
 
@@ -59,14 +63,3 @@ def grant_of(body: dict[str, Any]) -> KeyGrant:
                         label)
     except ValueError as exc:
         raise BadQuery(str(exc)) from None
-
-
-async def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object; BadQuery if it is not one."""
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadQuery("the body must be a JSON object") from None
-    if not isinstance(body, dict):
-        raise BadQuery("the body must be a JSON object")
-    return body

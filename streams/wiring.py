@@ -16,7 +16,7 @@ from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.access import AccessDenied
-from processors.errors import Unexpected
+from processors.errors import Rejected, Unexpected
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import VectorIndex
 from streams.auth import Authenticator
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 Role = Literal["ingest", "consolidator"]
 ViewHandler = Callable[..., Awaitable[Response]]
+# The methods a view is routed for; its handler tells them apart.
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
     "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
@@ -61,7 +62,8 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
                   authenticator: Authenticator | None) -> ViewHandler:
     """The handler, given the request's `caller` unless the route is public (no
     `authenticator`), with a `BadQuery` answered as 400, an `AccessDenied` as 401 or 403 and
-    counted, and its latency observed by route template and status code."""
+    counted, a `Rejected` body as 400 with its dead-letter reason, and its latency observed
+    by route template and status code."""
 
     @wraps(handler)
     async def observed(web: View, request: Request, **kwargs: Any) -> Response:
@@ -75,6 +77,9 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
                 response = await handler(web, request, **kwargs)
             except BadQuery as exc:
                 response = web.json({"error": str(exc)}, status=400)
+            except Rejected as exc:
+                # A body the intake would dead-letter: the reason its dead letter would carry.
+                response = web.json({"error": exc.detail, "reason": exc.reason}, status=400)
             except AccessDenied as exc:
                 metrics.auth_failures.labels(exc.failure).inc()
                 response = web.json({"error": str(exc)}, status=exc.status, headers=(
@@ -180,3 +185,8 @@ class Wiring:
                 generate_latest(runtime.metrics.registry),
                 content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4",
             )
+
+
+def no_record(web: View, record_id: str, namespace: str) -> Response:
+    """The one answer for a record that does not exist and one the caller may not see."""
+    return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)

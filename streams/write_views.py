@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import wraps
@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from faust.web import Request, Response, View
 
 from processors.access import Caller, Permission
-from processors.errors import Rejected, Unavailable
+from processors.errors import Unavailable
 from processors.ids import memory_record_id
 from processors.intake import Parsed, json_object, parse_event
 from schemas.events import (
@@ -45,15 +45,15 @@ from schemas.events import (
     RunEvent,
 )
 from schemas.topics import destination
+from streams.auth import may_see
 from streams.failures import classify
 from streams.messages import Outbound
 from streams.runtime import Producer, Runtime
-from streams.wiring import Wiring
+from streams.wiring import ViewHandler, Wiring, no_record
 
 E = TypeVar("E", bound=RunEvent | MemoryEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
-WriteHandler = Callable[..., Awaitable[Response]]
 
 # How long a request waits for the broker's acknowledgement before answering 503.
 PUBLISH_TIMEOUT_S = 10.0
@@ -158,16 +158,14 @@ def run_fields(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
     return document
 
 
-def answering(handler: WriteHandler) -> WriteHandler:
-    """An event the intake would refuse answered 400 with its dead-letter reason, a broker
-    away 503."""
+def answering(handler: ViewHandler) -> ViewHandler:
+    """A broker away answered 503, with the event id to retry with. (An event the intake
+    would refuse is answered 400 by every view: streams/wiring.py.)"""
 
     @wraps(handler)
     async def answered(web: View, request: Request, **kwargs: Any) -> Response:
         try:
             return await handler(web, request, **kwargs)
-        except Rejected as exc:
-            return web.json({"error": exc.detail, "reason": exc.reason}, status=400)
         except NotPublished as exc:
             return web.json({"error": str(exc), "event_id": exc.event_id}, status=503)
 
@@ -185,11 +183,7 @@ class WriteViews:
         return json_object(await request.read(), self._runtime.max_event_bytes)
 
     async def _visible(self, caller: Caller, namespace: str, record_id: str) -> bool:
-        """Whether the record exists and the caller may see it: both are answered alike (404),
-        so that a caller cannot tell another agent's memory from no memory."""
-        found = await self._runtime.stores.records.records_by_id(namespace, [record_id])
-        record = found.get(record_id)
-        return record is not None and caller.sees(record.scope, record.agent_id)
+        return await may_see(self._runtime.stores.records, caller, namespace, record_id)
 
     async def write(self, web: View, request: Request, caller: Caller) -> Response:
         body = await self._body(request)
@@ -206,7 +200,7 @@ class WriteViews:
                          "event_id": published.event_id, "topic": published.topic},
                         status=202)
 
-    def change(self, event_type: str, model: type[C]) -> WriteHandler:
+    def change(self, event_type: str, model: type[C]) -> ViewHandler:
         """The route of one change of a stored memory, named by its path's record_id."""
 
         async def change(web: View, request: Request, caller: Caller,
@@ -266,11 +260,7 @@ class WriteViews:
                          "run_id": parsed.event.payload.run_id}, status=202)
 
 
-def no_record(web: View, record_id: str, namespace: str) -> Response:
-    return web.json({"error": f"no record {record_id!r} in {namespace!r}"}, status=404)
-
-
-def wire_writes(wiring: Wiring, runtime: Runtime) -> WriteHandler:
+def wire_writes(wiring: Wiring, runtime: Runtime) -> ViewHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
     to answer its POST."""
     views = WriteViews(runtime)

@@ -1,0 +1,5 @@
+import sys
+
+from client.cli.commands import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""Where the CLI finds the worker, its key and the default namespace: flags first, then the
+environment (`MEMSTREAM_URL`, `MEMSTREAM_API_KEY`, `MEMSTREAM_NAMESPACE`), then a TOML file
+(`$MEMSTREAM_CONFIG`, else `~/.config/memstream/config.toml`) with `url`, `key` and
+`namespace`."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from client.cli.errors import EXIT_USAGE, CliError
+
+DEFAULT_URL = "http://127.0.0.1:6066"
+
+
+@dataclass(frozen=True)
+class Config:
+    url: str
+    key: str | None
+    namespace: str | None
+    # The file read, if any: named in the errors that a setting of it may cause.
+    source: Path | None = None
+
+
+def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The config file, and whether it was named explicitly (then it must exist)."""
+    named = env.get("MEMSTREAM_CONFIG")
+    if named:
+        return Path(named).expanduser(), True
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")) / ".config")
+    return Path(base).expanduser() / "memstream" / "config.toml", False
+
+
+def read_file(path: Path, required: bool) -> dict[str, Any]:
+    if not path.is_file():
+        if required:
+            raise CliError(EXIT_USAGE, f"config file {path} does not exist")
+        return {}
+    try:
+        settings = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CliError(EXIT_USAGE, f"cannot read config file {path}: {exc}") from None
+    for name in ("url", "key", "namespace"):
+        if name in settings and not isinstance(settings[name], str):
+            raise CliError(EXIT_USAGE, f"{path}: {name} must be a string")
+    return settings
+
+
+def load_config(env: Mapping[str, str], *, url: str | None = None,
+                namespace: str | None = None) -> Config:
+    path, required = config_path(env)
+    settings = read_file(path, required)
+
+    def setting(flag: str | None, variable: str, name: str) -> str | None:
+        value = flag or env.get(variable) or settings.get(name)
+        return value.strip() if value else None
+
+    return Config(
+        url=(setting(url, "MEMSTREAM_URL", "url") or DEFAULT_URL).rstrip("/"),
+        key=setting(None, "MEMSTREAM_API_KEY", "key"),
+        namespace=setting(namespace, "MEMSTREAM_NAMESPACE", "namespace"),
+        source=path if settings else None,
+    )
