@@ -19,6 +19,7 @@ from processors.memory_graph import GraphRecord
 from schemas.records import Record
 from stores.pgvector import Vector
 from stores.postgres_rows import RECORD_COLUMNS, insert_new_records, record_of
+from stores.record_versions import PersonalReader
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,10 @@ class Records(Protocol):
 
     async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None: ...
 
-    async def graph_records(self, namespace: str, *, personal_of: str | None,
-                            every_personal: bool, limit: int) -> list[GraphRecord]:
+    async def graph_records(self, namespace: str, reader: PersonalReader,
+                            limit: int) -> list[GraphRecord]:
         """The namespace's live memories (not superseded, deprecated or expired), newest
-        first: the shared ones, and the personal ones of `personal_of` (of every agent when
-        `every_personal`)."""
+        first: the shared ones, and the personal ones `reader` may see."""
 
     async def insert_refused_writes(
         self, refused: Sequence[tuple[Record, str]]
@@ -287,8 +287,8 @@ class PostgresRecords:
                                          m["text"]) for m in superseded],
         )
 
-    async def graph_records(self, namespace: str, *, personal_of: str | None,
-                            every_personal: bool, limit: int) -> list[GraphRecord]:
+    async def graph_records(self, namespace: str, reader: PersonalReader,
+                            limit: int) -> list[GraphRecord]:
         rows = await self._pool.fetch(
             """
             SELECT record_id, record_kind, title, memory_type, review_state, related_ids,
@@ -299,7 +299,7 @@ class PostgresRecords:
               AND (scope <> 'personal' OR $3 OR agent_id = $2)
             ORDER BY created_at DESC, record_id LIMIT $4
             """,
-            namespace, personal_of, every_personal, limit,
+            namespace, reader.agent_id, reader.every_agent, limit,
         )
         return [GraphRecord(
             record_id=row["record_id"], record_kind=row["record_kind"], title=row["title"],

@@ -9,6 +9,7 @@ from processors.access import Caller
 from processors.memory_graph import memory_graph
 from stores.records import Records
 from streams.auth import granted_namespace
+from streams.change_feed import personal_reader
 from streams.json_values import jsonable
 from streams.search import BadQuery
 from streams.wiring import Wiring
@@ -25,9 +26,8 @@ def wire_graph(wiring: Wiring, records: Records) -> None:
         namespace = granted_namespace(caller, request.query)
         limit = graph_limit(request.query.get("limit", ""))
         # One more than asked tells whether the graph was cut.
-        found = await records.graph_records(
-            namespace, personal_of=caller.agent_id, every_personal=caller.oversees_agents,
-            limit=limit + 1)
+        found = await records.graph_records(namespace, personal_reader(caller, request.query),
+                                            limit + 1)
         graph = memory_graph(found[:limit])
         return web.json({"namespace": namespace, "truncated": len(found) > limit,
                          **jsonable(graph)})

@@ -67,8 +67,11 @@ async def test_the_graph_shows_what_the_key_may_read_linked_by_title_and_related
         (alpha, beta, "wiki_link"), (gamma_reader, beta, "related"),
         (finn, alpha, "related"), (finn, alpha, "wiki_link")})
     assert drawn((await graph(worker, finn_key, namespace)).json()) == with_finn
-    # The operator's key oversees every agent's vault.
+    # The operator's key oversees every agent's vault, or the one agent it names.
     assert drawn((await graph(worker, stack.operator_key, namespace)).json()) == with_finn
+    assert drawn((await graph(worker, stack.operator_key, namespace, agent_id="ana")).json()) \
+        == drawn(answer)
+    assert (await graph(worker, shared_reader, namespace, agent_id="finn")).status_code == 403
 
     newest = (await graph(worker, shared_reader, namespace, limit="2")).json()
     assert [node["record_id"] for node in newest["nodes"]] == [gamma_reader, beta]
