@@ -11,6 +11,9 @@ need_apt=()
 command -v kcat >/dev/null || need_apt+=(kcat)
 # The live check of the dashboards and alert rules runs a real Prometheus (and promtool).
 command -v promtool >/dev/null || need_apt+=(prometheus)
+# The memory browser's test drives a real headless Chromium through the Debian chromedriver.
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

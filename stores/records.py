@@ -15,9 +15,11 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from processors.memory_graph import GraphRecord
 from schemas.records import Record
 from stores.pgvector import Vector
 from stores.postgres_rows import RECORD_COLUMNS, insert_new_records, record_of
+from stores.record_versions import PersonalReader
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,11 @@ class Records(Protocol):
         """Live records of the namespace by kind."""
 
     async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None: ...
+
+    async def graph_records(self, namespace: str, reader: PersonalReader,
+                            limit: int) -> list[GraphRecord]:
+        """The namespace's live memories (not superseded, deprecated or expired), newest
+        first: the shared ones, and the personal ones `reader` may see."""
 
     async def insert_refused_writes(
         self, refused: Sequence[tuple[Record, str]]
@@ -280,6 +287,27 @@ class PostgresRecords:
                                          m["text"]) for m in superseded],
         )
 
+    async def graph_records(self, namespace: str, reader: PersonalReader,
+                            limit: int) -> list[GraphRecord]:
+        rows = await self._pool.fetch(
+            """
+            SELECT record_id, record_kind, title, memory_type, review_state, related_ids,
+                   body->'wiki_links' AS wiki_links
+            FROM records
+            WHERE namespace = $1 AND record_kind = 'memory' AND superseded_by IS NULL
+              AND review_state <> 'deprecated' AND (expires_at IS NULL OR expires_at > now())
+              AND (scope <> 'personal' OR $3 OR agent_id = $2)
+            ORDER BY created_at DESC, record_id LIMIT $4
+            """,
+            namespace, reader.agent_id, reader.every_agent, limit,
+        )
+        return [GraphRecord(
+            record_id=row["record_id"], record_kind=row["record_kind"], title=row["title"],
+            memory_type=row["memory_type"], review_state=row["review_state"],
+            related_ids=tuple(row["related_ids"]),
+            wiki_links=_strings(row["wiki_links"]),
+        ) for row in rows]
+
     async def insert_refused_writes(
         self, refused: Sequence[tuple[Record, str]]
     ) -> dict[str, datetime]:
@@ -317,6 +345,12 @@ class PostgresRecords:
             " (id) WHERE record_id = wanted.id AND announced_at IS NULL",
             list(record_ids),
         )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """The strings of a JSON list; none of anything else."""
+    return tuple(item for item in value if isinstance(item, str)) \
+        if isinstance(value, list) else ()
 
 
 def _found_record(row: Mapping[str, Any]) -> FoundRecord:

@@ -23,6 +23,7 @@ from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.auth import granted_namespace, may_see
+from streams.browser import wire_browser
 from streams.change_feed import wire_changes
 from streams.config import Settings
 from streams.consolidation_requests import ConsolidationTrigger, consolidation_counts
@@ -262,6 +263,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
 
     wire_keys(wiring, runtime.stores.keys)
     wire_changes(wiring, runtime)
+    wire_browser(wiring, runtime)
 
 
 def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:

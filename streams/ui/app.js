@@ -1,0 +1,480 @@
+// The memory browser: hash routes over memstream's JSON API, with the key the user pastes.
+// Every value from the API reaches the page as text (textContent, text nodes, attributes),
+// never as markup.
+
+const KEY = "memstream.key";
+const NAMESPACE = "memstream.namespace";
+const MEMORY_TYPES = ["lesson", "decision", "pattern", "fact", "preference", "handoff",
+  "commitment", "relationship"];
+const TYPE_COLOURS = {
+  lesson: "#d1495b", decision: "#edae49", pattern: "#00798c", fact: "#30638e",
+  preference: "#8e6c8a", handoff: "#66a182", commitment: "#f28e2b",
+  relationship: "#9c755f",
+};
+const OTHER_COLOUR = "#8a8f98";
+// How long the browser waits for a review to go through Kafka and be applied.
+const APPLY_TIMEOUT_MS = 30000;
+const POLL_MS = 400;
+
+const $ = (id) => document.getElementById(id);
+const SVG = "http://www.w3.org/2000/svg";
+
+class AuthError extends Error {}
+class ApiError extends Error {}
+
+// -- elements ------------------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  setAttrs(node, attrs);
+  node.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false)
+    .map((c) => (c instanceof Node ? c : document.createTextNode(String(c)))));
+  return node;
+}
+
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  setAttrs(node, attrs);
+  node.append(...children);
+  return node;
+}
+
+function setAttrs(node, attrs) {
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+}
+
+const recordLink = (id, label) => el("a", { href: `#/record/${encodeURIComponent(id)}`,
+  class: "record-link" }, label || id);
+const badge = (text, kind = "") => el("span", { class: `badge ${kind}` }, text);
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+
+function fieldsTable(rows) {
+  return el("table", { class: "fields" }, rows.filter(([, v]) => v !== undefined).map(
+    ([name, value]) => el("tr", {}, el("th", {}, name), el("td", {}, value ?? "—"))));
+}
+
+function status(text, kind = "") {
+  const node = $("status");
+  node.textContent = text;
+  node.className = `message ${kind}`;
+}
+
+// -- the API -------------------------------------------------------------------------------
+
+const namespace = () => sessionStorage.getItem(NAMESPACE) || "";
+
+async function api(path, params = {}, { method = "GET", body } = {}) {
+  const url = new URL(path, location.origin);
+  if (method === "GET") url.searchParams.set("namespace", namespace());
+  for (const [name, value] of Object.entries(params)) {
+    for (const item of [].concat(value)) if (item !== "" && item != null) {
+      url.searchParams.append(name, item);
+    }
+  }
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ""}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(url, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (response.status === 401 || response.status === 403) {
+    throw new AuthError(answer.error || `refused (${response.status})`);
+  }
+  if (!response.ok) throw new ApiError(answer.error || `${response.status} ${response.statusText}`);
+  return answer;
+}
+
+// -- the key -------------------------------------------------------------------------------
+
+function askForKey(message) {
+  $("key-panel").hidden = false;
+  $("view").hidden = true;
+  $("key-message").textContent = message || "";
+  $("key-namespace").value = namespace();
+  $("key").focus();
+}
+
+$("key-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(KEY, $("key").value.trim());
+  sessionStorage.setItem(NAMESPACE, $("key-namespace").value.trim());
+  $("key").value = "";
+  $("key-panel").hidden = true;
+  $("view").hidden = false;
+  render();
+});
+
+$("namespace-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(NAMESPACE, $("namespace").value.trim());
+  render();
+});
+
+$("forget-key").addEventListener("click", () => {
+  sessionStorage.removeItem(KEY);
+  askForKey("Key forgotten.");
+});
+
+// -- routes --------------------------------------------------------------------------------
+
+const ROUTES = { search: searchPage, record: recordPage, diffs: diffsPage,
+  reports: reportsPage, graph: graphPage };
+
+function route() {
+  const [path, query = ""] = location.hash.replace(/^#\/?/, "").split("?");
+  const [name, ...rest] = path.split("/");
+  return { name: ROUTES[name] ? name : "search", arg: decodeURIComponent(rest.join("/")),
+    params: new URLSearchParams(query) };
+}
+
+let rendering = 0;
+
+async function render() {
+  const current = route();
+  const ticket = ++rendering;
+  $("namespace").value = namespace();
+  for (const link of document.querySelectorAll("nav a")) {
+    link.classList.toggle("active", link.dataset.route === current.name);
+  }
+  if (!sessionStorage.getItem(KEY) || !namespace()) {
+    askForKey(sessionStorage.getItem(KEY) ? "Which namespace?" : "");
+    return;
+  }
+  $("key-panel").hidden = true;
+  const view = $("view");
+  view.hidden = false;
+  status("");
+  try {
+    const page = await ROUTES[current.name](current.arg, current.params);
+    // A later navigation wins over a slower earlier one.
+    if (ticket === rendering) view.replaceChildren(page);
+  } catch (error) {
+    if (ticket !== rendering) return;
+    if (error instanceof AuthError) askForKey(`The API refused the key: ${error.message}`);
+    else view.replaceChildren(el("p", { class: "message error" }, error.message));
+  }
+}
+
+window.addEventListener("hashchange", render);
+render();
+
+// -- search --------------------------------------------------------------------------------
+
+function choice(name, options, selected, anyLabel) {
+  return el("label", {}, name.replace("_", " "), el("select", { name },
+    anyLabel === null ? null : el("option", { value: "" }, anyLabel),
+    options.map((option) => el("option", { value: option, selected: option === selected },
+      option))));
+}
+
+async function searchPage(_, params) {
+  const query = params.get("query") || "";
+  const form = el("form", { class: "search", id: "search-form" },
+    el("input", { name: "query", type: "search", value: query, placeholder: "Search memories…",
+      autofocus: true }),
+    choice("kind", ["memory", "run_digest", "fix_pattern"], params.get("kind"), "any kind"),
+    choice("memory_type", MEMORY_TYPES, params.get("memory_type"), "any type"),
+    choice("tier", ["active", "short_term", "long_term"], params.get("tier"), "any tier"),
+    choice("review_state", ["approved", "draft", "deprecated"],
+      params.get("review_state") || "approved", null),
+    el("label", {}, "tag", el("input", { name: "tag", value: params.get("tag") || "" })),
+    el("label", {}, "agent", el("input", { name: "agent_id",
+      value: params.get("agent_id") || "" })),
+    el("button", { type: "submit" }, "Search"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const wanted = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) wanted.set(name, value);
+    location.hash = `#/search?${wanted}`;
+  });
+  const stats = await api("/v1/stats");
+  const page = el("section", { "data-page": "search" }, el("h1", {}, "Search"),
+    el("p", { class: "hint" }, `${namespace()}: `, Object.entries(stats.records)
+      .map(([kind, n]) => `${n} ${kind}`).join(", ") || "no records yet",
+    ` · ${stats.index_points} in the index`), form);
+  if (!query) return page;
+  const filters = Object.fromEntries([...params].filter(([name]) => name !== "query"));
+  const answer = await api("/v1/search", { query, min_score: "0", limit: "30", ...filters });
+  if (answer.degraded) page.append(el("p", { class: "message" }, "Index down: answered by Postgres."));
+  page.append(el("p", { class: "hint" }, `${answer.hits.length} hits`),
+    el("ol", { class: "hits" }, answer.hits.map((hit) => el("li", { class: "hit" },
+      el("div", {}, recordLink(hit.record_id, hit.title || hit.record_id), " ",
+        badge(hit.kind), hit.memory_type ? badge(hit.memory_type, "type") : null,
+        badge(hit.review_state), el("span", { class: "score" }, `score ${hit.score}`)),
+      el("p", { class: "text" }, hit.text),
+      hit.tags.length ? el("p", { class: "tags" }, hit.tags.map((tag) => badge(`#${tag}`)))
+        : null))));
+  return page;
+}
+
+// -- a record ------------------------------------------------------------------------------
+
+async function recordPage(recordId) {
+  const [lineage, history, pending] = await Promise.all([
+    api(`/v1/records/${encodeURIComponent(recordId)}`),
+    api(`/v1/records/${encodeURIComponent(recordId)}/history`),
+    api("/v1/pending-diffs", { record_id: recordId }),
+  ]);
+  const record = lineage.record;
+  const versions = history.versions;
+  const page = el("section", { class: "record", "data-page": "record" },
+    el("h1", {}, record.title || record.record_id),
+    el("p", { class: "hint" }, record.record_id, " · version ",
+      el("span", { id: "record-version" }, lineage.version)),
+    lineage.superseded_by ? el("p", { class: "message" }, "Merged into ",
+      recordLink(lineage.superseded_by), ": this record is kept, hidden from search.") : null,
+    el("p", { class: "text", id: "record-text" }, record.text),
+    el("div", { class: "columns" }, el("div", {}, el("h2", {}, "Fields"), fieldsTable([
+      ["kind", record.record_kind], ["memory type", record.memory_type],
+      ["review state", record.review_state], ["tier", record.tier],
+      ["trust class", record.trust_class],
+      ["scope", record.scope + (record.agent_id ? ` (${record.agent_id})` : "")],
+      ["tags", record.tags.join(", ")],
+      ["related", record.related_ids.length
+        ? el("span", {}, record.related_ids.map((id) => [recordLink(id), " "])) : null],
+      ["wiki-links", (record.body.wiki_links || []).join(", ")],
+      ["source", record.source_ref], ["created", when(record.created_at)],
+      ["expires", record.expires_at ? when(record.expires_at) : undefined],
+    ])), el("div", {}, el("h2", {}, "Provenance"), fieldsTable(Object.entries(record.provenance)
+      .map(([name, value]) => [name, String(value)])))));
+  if (lineage.supersedes.length) {
+    page.append(el("h2", {}, "Supersedes"), el("ul", { class: "supersedes" },
+      lineage.supersedes.map((member) => el("li", {}, recordLink(member.record_id,
+        member.title || member.record_id), ` (v${member.version}) `,
+      el("span", { class: "text" }, member.text)))));
+  }
+  page.append(el("h2", {}, `Versions (${versions.length})`),
+    el("table", { class: "versions" },
+      el("tr", {}, ["version", "change", "by", "when", "changed", "reason"]
+        .map((h) => el("th", {}, h))),
+      versions.map((v) => el("tr", {}, el("td", {}, v.version), el("td", {}, v.change),
+        el("td", {}, v.actor), el("td", {}, when(v.changed_at)),
+        el("td", {}, (v.changed || []).join(", ")), el("td", {}, v.reason || "")))));
+  if (versions.length > 1) page.append(await diffSection(recordId, versions));
+  if (pending.pending_diffs.length) {
+    page.append(el("h2", {}, "Pending diffs"),
+      el("div", {}, pending.pending_diffs.map(diffCard)));
+  }
+  return page;
+}
+
+async function diffSection(recordId, versions) {
+  const numbers = versions.map((v) => v.version);
+  const pick = (name, selected) => el("select", { name }, numbers.map((n) =>
+    el("option", { value: n, selected: n === selected }, `v${n}`)));
+  const from = pick("from", numbers.at(-2));
+  const to = pick("to", numbers.at(-1));
+  const shown = el("div", { id: "diff" });
+  const show = async () => {
+    const diff = await api(`/v1/records/${encodeURIComponent(recordId)}/diff`,
+      { from: from.value, to: to.value });
+    shown.replaceChildren(diffView(diff));
+  };
+  from.addEventListener("change", show);
+  to.addEventListener("change", show);
+  await show();
+  return el("section", {}, el("h2", {}, "Diff ", from, " → ", to), shown);
+}
+
+function diffView(diff) {
+  const fields = Object.entries(diff.fields);
+  return el("div", {},
+    fields.length ? fieldsTable(fields.map(([name, change]) => [name,
+      `${JSON.stringify(change.from)} → ${JSON.stringify(change.to)}`])) : null,
+    diff.text.length
+      ? el("pre", { class: "unified" }, diff.text.map((line, i) => el("span", {
+        // The file lines come first, then hunks; a text line always starts with + - or space.
+        class: (i < 2 && /^(\+\+\+|---) /.test(line)) || line.startsWith("@@") ? "header"
+          : line.startsWith("+") ? "added" : line.startsWith("-") ? "removed" : "",
+      }, `${line}\n`)))
+      : el("p", { class: "hint" }, "The text is the same."));
+}
+
+// -- pending diffs -------------------------------------------------------------------------
+
+async function diffsPage() {
+  const listed = await api("/v1/pending-diffs");
+  return el("section", { "data-page": "diffs" }, el("h1", {}, "Pending diffs"),
+    listed.pending_diffs.length
+      ? el("div", {}, listed.pending_diffs.map(diffCard))
+      : el("p", { class: "hint" }, "Nothing waits for review."));
+}
+
+function diffCard(diff) {
+  const { text, ...others } = diff.proposed;
+  const note = el("input", { name: "note", placeholder: "note (optional)" });
+  const outcome = el("p", { class: "outcome" });
+  const buttons = ["approve", "reject"].map((decision) => el("button", {
+    type: "button", class: decision, "data-decision": decision,
+    onclick: () => review(diff, decision, note.value.trim(), card, outcome),
+  }, decision === "approve" ? "Approve" : "Reject"));
+  const card = el("article", { class: "diff", "data-diff-id": diff.diff_id },
+    el("h3", {}, diff.target === "block"
+      ? `block ${diff.block.label} of ${diff.block.agent_id}`
+      : recordLink(diff.record_id), ` · on version ${diff.base_version}`),
+    el("p", { class: "hint" }, `proposed by ${diff.proposer}, ${when(diff.proposed_at)}`),
+    text !== undefined ? el("p", { class: "text proposed" }, text) : null,
+    Object.keys(others).length ? fieldsTable(Object.entries(others).map(([name, value]) =>
+      [name, typeof value === "string" ? value : JSON.stringify(value)])) : null,
+    el("div", { class: "actions" }, note, buttons), outcome);
+  return card;
+}
+
+async function review(diff, decision, note, card, outcome) {
+  for (const button of card.querySelectorAll("button")) button.disabled = true;
+  const target = diff.target === "block" ? { block: diff.block } : { record_id: diff.record_id };
+  try {
+    const sent = await api("/v1/reviews", {}, { method: "POST", body: {
+      namespace: namespace(), decision, diff_id: diff.diff_id, ...target,
+      ...(note ? { note } : {}),
+    } });
+    outcome.textContent = `${decision === "approve" ? "Approval" : "Rejection"} sent `
+      + `(event ${sent.event_id}); waiting for it to be applied…`;
+    outcome.className = "outcome waiting";
+    const applied = await waitApplied(diff, decision);
+    outcome.textContent = applied;
+    outcome.className = "outcome applied";
+    card.classList.add("done");
+  } catch (error) {
+    outcome.textContent = error.message;
+    outcome.className = "outcome error";
+    for (const button of card.querySelectorAll("button")) button.disabled = false;
+    if (error instanceof AuthError) status(`The API refused: ${error.message}`, "error");
+  }
+}
+
+// A review goes through Kafka: the diff leaves the pending list once it is applied, and an
+// approved one moves the record past the version it was made on.
+async function waitApplied(diff, decision) {
+  const deadline = Date.now() + APPLY_TIMEOUT_MS;
+  const scope = diff.target === "record" ? { record_id: diff.record_id } : {};
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    const listed = await api("/v1/pending-diffs", scope);
+    if (listed.pending_diffs.some((pending) => pending.diff_id === diff.diff_id)) continue;
+    if (diff.target === "block") return `Applied: the block's diff was ${decision}d.`;
+    const lineage = await api(`/v1/records/${encodeURIComponent(diff.record_id)}`);
+    if (decision === "reject") return `Rejected: ${diff.record_id} stays at version ${lineage.version}.`;
+    if (lineage.version > diff.base_version) {
+      return `Applied: ${diff.record_id} is now at version ${lineage.version}.`;
+    }
+  }
+  throw new ApiError(`Not applied within ${APPLY_TIMEOUT_MS / 1000}s: is the worker consuming?`);
+}
+
+// -- consolidation reports -----------------------------------------------------------------
+
+async function reportsPage() {
+  const { reports } = await api("/v1/consolidation/reports");
+  const ids = (list) => (list.length
+    ? el("span", {}, list.map((id) => [recordLink(id), " "])) : "none");
+  return el("section", { "data-page": "reports" }, el("h1", {}, "Consolidation reports"),
+    reports.length ? el("div", {}, reports.map((report) => el("article", { class: "report" },
+      el("h3", {}, `${when(report.finished_at)} · ${report.reason}`),
+      fieldsTable([
+        ["report", report.report_id], ["memories looked at", report.memories],
+        ["clusters", report.clusters.length], ["new", ids(report.new_ids)],
+        ["superseded", ids(report.merged_ids)],
+        ["published", report.announced_at ? when(report.announced_at) : "not yet"],
+        ["timings", Object.entries(report.timings)
+          .map(([phase, s]) => `${phase} ${Number(s).toFixed(2)}s`).join(", ")],
+      ]),
+      report.clusters.length ? el("ul", {}, report.clusters.map((cluster) => el("li", {},
+        cluster.new_id ? recordLink(cluster.new_id) : "cluster", " ← ",
+        ids(cluster.members || [])))) : null)))
+      : el("p", { class: "hint" }, "No consolidation has run in this namespace yet."));
+}
+
+// -- graph ---------------------------------------------------------------------------------
+
+async function graphPage(_, params) {
+  const graph = await api("/v1/graph", { limit: params.get("limit") || "300" });
+  const width = 1100;
+  const height = 640;
+  const position = layout(graph.nodes, graph.edges, width, height);
+  const canvas = svg("svg", { id: "graph", viewBox: `0 0 ${width} ${height}`,
+    role: "img", "aria-label": "memory graph" });
+  for (const edge of graph.edges) {
+    const [a, b] = [position.get(edge.source), position.get(edge.target)];
+    canvas.append(svg("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y,
+      class: `edge ${edge.relation}` }));
+  }
+  for (const node of graph.nodes) {
+    const { x, y } = position.get(node.record_id);
+    const label = node.title || node.record_id;
+    const group = svg("g", { class: `node ${node.review_state}`, tabindex: 0,
+      "data-record-id": node.record_id, transform: `translate(${x} ${y})` },
+    svg("title", {}, `${label} (${node.memory_type || node.kind}, ${node.review_state})`),
+    svg("circle", { r: 9, fill: TYPE_COLOURS[node.memory_type] || OTHER_COLOUR }),
+    svg("text", { x: 12, y: 4 }, label.length > 28 ? `${label.slice(0, 27)}…` : label));
+    const open = () => { location.hash = `#/record/${encodeURIComponent(node.record_id)}`; };
+    group.addEventListener("click", open);
+    group.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
+    canvas.append(group);
+  }
+  const types = [...new Set(graph.nodes.map((node) => node.memory_type || "other"))].sort();
+  return el("section", { "data-page": "graph" }, el("h1", {}, "Graph"),
+    el("p", { class: "hint", id: "graph-summary" }, `${graph.nodes.length} memories, ${graph.edges.length} links`
+      + ` · ${graph.unresolved_links} unresolved wiki-links`
+      + ` · ${graph.related_outside} related ids outside the graph`
+      + (graph.truncated ? " · cut at the newest memories" : "")),
+    el("ul", { class: "legend" }, types.map((type) => el("li", {},
+      svg("svg", { width: 14, height: 14 }, svg("circle", { cx: 7, cy: 7, r: 6,
+        fill: TYPE_COLOURS[type] || OTHER_COLOUR })), ` ${type}`)),
+    el("li", {}, el("span", { class: "line related" }), " related"),
+    el("li", {}, el("span", { class: "line wiki_link" }), " wiki-link")),
+    graph.nodes.length ? canvas : el("p", { class: "hint" }, "No memories yet."));
+}
+
+// A small force layout (Fruchterman-Reingold): nodes repel, links pull, the whole cools
+// down; it starts from a circle, so the same graph is drawn the same way every time.
+function layout(nodes, edges, width, height, iterations = 250) {
+  const margin = 30;
+  const n = nodes.length;
+  const k = Math.sqrt(((width - 2 * margin) * (height - 2 * margin)) / Math.max(n, 1)) * 0.75;
+  const points = nodes.map((node, i) => ({
+    id: node.record_id,
+    x: width / 2 + (width / 3) * Math.cos((2 * Math.PI * i) / Math.max(n, 1)),
+    y: height / 2 + (height / 3) * Math.sin((2 * Math.PI * i) / Math.max(n, 1)),
+  }));
+  const index = new Map(points.map((point, i) => [point.id, i]));
+  const links = edges.map((edge) => [index.get(edge.source), index.get(edge.target)]);
+  let temperature = width / 8;
+  for (let step = 0; step < iterations; step++) {
+    const dx = new Float64Array(n);
+    const dy = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const x = points[i].x - points[j].x;
+        const y = points[i].y - points[j].y;
+        const d = Math.max(Math.hypot(x, y), 0.01);
+        const force = (k * k) / d;
+        dx[i] += (x / d) * force; dy[i] += (y / d) * force;
+        dx[j] -= (x / d) * force; dy[j] -= (y / d) * force;
+      }
+    }
+    for (const [a, b] of links) {
+      const x = points[a].x - points[b].x;
+      const y = points[a].y - points[b].y;
+      const d = Math.max(Math.hypot(x, y), 0.01);
+      const force = (d * d) / k;
+      dx[a] -= (x / d) * force; dy[a] -= (y / d) * force;
+      dx[b] += (x / d) * force; dy[b] += (y / d) * force;
+    }
+    for (let i = 0; i < n; i++) {
+      // A little gravity keeps unlinked nodes from drifting to the edges.
+      dx[i] += (width / 2 - points[i].x) * 0.05 * k / 10;
+      dy[i] += (height / 2 - points[i].y) * 0.05 * k / 10;
+      const d = Math.max(Math.hypot(dx[i], dy[i]), 0.01);
+      const move = Math.min(d, temperature);
+      points[i].x = Math.min(width - margin, Math.max(margin, points[i].x + (dx[i] / d) * move));
+      points[i].y = Math.min(height - margin, Math.max(margin, points[i].y + (dy[i] / d) * move));
+    }
+    temperature = Math.max(temperature * 0.97, 0.5);
+  }
+  return new Map(points.map((point) => [point.id, point]));
+}
