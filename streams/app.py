@@ -31,6 +31,7 @@ from streams.consolidator import Consolidator
 from streams.context import ContextQuery, build_context
 from streams.faust_credentials import broker_credentials
 from streams.fix_pattern_search import FixPatternQuery, find_fix_patterns
+from streams.graph_view import wire_graph
 from streams.json_values import jsonable
 from streams.key_views import wire_keys
 from streams.memory_intake import MemoryWriter, WriterState
@@ -263,7 +264,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
 
     wire_keys(wiring, runtime.stores.keys)
     wire_changes(wiring, runtime)
-    wire_browser(wiring, runtime)
+    wire_browser(wiring)
+    wire_graph(wiring, runtime.stores.records)
 
 
 def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:

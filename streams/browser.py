@@ -1,6 +1,5 @@
 """The memory browser: a static app under `/ui/` (streams/ui/, no build step, nothing
-fetched from elsewhere) that reads the JSON API with the key its user pastes, and the graph
-view it draws.
+fetched from elsewhere) that reads the JSON API with the key its user pastes.
 
 The files are public, as a login page is: they hold no data, and every request the app makes
 carries the key. Only the files of `UI_FILES` are served, read once at start, so that no
@@ -13,8 +12,6 @@ from pathlib import Path
 
 from faust.web import Request, Response, View
 
-from streams.graph_view import wire_graph
-from streams.runtime import Runtime
 from streams.wiring import Wiring
 
 UI_DIR = Path(__file__).with_name("ui")
@@ -32,7 +29,7 @@ HEADERS = {
 }
 
 
-def wire_browser(wiring: Wiring, runtime: Runtime) -> None:
+def wire_browser(wiring: Wiring) -> None:
     files = {name: (UI_DIR / name).read_bytes() for name in UI_FILES}
 
     def serve(web: View, name: str) -> Response:
@@ -54,4 +51,3 @@ def wire_browser(wiring: Wiring, runtime: Runtime) -> None:
     async def ui_file(web: View, request: Request, name: str) -> Response:
         return serve(web, name)
 
-    wire_graph(wiring, runtime.stores.records)
