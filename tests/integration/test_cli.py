@@ -42,17 +42,22 @@ class Ran:
         return [json.loads(line) for line in self.out.splitlines()]
 
 
+# The console script of pyproject.toml's [project.scripts].
+MEMSTREAM = Path(sys.executable).parent / "memstream"
+
+
 def memstream(*args: str, url: str, key: str | None, home: Path,
               **env: str) -> Ran:
-    """`python -m client.cli ARGS` in a process of its own, with only these settings: no
-    config file of the user's is read (HOME is `home`)."""
+    """`memstream ARGS`, the command the set-up installs beside the interpreter, in a process
+    of its own, with only these settings: no config file of the user's is read (HOME is
+    `home`), and it runs from elsewhere than the checkout."""
     environment = {name: value for name, value in os.environ.items()
                    if not name.startswith("MEMSTREAM_")}
     environment.update(HOME=str(home), COLUMNS="200", MEMSTREAM_URL=url, **env)
     if key is not None:
         environment["MEMSTREAM_API_KEY"] = key
-    done = subprocess.run([sys.executable, "-m", "client.cli", *args], cwd=REPO_ROOT,
-                          env=environment, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([str(MEMSTREAM), *args], cwd=home, env=environment,
+                          capture_output=True, text=True, timeout=60)
     return Ran(done.returncode, done.stdout, done.stderr)
 
 
