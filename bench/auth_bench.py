@@ -1,6 +1,6 @@
 """What authentication adds to a search.
 
-    python -m bench.auth_bench [--points 20000] [--queries 300] [--rounds 2]
+    python -m bench.auth_bench [--points 20000] [--queries 1000] [--rounds 4]
 
 Two figures, on a real local stack:
 - the key check alone (`streams.auth.Authenticator` over the keys in Postgres), in process,
@@ -95,8 +95,8 @@ def auth_rows(results: dict[str, float]) -> list[tuple[str, str, str]]:
     ]
 
 
-def run_auth_bench(points: int = 20_000, queries: int = 300,
-                   rounds: int = 2) -> list[tuple[str, str, str]]:
+def run_auth_bench(points: int = 20_000, queries: int = 1000,
+                   rounds: int = 4) -> list[tuple[str, str, str]]:
     return auth_rows(asyncio.run(run(points, queries, rounds)))
 
 
@@ -104,8 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=20_000)
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args(argv)
     for name, value, target in run_auth_bench(args.points, args.queries, args.rounds):
         print(f"{name:<62}  {value:>16}  {target}")
