@@ -40,7 +40,8 @@ class Output:
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]],
               flexible: Sequence[int] = (-1,)) -> None:
-        self.line(table(headers, rows, self.width, flexible))
+        # Headers over no rows read as a broken answer.
+        self.line(table(headers, rows, self.width, flexible) if rows else "(none)")
 
 
 Command = Callable[[Api, argparse.Namespace, Config, Output], int]
