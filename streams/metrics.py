@@ -1,5 +1,5 @@
 """Prometheus metrics of one worker. Labels are bounded: topic, partition, type, outcome,
-reason, stage, route, status; never a namespace or a record id."""
+reason, stage, route, status, failure; never a namespace, a record id or a key."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from processors.access import Failure
 from processors.consolidation_trigger import RunOutcome
 from processors.errors import DeadLetterReason
 from processors.refusal import RefusalReason
@@ -239,6 +240,8 @@ class Metrics:
             self.unexpected_errors.labels(topic)
         for reason in get_args(RefusalReason):
             self.refused_writes.labels(reason)
+        for failure in get_args(Failure):
+            self.auth_failures.labels(failure)
         for dialect in get_args(Dialect):
             self.error_occurrences.labels(dialect)
         for change in ("created", "updated"):

@@ -329,6 +329,8 @@ async def read_api(http: httpx.AsyncClient, memories: str, runs: str) -> None:
         "namespace": runs, "error": TRACE.format(build=9, user="77")})
     assert answer.status_code == 200, answer.text
     assert (await http.get("/v1/stats", params={"namespace": memories})).status_code == 200
+    assert (await http.get("/v1/stats", params={"namespace": memories},
+                           headers={"Authorization": ""})).status_code == 401
 
 
 async def put_under_load(stack: Stack, worker: Worker, http: httpx.AsyncClient) -> None:
@@ -386,7 +388,8 @@ async def test_every_panel_and_every_alert_rule_answers_from_a_live_worker(
         # The rare counters start at 0 (streams/metrics.py), so their first increase shows:
         # the load's one dead letter and its errors are in the rates.
         for rare in ('memstream_dlq_total{topic="memory.events",reason="malformed_json"}',
-                     "memstream_error_occurrences_total"):
+                     "memstream_error_occurrences_total",
+                     'memstream_auth_failures_total{failure="missing"}'):
             body = await query(prom, f"sum(increase({rare}[2m]))")
             assert float(body["data"]["result"][0]["value"][1]) > 0, rare
 
