@@ -262,7 +262,8 @@ class PostgresConsolidations:
                 INSERT_VERSION,
                 [(row["record_id"], row["version"], row["text"],
                   {**row["body"], "superseded_by": row["superseded_by"]}, report.report_id,
-                  version_fields(record_of(row)), "superseded", "consolidation")
+                  version_fields(record_of(row)), "superseded", "consolidation",
+                  report.namespace)
                  for row in rows],
             )
             return {row["record_id"]: int(row["version"]) for row in rows}

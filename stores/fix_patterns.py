@@ -238,6 +238,7 @@ class PostgresFixPatternSession:
             INSERT_VERSION, record.record_id, version, record.text, record.body,
             record.provenance.source_event_id, version_fields(record),
             "created" if version == 1 else "updated", record.provenance.producer,
+            record.namespace,
         )
         return SavedVersion(version, vector)
 

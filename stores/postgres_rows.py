@@ -35,7 +35,7 @@ INSERT_RECORD = (
 )
 INSERT_VERSION = (
     "INSERT INTO record_versions (record_id, version, text, body, event_id, fields, change,"
-    " actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+    " actor, namespace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 )
 
 
@@ -77,6 +77,6 @@ async def insert_new_records(connection: asyncpg.Connection,
     await connection.executemany(
         f"{INSERT_VERSION} ON CONFLICT (record_id, version) DO NOTHING",
         [(record.record_id, 1, record.text, record.body, record.provenance.source_event_id,
-          version_fields(record), "created", record.provenance.producer)
+          version_fields(record), "created", record.provenance.producer, record.namespace)
          for record, _ in records],
     )

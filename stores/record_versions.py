@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, cast
 
 import asyncpg
@@ -29,6 +29,8 @@ from stores.postgres_rows import record_of
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"
+# A new version's columns: what is read back, and the namespace its feed is read by.
+_INSERTED_COLUMNS = f"{VERSION_COLUMNS}, namespace"
 # Characters of a version's text a feed of changes shows.
 EXCERPT_CHARS = 200
 _DIFF_COLUMNS = "diff_id, namespace, record_id, base_version, proposed, proposer," \
@@ -105,6 +107,14 @@ class ChangePosition:
     changed_at: datetime
     record_id: str
     version: int
+
+    @property
+    def key(self) -> tuple[datetime, str, int]:
+        return self.changed_at, self.record_id, self.version
+
+
+# Before every version: the position a feed is read from when no cursor is given.
+_FEED_START = ChangePosition(datetime.min.replace(tzinfo=UTC), "", 0)
 
 
 @dataclass(frozen=True)
@@ -183,7 +193,6 @@ class PostgresRecordVersions:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-
     async def applied(self, event_id: str) -> AppliedEvent | None:
         row = await self._pool.fetchrow(
             "SELECT event_id, record_id, outcome, version, applied_at, announced_at"
@@ -252,18 +261,15 @@ class PostgresRecordVersions:
                        v.changed, v.reason, v.fields ->> 'title' AS title,
                        left(v.text, $9) AS excerpt, v.fields ->> 'memory_type' AS memory_type,
                        r.record_kind, r.scope, r.agent_id
-                FROM records r JOIN record_versions v USING (record_id)
-                WHERE r.namespace = $1 AND v.changed_at < $2
+                FROM record_versions v JOIN records r USING (record_id)
+                WHERE v.namespace = $1 AND v.changed_at < $2
+                  AND (v.changed_at, v.record_id, v.version) > ($5, $6, $7)
                   AND (r.scope <> 'personal' OR $3 OR r.agent_id = $4)
-                  AND ($5::timestamptz IS NULL
-                       OR (v.changed_at, v.record_id, v.version) > ($5, $6, $7))
                 ORDER BY v.changed_at, v.record_id, v.version
                 LIMIT $8
                 """,
                 namespace, horizon, reader.every_agent, reader.agent_id,
-                None if after is None else after.changed_at,
-                None if after is None else after.record_id,
-                None if after is None else after.version, limit, EXCERPT_CHARS)
+                *(after or _FEED_START).key, limit, EXCERPT_CHARS)
         return [VersionChange(
             ChangePosition(row["changed_at"], row["record_id"], int(row["version"])),
             cast(ChangeKind, row["change"]), row["actor"], row["event_id"],
@@ -357,12 +363,12 @@ class PostgresRecordVersions:
             expired = [ExpiredRecord(record_of(row), int(row["version"]), row["expired_at"])
                        for row in rows]
             await connection.executemany(
-                f"INSERT INTO record_versions ({VERSION_COLUMNS})"
+                f"INSERT INTO record_versions ({_INSERTED_COLUMNS})"
                 " VALUES ($1, $2, $3, $4, $5, 'expired', 'retention', $6, now(),"
-                " '{expires_at}', $7)",
+                " '{expires_at}', $7, $8)",
                 [(row["record_id"], row["version"], row["text"], row["body"],
                   version_fields(record_of(row)), f"retention:{row['expired_at'].isoformat()}",
-                  row["why"]) for row in rows])
+                  row["why"], row["namespace"]) for row in rows])
         return expired
 
     async def unannounced_expired(self, older_than: timedelta,
@@ -405,10 +411,10 @@ async def _store_version(connection: asyncpg.Connection, record: Record, version
         list(record.tags), list(record.related_ids), record.review_state, record.trust_class,
         record.tier, vector, lexical, list(lexical.indices), version)
     await connection.execute(
-        f"INSERT INTO record_versions ({VERSION_COLUMNS})"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10)",
+        f"INSERT INTO record_versions ({_INSERTED_COLUMNS})"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10, $11)",
         record.record_id, version, record.text, record.body, version_fields(record),
-        note.change, note.actor, event_id, list(note.changed), note.reason)
+        note.change, note.actor, event_id, list(note.changed), note.reason, record.namespace)
 
 
 async def _supersede(connection: asyncpg.Connection, by: Record, member_ids: tuple[str, ...],
@@ -425,10 +431,11 @@ async def _supersede(connection: asyncpg.Connection, by: Record, member_ids: tup
         by.namespace, list(member_ids), by.record_id)
     members = [(record_of(row), int(row["version"])) for row in rows]
     await connection.executemany(
-        f"INSERT INTO record_versions ({VERSION_COLUMNS})"
-        " VALUES ($1, $2, $3, $4, $5, 'superseded', $6, $7, now(), '{}', $8)",
+        f"INSERT INTO record_versions ({_INSERTED_COLUMNS})"
+        " VALUES ($1, $2, $3, $4, $5, 'superseded', $6, $7, now(), '{}', $8, $9)",
         [(member.record_id, version, member.text, {**member.body, "superseded_by": by.record_id},
-          version_fields(member), actor, event_id, f"merged into {by.record_id}")
+          version_fields(member), actor, event_id, f"merged into {by.record_id}",
+          member.namespace)
          for member, version in members])
     return members
 
