@@ -22,7 +22,7 @@ from processors.access import Caller
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import SearchIndex, VectorIndex
-from streams.auth import granted_namespace, may_see
+from streams.auth import granted_namespace, may_see, reader_of
 from streams.browser import wire_browser
 from streams.change_feed import wire_changes
 from streams.config import Settings
@@ -43,7 +43,7 @@ from streams.retention import RetentionJob
 from streams.retrieval_log import RetrievalLog
 from streams.run_intake import RunLedger
 from streams.runtime import Runtime
-from streams.search import BadQuery, SearchQuery, search, spend_search
+from streams.search import BadQuery, SearchQuery, bounded_limit, search, spend_search
 from streams.twins import TwinFinder
 from streams.wiring import Role, Wiring, every, no_record
 from streams.write_views import wire_writes
@@ -64,11 +64,6 @@ def faust_dir(settings: Settings, role: Role) -> Path:
 def group_id(app_id: str, role: Role) -> str:
     """The consumer group of a role: the app id, and a group of its own for consolidation."""
     return app_id if role == "ingest" else f"{app_id}-consolidator"
-
-
-def reader_of(caller: Caller, params: Any) -> str | None:
-    """The agent whose personal memories a read returns: the key's, never another."""
-    return caller.reader_of(params.get("agent_id") or None)
 
 
 def create_app(settings: Settings, role: Role) -> faust.App:
@@ -186,12 +181,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     @wiring.page("/v1/consolidation/reports")
     async def reports_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
-        try:
-            limit = int(request.query.get("limit", str(REPORTS_LIMIT)))
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= MAX_REPORTS_LIMIT:
-            raise BadQuery(f"limit must be an integer between 1 and {MAX_REPORTS_LIMIT}")
+        limit = bounded_limit(request.query.get("limit", str(REPORTS_LIMIT)), MAX_REPORTS_LIMIT)
         reports = await runtime.stores.consolidations.reports(namespace, limit)
         return web.json({"namespace": namespace, "reports": jsonable(reports)})
 

@@ -22,6 +22,7 @@ from processors.access import (
     same_hash,
 )
 from stores.api_keys import ApiKeys
+from stores.record_versions import PersonalReader
 from stores.records import Records
 from streams.search import required
 
@@ -74,6 +75,19 @@ def granted_namespace(caller: Caller, params: Mapping[str, str],
     namespace = required(params, "namespace")
     caller.check(permission, namespace)
     return namespace
+
+
+def reader_of(caller: Caller, params: Mapping[str, str]) -> str | None:
+    """The agent whose personal memories a search returns: the key's, never another."""
+    return caller.reader_of(params.get("agent_id") or None)
+
+
+def personal_reader(caller: Caller, params: Mapping[str, str]) -> PersonalReader:
+    """Whose personal records a listing shows: a key bound to an agent, its agent's; an admin
+    key bound to none, every agent's, or the one agent the request names."""
+    requested = params.get("agent_id") or None
+    return PersonalReader(caller.reader_of(requested),
+                          every_agent=caller.oversees_agents and requested is None)
 
 
 async def may_see(records: Records, caller: Caller, namespace: str, record_id: str) -> bool:

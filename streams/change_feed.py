@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from faust.web import Request, Response, View
 
 from processors.access import Caller
-from stores.record_versions import ChangePosition, PersonalReader, VersionChange
-from streams.auth import granted_namespace
+from stores.record_versions import ChangePosition, VersionChange
+from streams.auth import granted_namespace, personal_reader
 from streams.runtime import Runtime
-from streams.search import BadQuery
+from streams.search import BadQuery, bounded_limit
 from streams.wiring import Wiring
 
 # Changes answered per request, by default and at most.
@@ -32,7 +31,8 @@ def wire_changes(wiring: Wiring, runtime: Runtime) -> None:
     async def changes_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         after = cursor_position(request.query.get("after", ""))
-        limit = changes_limit(request.query)
+        limit = bounded_limit(request.query.get("limit", str(CHANGES_LIMIT)),
+                              MAX_CHANGES_LIMIT)
         found = await versions.changes(namespace, after, limit,
                                        personal_reader(caller, request.query))
         return web.json({
@@ -41,24 +41,6 @@ def wire_changes(wiring: Wiring, runtime: Runtime) -> None:
             "next": encode_cursor(found[-1].position) if found else
             request.query.get("after", ""),
         })
-
-
-def personal_reader(caller: Caller, params: Mapping[str, str]) -> PersonalReader:
-    """A key bound to an agent lists its agent's personal records; an admin key bound to
-    none lists every agent's, or the one agent the request names."""
-    requested = params.get("agent_id") or None
-    return PersonalReader(caller.reader_of(requested),
-                          every_agent=caller.oversees_agents and requested is None)
-
-
-def changes_limit(params: Mapping[str, str]) -> int:
-    try:
-        limit = int(params.get("limit", str(CHANGES_LIMIT)))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_CHANGES_LIMIT:
-        raise BadQuery(f"limit must be an integer between 1 and {MAX_CHANGES_LIMIT}")
-    return limit
 
 
 def encode_cursor(position: ChangePosition) -> str:

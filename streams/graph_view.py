@@ -8,10 +8,9 @@ from faust.web import Request, Response, View
 from processors.access import Caller
 from processors.memory_graph import memory_graph
 from stores.records import Records
-from streams.auth import granted_namespace
-from streams.change_feed import personal_reader
+from streams.auth import granted_namespace, personal_reader
 from streams.json_values import jsonable
-from streams.search import BadQuery
+from streams.search import bounded_limit
 from streams.wiring import Wiring
 
 # Memories drawn per request, by default and at most: a force layout in a browser stays
@@ -24,7 +23,8 @@ def wire_graph(wiring: Wiring, records: Records) -> None:
     @wiring.page("/v1/graph")
     async def graph_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
-        limit = graph_limit(request.query.get("limit", ""))
+        limit = bounded_limit(request.query.get("limit", "").strip() or str(GRAPH_LIMIT),
+                              MAX_GRAPH_LIMIT)
         # One more than asked tells whether the graph was cut.
         found = await records.graph_records(namespace, personal_reader(caller, request.query),
                                             limit + 1)
@@ -32,14 +32,3 @@ def wire_graph(wiring: Wiring, records: Records) -> None:
         return web.json({"namespace": namespace, "truncated": len(found) > limit,
                          **jsonable(graph)})
 
-
-def graph_limit(raw: str) -> int:
-    if not raw.strip():
-        return GRAPH_LIMIT
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_GRAPH_LIMIT:
-        raise BadQuery(f"limit must be an integer between 1 and {MAX_GRAPH_LIMIT}")
-    return limit

@@ -127,6 +127,17 @@ def required(params: Mapping[str, str], name: str, what: str = "") -> str:
     return value
 
 
+def bounded_limit(raw: str, maximum: int) -> int:
+    """A list's `limit` as asked, an integer from 1 to `maximum`."""
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= maximum:
+        raise BadQuery(f"limit must be an integer between 1 and {maximum}")
+    return limit
+
+
 def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int, float]:
     """`limit` and `min_score` from the request, checked, with these defaults."""
     try:

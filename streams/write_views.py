@@ -182,9 +182,6 @@ class WriteViews:
     async def _body(self, request: Request) -> dict[str, Any]:
         return json_object(await request.read(), self._runtime.max_event_bytes)
 
-    async def _visible(self, caller: Caller, namespace: str, record_id: str) -> bool:
-        return await may_see(self._runtime.stores.records, caller, namespace, record_id)
-
     async def write(self, web: View, request: Request, caller: Caller) -> Response:
         body = await self._body(request)
         permitted(caller, body, "write")
@@ -211,7 +208,7 @@ class WriteViews:
             raw, parsed = self._gate.checked(envelope_of(event_type, body, payload, caller),
                                              {event_type: model})
             namespace = parsed.event.namespace
-            if not await self._visible(caller, namespace, record_id):
+            if not await may_see(self._runtime.stores.records, caller, namespace, record_id):
                 return no_record(web, record_id, namespace)
             published = await self._gate.publish(raw, parsed.event)
             return web.json({"record_id": record_id, "event_id": published.event_id},
@@ -233,7 +230,8 @@ class WriteViews:
                                           f"{target.block.agent_id!r} in {namespace!r}"},
                                 status=404)
         elif target.record_id is not None and \
-                not await self._visible(caller, namespace, target.record_id):
+                not await may_see(self._runtime.stores.records, caller, namespace,
+                                  target.record_id):
             return no_record(web, target.record_id, namespace)
         published = await self._gate.publish(raw, event)
         return web.json({"record_id": target.record_id, "event_id": published.event_id},
