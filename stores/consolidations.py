@@ -15,7 +15,13 @@ import asyncpg
 from processors.lifecycle import version_fields
 from schemas.records import Record
 from stores.pgvector import Vector
-from stores.postgres_rows import INSERT_VERSION, RECORD_COLUMNS, insert_new_records, record_of
+from stores.postgres_rows import (
+    INSERT_VERSION,
+    LIVE_MEMORY,
+    RECORD_COLUMNS,
+    insert_new_records,
+    record_of,
+)
 
 
 @dataclass(frozen=True)
@@ -214,8 +220,7 @@ class PostgresConsolidations:
         rows = await self._pool.fetch(
             f"""
             SELECT {RECORD_COLUMNS} FROM records
-            WHERE namespace = $1 AND record_kind = 'memory' AND superseded_by IS NULL
-              AND review_state <> 'deprecated' AND (expires_at IS NULL OR expires_at > now())
+            WHERE namespace = $1 AND {LIVE_MEMORY}
             ORDER BY record_id
             """,
             namespace,

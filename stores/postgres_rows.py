@@ -33,6 +33,9 @@ INSERT_RECORD = (
     f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
     " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
 )
+# A memory still in force: not merged into another, deprecated or past its expiry.
+LIVE_MEMORY = ("record_kind = 'memory' AND superseded_by IS NULL AND review_state <> 'deprecated'"
+               " AND (expires_at IS NULL OR expires_at > now())")
 INSERT_VERSION = (
     "INSERT INTO record_versions (record_id, version, text, body, event_id, fields, change,"
     " actor, namespace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"

@@ -18,7 +18,7 @@ import asyncpg
 from processors.memory_graph import GraphRecord
 from schemas.records import Record
 from stores.pgvector import Vector
-from stores.postgres_rows import RECORD_COLUMNS, insert_new_records, record_of
+from stores.postgres_rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
 from stores.record_versions import PersonalReader
 
 
@@ -290,12 +290,11 @@ class PostgresRecords:
     async def graph_records(self, namespace: str, reader: PersonalReader,
                             limit: int) -> list[GraphRecord]:
         rows = await self._pool.fetch(
-            """
+            f"""
             SELECT record_id, record_kind, title, memory_type, review_state, related_ids,
                    body->'wiki_links' AS wiki_links
             FROM records
-            WHERE namespace = $1 AND record_kind = 'memory' AND superseded_by IS NULL
-              AND review_state <> 'deprecated' AND (expires_at IS NULL OR expires_at > now())
+            WHERE namespace = $1 AND {LIVE_MEMORY}
               AND (scope <> 'personal' OR $3 OR agent_id = $2)
             ORDER BY created_at DESC, record_id LIMIT $4
             """,
