@@ -13,6 +13,7 @@ import asyncpg
 from processors.blocks import Block, BlockDiff, BlockEdit, FieldValue
 from processors.errors import MemstreamError
 from schemas.events import MemoryBlockPayload, RotationStrategy
+from stores.record_versions import PersonalReader
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class CoreBlocks(Protocol):
 
     async def reject(self, diff_id: str, reviewer: str, event_id: str) -> None: ...
 
-    async def pending_block_diffs(self, namespace: str, limit: int) -> list[BlockDiff]: ...
+    async def pending_block_diffs(self, namespace: str, limit: int,
+                                  reader: PersonalReader) -> list[BlockDiff]:
+        """The pending diffs of the blocks of the agents `reader` may see, oldest first."""
 
 
 class BlockConflict(MemstreamError):
@@ -167,10 +170,14 @@ class PostgresCoreBlocks:
         async with self._pool.acquire() as connection:
             await _decide(connection, diff_id, "rejected", reviewer, event_id)
 
-    async def pending_block_diffs(self, namespace: str, limit: int) -> list[BlockDiff]:
+    async def pending_block_diffs(self, namespace: str, limit: int,
+                                  reader: PersonalReader) -> list[BlockDiff]:
+        # A block is its agent's own, as a personal memory is.
         rows = await self._pool.fetch(
             f"SELECT {_DIFF_COLUMNS} FROM core_block_diffs WHERE namespace = $1"
-            " AND state = 'pending' ORDER BY proposed_at, diff_id LIMIT $2", namespace, limit)
+            " AND state = 'pending' AND ($3 OR agent_id = $4)"
+            " ORDER BY proposed_at, diff_id LIMIT $2",
+            namespace, limit, reader.every_agent, reader.agent_id)
         return [_diff_of(row) for row in rows]
 
 

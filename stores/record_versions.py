@@ -174,8 +174,9 @@ class RecordVersions(ExpiringRecords, Protocol):
         transaction still running can come before are listed, so a reader that resumes
         after the last one it got misses none."""
 
-    async def pending_diffs(self, namespace: str, record_id: str | None,
-                            limit: int) -> list[PendingDiff]: ...
+    async def pending_diffs(self, namespace: str, record_id: str | None, limit: int,
+                            reader: PersonalReader) -> list[PendingDiff]:
+        """The pending diffs of the namespace's records `reader` may see, oldest first."""
 
     async def save(self, event_id: str, event_type: str, base_version: int,
                    outcome: Outcome, vector: Vector | None) -> Saved:
@@ -277,13 +278,16 @@ class PostgresRecordVersions:
             cast(RecordKind, row["record_kind"]), row["memory_type"], row["scope"],
             row["agent_id"]) for row in rows]
 
-    async def pending_diffs(self, namespace: str, record_id: str | None,
-                            limit: int) -> list[PendingDiff]:
+    async def pending_diffs(self, namespace: str, record_id: str | None, limit: int,
+                            reader: PersonalReader) -> list[PendingDiff]:
         rows = await self._pool.fetch(
-            f"SELECT {_DIFF_COLUMNS} FROM pending_diffs WHERE namespace = $1"
-            " AND state = 'pending' AND ($2::text IS NULL OR record_id = $2)"
-            " ORDER BY proposed_at, diff_id LIMIT $3",
-            namespace, record_id, limit)
+            f"SELECT {_prefixed(_DIFF_COLUMNS, 'd')} FROM pending_diffs d"
+            " JOIN records r USING (record_id)"
+            " WHERE d.namespace = $1 AND d.state = 'pending'"
+            " AND ($2::text IS NULL OR d.record_id = $2)"
+            " AND (r.scope <> 'personal' OR $4 OR r.agent_id = $5)"
+            " ORDER BY d.proposed_at, d.diff_id LIMIT $3",
+            namespace, record_id, limit, reader.every_agent, reader.agent_id)
         return [_diff_of(row) for row in rows]
 
     async def save(self, event_id: str, event_type: str, base_version: int,

@@ -22,7 +22,7 @@ from processors.access import Caller
 from processors.tiers import TierRules
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import SearchIndex, VectorIndex
-from streams.auth import granted_namespace, may_see, reader_of
+from streams.auth import granted_namespace, may_see, personal_reader, reader_of
 from streams.browser import wire_browser
 from streams.change_feed import wire_changes
 from streams.config import Settings
@@ -233,15 +233,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     @wiring.page("/v1/pending-diffs")
     async def pending_diffs_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
-        listed = await pending_diffs(versions, blocks, namespace, request.query)
-        records = await runtime.stores.records.records_by_id(
-            namespace, [d["record_id"] for d in listed["pending_diffs"] if "record_id" in d])
-        listed["pending_diffs"] = [
-            diff for diff in listed["pending_diffs"]
-            if (caller.sees("personal", diff["block"]["agent_id"]) if "block" in diff else
-                diff["record_id"] in records and caller.sees(
-                    records[diff["record_id"]].scope, records[diff["record_id"]].agent_id))]
-        return web.json(listed)
+        return web.json(await pending_diffs(versions, blocks, namespace, request.query,
+                                            personal_reader(caller, request.query)))
 
     @wiring.page("/v1/stats")
     async def stats_view(web: View, request: Request, caller: Caller) -> Response:

@@ -10,7 +10,7 @@ from typing import Any
 from processors.blocks import BlockDiff, usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
 from stores.core_blocks import CoreBlocks
-from stores.record_versions import RecordVersions
+from stores.record_versions import PersonalReader, RecordVersions
 from streams.search import BadQuery
 
 # Versions of a block shown with it, newest first.
@@ -46,18 +46,18 @@ async def record_diff(versions: RecordVersions, namespace: str, record_id: str,
 
 
 async def pending_diffs(versions: RecordVersions, blocks: CoreBlocks, namespace: str,
-                        params: Mapping[str, str]) -> dict[str, Any]:
-    """Diffs waiting for review, of records and of core blocks, oldest first; `record_id`
-    keeps a record's alone."""
+                        params: Mapping[str, str], reader: PersonalReader) -> dict[str, Any]:
+    """Diffs waiting for review, of records and of core blocks, oldest first, of what
+    `reader` may see; `record_id` keeps a record's alone."""
     limit = _version_param(params, "limit", DIFFS_LIMIT)
     if limit > MAX_DIFFS_LIMIT:
         raise BadQuery(f"limit must be at most {MAX_DIFFS_LIMIT}")
     record_id = params.get("record_id") or None
     found = [_diff_json(diff) for diff in
-             await versions.pending_diffs(namespace, record_id, limit)]
+             await versions.pending_diffs(namespace, record_id, limit, reader)]
     if record_id is None:
         found += [_block_diff_json(diff) for diff in
-                  await blocks.pending_block_diffs(namespace, limit)]
+                  await blocks.pending_block_diffs(namespace, limit, reader)]
     found.sort(key=lambda diff: (diff["proposed_at"], diff["diff_id"]))
     return {"namespace": namespace, "pending_diffs": found[:limit]}
 
