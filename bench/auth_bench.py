@@ -3,7 +3,7 @@
     python -m bench.auth_bench [--points 20000] [--queries 1000] [--rounds 4]
 
 Two figures, on a real local stack:
-- the key check alone (`streams.auth.Authenticator` over the keys in Postgres), in process,
+- the key check alone (`streams.api.auth.Authenticator` over the keys in Postgres), in process,
   p50 and p95 over 2,000 checks;
 - `GET /v1/search` end to end at `--points` memories in one namespace, the same queries with
   authentication on (a key per request) and off (MEMSTREAM_AUTH=off), the same worker
@@ -27,7 +27,7 @@ from embedder.sentences import SENTENCES
 from harness.stack import Stack, Worker
 from processors.access import PERMISSIONS
 from stores.api_keys import KeyGrant, PostgresApiKeys
-from streams.auth import Authenticator
+from streams.api.auth import Authenticator
 
 NAMESPACE = "bench-auth"
 CHECKS = 2000

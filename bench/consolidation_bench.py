@@ -4,8 +4,8 @@ is not part of it.
 
     python -m bench.consolidation_bench
 
-The memories are synthetic but lie where real ones do: ~800 real sentences (the consolidation
-evaluation set, README.md, docs/embedder.md) are embedded once with the real model; 7,000
+The memories are synthetic but lie where real ones do: ~1,200 real sentences (the consolidation
+evaluation set, and bench/data/prose_sentences.txt) are embedded once with the real model; 7,000
 distinct memories are those sentences and blends of two of them (text: both sentences; vector:
 the normalised sum of theirs, as mean pooling would give), and 3,000 more are near-duplicates of
 distinct ones (a word dropped from the text; the vector turned by a random direction to a cosine
@@ -32,11 +32,11 @@ from processors.consolidation import (
     ConsolidationCandidate,
     find_clusters,
     merge_cluster,
-    sentences,
 )
 from schemas.events import MemoryType
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# Frozen, so that rewriting the docs does not change the benchmark's input.
+PROSE_SENTENCES = Path(__file__).resolve().parent / "data" / "prose_sentences.txt"
 MEMORIES = 10_000
 DUPLICATES = 3_000
 TARGET = "<= 20 s"
@@ -46,13 +46,9 @@ TYPE_SHARES: dict[MemoryType, float] = {
 
 
 def real_sentences() -> list[str]:
-    """The evaluation set's memories and the prose sentences of README.md and the embedder
-    notes (no tables, code or headings)."""
+    """The evaluation set's memories and the prose sentences of memstream's own notes."""
     texts = [json.loads(line)["text"] for line in EVAL_SET.read_text().splitlines()]
-    for doc in ("README.md", "docs/embedder.md"):
-        texts += [sentence for sentence in sentences((PROJECT_ROOT / doc).read_text())
-                  if 40 <= len(sentence) <= 300
-                  and not sentence.startswith(("|", "`", "#", "-", "{", "curl", "echo"))]
+    texts += PROSE_SENTENCES.read_text().splitlines()
     return list(dict.fromkeys(texts))
 
 

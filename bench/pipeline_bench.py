@@ -62,7 +62,7 @@ from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.postgres_stores import PostgresStores
 from stores.vector_index import IndexPoint
-from streams.config import Settings
+from streams.plumbing.config import Settings
 
 NAMESPACE = "bench"
 SEARCH_NAMESPACE = f"{NAMESPACE}-search"

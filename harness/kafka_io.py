@@ -12,7 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
 
 from client.kafka_security import PLAINTEXT, KafkaSecurity
-from streams.topics import partitions_of
+from streams.plumbing.topics import partitions_of
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from stores.local_postgres import LocalPostgres
 from streams.app import group_id
-from streams.config import REPO_ROOT
+from streams.plumbing.config import REPO_ROOT
 from streams.wiring import Role
 
 BROKER_SCRIPT = REPO_ROOT / "infra" / "kafka" / "broker.sh"
@@ -58,7 +58,7 @@ class Broker:
         self.bootstrap = result.stdout.strip().splitlines()[-1]
         if self.create_topics:
             # As the worker would at its start, so that events can be produced before one runs.
-            subprocess.run([sys.executable, "-m", "streams.topics", "--bootstrap",
+            subprocess.run([sys.executable, "-m", "streams.commands.topics", "--bootstrap",
                             self.bootstrap], cwd=REPO_ROOT, check=True, capture_output=True)
         return self.bootstrap
 
@@ -235,9 +235,9 @@ class Stack:
         return self
 
     def make_key(self, *grant: str) -> str:
-        """The token of a new key (`python -m streams.keys create` arguments)."""
+        """The token of a new key (`python -m streams.commands.keys create` arguments)."""
         made = subprocess.run(
-            [sys.executable, "-m", "streams.keys", "create", *grant], cwd=REPO_ROOT,
+            [sys.executable, "-m", "streams.commands.keys", "create", *grant], cwd=REPO_ROOT,
             env={**os.environ, "MEMSTREAM_PG_DSN": self.pg_dsn}, capture_output=True,
             check=True, text=True)
         token: str = json.loads(made.stdout)["token"]

@@ -1,2 +1,3 @@
-"""Wiring: the Faust app, its agents and web views, moving data between topics, processors
-and stores."""
+"""The worker: a Faust app per role (app.py), wired (wiring.py) from the HTTP face (api/)
+and the stream stages (stages/), both standing on the plumbing (plumbing/); the entry point
+is worker.py, operators' commands are in commands/."""

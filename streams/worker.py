@@ -3,8 +3,9 @@
     python -m streams.worker                       # role ingest (what the Procfile's worker runs)
     python -m streams.worker --role consolidator   # the consolidator (the Procfile's consolidator)
 
-Configuration: see streams/config.py. The ingest role owns the index; the consolidator needs
-Postgres and the model only, so that it can run beside any index, the embedded one included.
+Configuration: see streams/plumbing/config.py. The ingest role owns the index; the
+consolidator needs Postgres and the model only, so that it can run beside any index, the
+embedded one included.
 """
 
 from __future__ import annotations
@@ -28,17 +29,17 @@ from stores.migrate import apply_migrations
 from stores.postgres_stores import PostgresStores
 from stores.records_search import RecordsSearch
 from stores.vector_index import VectorIndex
-from streams.announcements import KafkaAnnouncementLog
 from streams.app import create_app, faust_dir, group_id, wire_consolidator, wire_ingest
-from streams.config import Settings
-from streams.consumer_lag import ConsumerLagProbe
-from streams.failures import RetryPolicy
-from streams.health import Health
-from streams.llm_hook import ChatEndpoint
-from streams.metrics import Metrics
-from streams.producer import KafkaProducer
-from streams.runtime import Runtime
-from streams.topics import ensure_topics, load_topic_specs
+from streams.plumbing.config import Settings
+from streams.plumbing.consumer_lag import ConsumerLagProbe
+from streams.plumbing.failures import RetryPolicy
+from streams.plumbing.health import Health
+from streams.plumbing.llm_hook import ChatEndpoint
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.producer import KafkaProducer
+from streams.plumbing.runtime import Runtime
+from streams.plumbing.topics import ensure_topics, load_topic_specs
+from streams.stages.announcements import KafkaAnnouncementLog
 from streams.wiring import Role, Wiring
 
 log = logging.getLogger("memstream.worker")

@@ -23,8 +23,8 @@ from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
 from stores.api_keys import PostgresApiKeys
-from streams.auth import Authenticator
-from streams.config import REPO_ROOT
+from streams.api.auth import Authenticator
+from streams.plumbing.config import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +36,7 @@ def authenticated_routes() -> list[str]:
     """Every route the worker serves with a key, read from the code that registers them, so
     that a route added later is covered too."""
     routes = []
-    for source in sorted((REPO_ROOT / "streams").glob("*.py")):
+    for source in sorted((REPO_ROOT / "streams").rglob("*.py")):
         text = source.read_text(encoding="utf-8")
         routes += [route for route, options in re.findall(r'page\("(/[^"]*)"([^)]*)\)', text)
                    if "public=True" not in options]
@@ -218,7 +218,7 @@ async def test_a_revoked_key_stops_working_at_once(stack: Stack, worker: Worker,
 
     # The key command revokes alike.
     second = stack.make_key("--namespace", "team-r", "--perm", "read")
-    subprocess.run([sys.executable, "-m", "streams.keys", "revoke", second.split("_")[1]],
+    subprocess.run([sys.executable, "-m", "streams.commands.keys", "revoke", second.split("_")[1]],
                    cwd=REPO_ROOT, env={"MEMSTREAM_PG_DSN": stack.pg_dsn, "PATH": "/usr/bin"},
                    check=True, capture_output=True)
     async with client(worker, second) as holder:
@@ -280,7 +280,7 @@ async def fresh_database(stack: Stack) -> str:
 
 
 def keys_dev(dsn: str, **env: str) -> str:
-    return subprocess.run([sys.executable, "-m", "streams.keys", "dev"], cwd=REPO_ROOT,
+    return subprocess.run([sys.executable, "-m", "streams.commands.keys", "dev"], cwd=REPO_ROOT,
                           env={"MEMSTREAM_PG_DSN": dsn, "PATH": "/usr/bin", **env},
                           check=True, capture_output=True, text=True).stdout
 

@@ -21,7 +21,7 @@ from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
 from streams.app import group_id
-from streams.config import REPO_ROOT
+from streams.plumbing.config import REPO_ROOT
 from tests.integration.conftest import event
 
 pytestmark = pytest.mark.integration
@@ -215,8 +215,9 @@ def consolidate_command(stack: Stack, *args: str) -> subprocess.CompletedProcess
     env = {**os.environ, "MEMSTREAM_PG_DSN": stack.pg_dsn,
            "MEMSTREAM_KAFKA_BOOTSTRAP": stack.broker.bootstrap,
            "MEMSTREAM_MODEL_DIR": str(MODEL_DIR)}
-    return subprocess.run([sys.executable, "-m", "streams.consolidate", *args], cwd=REPO_ROOT,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, "-m", "streams.commands.consolidate", *args],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
 
 
 async def test_the_command_shows_what_would_merge_then_runs_a_manual_consolidation(

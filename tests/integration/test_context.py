@@ -22,11 +22,11 @@ from processors.retrieval import PROFILES
 from stores.index_factory import open_index
 from stores.postgres_stores import PostgresStores
 from stores.records_search import RecordsSearch
-from streams.config import MemoryFlags
-from streams.context import ContextQuery, build_context
-from streams.metrics import Metrics
-from streams.runtime import Runtime
-from streams.search import hybrid_search, scope_of
+from streams.api.context import ContextQuery, build_context
+from streams.api.search import hybrid_search, scope_of
+from streams.plumbing.config import MemoryFlags
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
 from tests.integration.conftest import updated_ids
 
 pytestmark = pytest.mark.integration

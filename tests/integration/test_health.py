@@ -20,7 +20,7 @@ import pytest
 from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
 from processors.ids import memory_record_id
-from streams.config import REPO_ROOT
+from streams.plumbing.config import REPO_ROOT
 from tests.integration.conftest import event, updated_ids
 
 pytestmark = pytest.mark.integration
@@ -167,8 +167,9 @@ async def test_an_agent_whose_stages_crash_is_reported_then_recovers_by_itself(
 
     # The bug is fixed: the redrive stores what the crashes dead-lettered.
     replay = subprocess.run(
-        [sys.executable, "-m", "streams.replay_dead_letters", "--topic", "memory.events.dlq",
-         "--reason", "internal_error", "--bootstrap", own_stack.broker.bootstrap],
+        [sys.executable, "-m", "streams.commands.replay_dead_letters",
+         "--topic", "memory.events.dlq", "--reason", "internal_error",
+         "--bootstrap", own_stack.broker.bootstrap],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert replay.returncode == 0, replay.stderr
     await announced.wait_for(lambda m: set(crashed_ids) <= set(updated_ids(m, namespace)), 30)

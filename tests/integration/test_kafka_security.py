@@ -1,7 +1,7 @@
 """Kafka security on a real broker of this module's own, secured as a managed cluster is: a
 SASL_PLAINTEXT and a SASL_SSL listener with PLAIN and SCRAM users (infra/kafka/broker.sh's
 KAFKA_SECURE_LISTENERS), its certificate signed by a CA made here with openssl (nothing
-committed). Topic creation (the `streams.topics` command, reading MEMSTREAM_KAFKA_* as the
+committed). Topic creation (the `streams.plumbing.topics` command, reading MEMSTREAM_KAFKA_* as the
 worker does, and `ensure_topics`), the Publisher and a consumer work over each; a wrong password
 or an untrusted certificate fails at once, saying why; a worker on SASL_SSL announces a write."""
 
@@ -25,8 +25,8 @@ from client.kafka_security import SaslMechanism, SecurityProtocol
 from harness.kafka_io import TopicReader
 from harness.stack import Broker, Stack, Worker
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED, TopicSpec
-from streams.config import REPO_ROOT
-from streams.topics import ensure_topics
+from streams.plumbing.config import REPO_ROOT
+from streams.plumbing.topics import ensure_topics
 from tests.integration.conftest import updated_ids
 
 pytestmark = pytest.mark.integration
@@ -118,11 +118,11 @@ def security_env(security: KafkaSecurity) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def topics_command(secure_broker: Broker, tls: Tls) -> subprocess.CompletedProcess[str]:
-    """`python -m streams.topics` over SASL_SSL with SCRAM-SHA-512, as an operator runs it
+    """`python -m streams.commands.topics` over SASL_SSL with SCRAM-SHA-512, as an operator runs it
     against a managed cluster: the topics every other test here uses."""
     managed = connection(secure_broker, tls, "SASL_SSL", "SCRAM-SHA-512", user="bob")
     return subprocess.run(
-        [sys.executable, "-m", "streams.topics", "--bootstrap", managed.bootstrap],
+        [sys.executable, "-m", "streams.commands.topics", "--bootstrap", managed.bootstrap],
         cwd=REPO_ROOT, env={**os.environ, **security_env(managed.security)},
         capture_output=True, text=True, timeout=120)
 

@@ -15,8 +15,8 @@ from aiohttp import web
 from harness.stack import free_port
 from processors.digests import RunDigest, build_digest
 from schemas.events import RUN_EVENT_TYPES
-from streams.llm_hook import ChatEndpoint, LLMHookError, digest_prose, merge_prose
-from streams.metrics import Metrics
+from streams.plumbing.llm_hook import ChatEndpoint, LLMHookError, digest_prose, merge_prose
+from streams.plumbing.metrics import Metrics
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 Reply = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]

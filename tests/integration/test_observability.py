@@ -25,7 +25,7 @@ from client.publisher import Publisher
 from harness.kafka_io import produce, wait_caught_up
 from harness.stack import Stack, Worker, free_port
 from streams.app import group_id
-from streams.config import REPO_ROOT
+from streams.plumbing.config import REPO_ROOT
 from tests.integration.conftest import event
 
 pytestmark = pytest.mark.integration
@@ -385,7 +385,7 @@ async def test_every_panel_and_every_alert_rule_answers_from_a_live_worker(
                   if (reason := problem(body)) is not None]
         assert not failed, "panels without data:\n" + "\n".join(failed)
 
-        # The rare counters start at 0 (streams/metrics.py), so their first increase shows:
+        # The rare counters start at 0 (streams/plumbing/metrics.py), so their first increase shows:
         # the load's one dead letter and its errors are in the rates.
         for rare in ('memstream_dlq_total{topic="memory.events",reason="malformed_json"}',
                      "memstream_error_occurrences_total",

@@ -23,9 +23,9 @@ from processors.retrieval import PROFILES
 from stores.postgres_stores import PostgresStores
 from stores.records_search import RecordsSearch
 from stores.vector_index import SearchScope
-from streams.metrics import Metrics
-from streams.runtime import Runtime
-from streams.search import SearchQuery, search
+from streams.api.search import SearchQuery, search
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
 from tests.integration.conftest import event, tmp_file, updated_ids
 
 pytestmark = pytest.mark.integration

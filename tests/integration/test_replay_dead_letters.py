@@ -1,5 +1,5 @@
-"""python -m streams.replay_dead_letters on the real stack: the redrive of a dead letter once
-its cause is fixed, run as operators run it."""
+"""python -m streams.commands.replay_dead_letters on the real stack: the redrive of a dead
+letter once its cause is fixed, run as operators run it."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack, Worker
 from processors.ids import memory_record_id
-from streams.config import REPO_ROOT
-from streams.replay_dead_letters import DeadLetter, read_dead_letters
-from streams.topics import partitions_of
+from streams.commands.replay_dead_letters import DeadLetter, read_dead_letters
+from streams.plumbing.config import REPO_ROOT
+from streams.plumbing.topics import partitions_of
 from tests.integration.conftest import event, updated_ids
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ DLQ = "memory.events.dlq"
 
 async def replay_command(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     return await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "streams.replay_dead_letters", *args],
+        subprocess.run, [sys.executable, "-m", "streams.commands.replay_dead_letters", *args],
         cwd=REPO_ROOT, env={**os.environ, "MEMSTREAM_KAFKA_BOOTSTRAP": stack.broker.bootstrap},
         capture_output=True, text=True, timeout=120)
 

@@ -1,5 +1,5 @@
 """The grants of API keys (processors/access.py) and the authenticator over a key store
-(streams/auth.py), in memory."""
+(streams/api/auth.py), in memory."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from processors.access import (
     token_of,
 )
 from stores.api_keys import KeyGrant, MadeKey, StoredKey
-from streams import auth
-from streams.auth import Authenticator
+from streams.api import auth
+from streams.api.auth import Authenticator
 
 AGENTS = st.sampled_from(["ann", "bob", "cy"])
 NAMESPACES = st.sampled_from(["team-a", "team-b"])

@@ -12,8 +12,8 @@ from client.cli.config import DEFAULT_URL, load_config
 from client.cli.errors import CliError
 from client.cli.tables import cell, column_widths, table, truncate
 from stores.record_versions import ChangePosition
-from streams.change_feed import cursor_position, encode_cursor
-from streams.search import BadQuery
+from streams.api.changes import cursor_position, encode_cursor
+from streams.api.params import BadQuery
 
 
 def test_truncate_marks_a_cut() -> None:

@@ -1,6 +1,6 @@
 from processors.errors import Rejection
-from streams.dead_letters import MAX_DLQ_VALUE_BYTES, dead_letter
-from streams.messages import InboundMessage
+from streams.plumbing.dead_letters import MAX_DLQ_VALUE_BYTES, dead_letter
+from streams.plumbing.messages import InboundMessage
 
 
 def test_a_dead_letter_keeps_the_original_bytes_and_says_where_and_why() -> None:

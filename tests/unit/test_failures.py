@@ -19,8 +19,8 @@ from processors.errors import (
     Unavailable,
     Unexpected,
 )
-from streams.failures import Attempts, RetryPolicy, classify
-from streams.metrics import Metrics
+from streams.plumbing.failures import Attempts, RetryPolicy, classify
+from streams.plumbing.metrics import Metrics
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=3)
 

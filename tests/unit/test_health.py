@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from streams.health import Health, PartitionOffsets
-from streams.metrics import Metrics
+from streams.plumbing.health import Health, PartitionOffsets
+from streams.plumbing.metrics import Metrics
 
 
 class Clock:

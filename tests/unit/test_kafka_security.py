@@ -14,8 +14,8 @@ from aiokafka.errors import KafkaConnectionError
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
 from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
-from streams.config import Settings
-from streams.faust_credentials import broker_credentials
+from streams.plumbing.config import Settings
+from streams.plumbing.faust_credentials import broker_credentials
 
 SCRAM_SSL = {
     "MEMSTREAM_KAFKA_SECURITY_PROTOCOL": "sasl_ssl",

@@ -17,12 +17,12 @@ from processors.errors import IndexRefused
 from schemas.events import Provenance
 from schemas.records import Record
 from stores.vector_index import IndexPoint
-from streams.announcements import event_id_of
-from streams.failures import RetryPolicy
-from streams.messages import InboundMessage, Outbound
-from streams.metrics import Metrics
-from streams.record_sink import RecordChange, RecordSink
-from streams.runtime import Runtime
+from streams.plumbing.failures import RetryPolicy
+from streams.plumbing.messages import InboundMessage, Outbound
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from streams.stages.announcements import event_id_of
+from streams.stages.record_sink import RecordChange, RecordSink
 from tests.unit.store_fakes import InMemoryRecords, InMemoryStores
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)

@@ -7,7 +7,7 @@ import pytest
 from bench.refusal_eval import judged, load, locomo_check, score
 from processors.redaction import redact_secrets
 from processors.refusal import refusal_of
-from streams.config import Settings
+from streams.plumbing.config import Settings
 
 KEPT = [
     "VPN required.", "Port 5432.", "Use Python 3.11", "Ana owns billing.", "Never force-push main.",

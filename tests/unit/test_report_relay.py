@@ -1,4 +1,4 @@
-"""The report relay (streams/report_relay.py) on in-memory stores: a consolidation the
+"""The report relay (streams/stages/report_relay.py) on in-memory stores: a consolidation the
 consolidator wrote is indexed, announced and marked announced by one worker at a time."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from schemas.events import Provenance
 from schemas.records import Record
 from stores.consolidations import MaintenanceReport
 from stores.vector_index import IndexPoint
-from streams.announcements import event_id_of
-from streams.failures import RetryPolicy
-from streams.messages import Outbound
-from streams.metrics import Metrics
-from streams.record_sink import RecordSink
-from streams.report_relay import ReportRelay
-from streams.runtime import Runtime
+from streams.plumbing.failures import RetryPolicy
+from streams.plumbing.messages import Outbound
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from streams.stages.announcements import event_id_of
+from streams.stages.record_sink import RecordSink
+from streams.stages.report_relay import ReportRelay
 from tests.unit.store_fakes import InMemoryStores
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)

@@ -1,4 +1,4 @@
-"""The retrieval log (streams/retrieval_log.py) on an in-memory store: reads only queue,
+"""The retrieval log (streams/api/retrieval_log.py) on an in-memory store: reads only queue,
 the timer writes in batches, rows wait while Postgres is away, and the oldest are dropped
 beyond the cap."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from streams import retrieval_log
-from streams.metrics import Metrics
-from streams.retrieval_log import RetrievalLog, query_hash
+from streams.api import retrieval_log
+from streams.api.retrieval_log import RetrievalLog, query_hash
+from streams.plumbing.metrics import Metrics
 from tests.unit.store_fakes import InMemoryRetrievals
 
 

@@ -7,8 +7,9 @@ from multidict import MultiDict
 
 from processors.retrieval import Fused
 from stores.records import FoundRecord
-from streams.fix_pattern_search import FixPatternQuery
-from streams.search import BadQuery, Hit, SearchQuery, hit_view
+from streams.api.fix_patterns import FixPatternQuery
+from streams.api.params import BadQuery
+from streams.api.search import Hit, SearchQuery, hit_view
 
 
 def params(**values: str | list[str]) -> MultiDict[str]:

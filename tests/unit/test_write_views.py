@@ -12,8 +12,8 @@ from processors.errors import Rejected
 from processors.intake import json_object, parse_event
 from schemas.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS, destination
-from streams.messages import Outbound
-from streams.write_views import EventGate, NotPublished, envelope_of, run_fields
+from streams.api.writes import EventGate, NotPublished, envelope_of, run_fields
+from streams.plumbing.messages import Outbound
 
 MAX = 64 * 1024
 OPERATOR = Caller("k0", None, frozenset({"admin"}), None)

@@ -1,0 +1,241 @@
+"""`GET /v1/context`: the context pack of seed 002's read path (its RetrievalGateway).
+
+    namespace, query, run_id?, error?, budget_tokens?, profile?, agent_id?, min_score?
+
+Sections, in order: history (for the error given, or those the run met, the fix patterns of
+its signature, most successful first, then similar ones; run digests like the query), then
+long-term memories. Each section is searched hybrid, like /v1/search, and the candidates are
+packed into the token budget (processors/context_pack.py). Fail-open per section: a section
+whose store is down contributes nothing and is named in `degraded` (`index` when the index
+failed and Postgres answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM,
+MEMORY_FAIL_OPEN, MEMORY_CONTEXT_BUDGET_TOKENS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.context_pack import Candidate, pack
+from processors.fix_patterns import error_signature, fix_pattern_title
+from processors.ids import fix_pattern_record_id
+from processors.retrieval import PROFILES, Fused, Profile, age_in_days
+from stores.records import FoundRecord
+from stores.vector_index import SearchIndex, SearchScope
+from streams.api.auth import granted_namespace, reader_of
+from streams.api.pages import Pages
+from streams.api.params import BadQuery, required
+from streams.api.retrieval_log import RetrievalLog
+from streams.api.search import (
+    Found,
+    Hit,
+    budget_exhausted,
+    hybrid_search,
+    limits,
+    profile_of,
+    scope_of,
+    spend_search,
+)
+from streams.plumbing.config import MemoryFlags
+from streams.plumbing.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+MAX_BUDGET_TOKENS = 32_000
+DEFAULT_MIN_SCORE = 0.2
+MAX_ERROR_CHARS = 32_000
+# Candidates searched per part; the budget decides how many are kept.
+DIGESTS = 5
+FIX_PATTERNS = 5
+MEMORIES = 30
+
+
+def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                 flags: MemoryFlags, max_searches_per_run: int,
+                 retrievals: RetrievalLog) -> None:
+    @pages.page("/v1/context")
+    async def context_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        query = ContextQuery.from_params(request.query, flags, reader_of(caller, request.query))
+        if not flags.enabled:
+            return web.json({"namespace": namespace, "enabled": False, "sections": {},
+                             "tokens": 0, "degraded": []})
+        if not await spend_search(runtime, namespace, query.run_id, max_searches_per_run):
+            return web.json({**budget_exhausted(runtime, "/v1/context", namespace,
+                                                query.run_id, max_searches_per_run),
+                             "sections": {}, "tokens": 0, "degraded": []})
+        pack = await build_context(runtime, index, fallback, flags, query)
+        retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/context",
+                            record_ids=[item["record_id"] for items in pack["sections"].values()
+                                        for item in items],
+                            agent_id=query.scope.agent_id, run_id=query.run_id)
+        return web.json({**pack, "enabled": True, "budget_exhausted": False})
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    query: str
+    scope: SearchScope
+    profile: Profile
+    budget_tokens: int
+    run_id: str | None
+    error: str | None
+
+    @classmethod
+    def from_params(cls, params: Any, flags: MemoryFlags,
+                    agent_id: str | None) -> ContextQuery:
+        namespace = required(params, "namespace")
+        query = params.get("query", params.get("q", "")).strip()
+        if not query:
+            raise BadQuery("query is required")
+        _, min_score = limits(params, 1, DEFAULT_MIN_SCORE)
+        try:
+            budget = int(params.get("budget_tokens", flags.context_budget_tokens))
+        except ValueError:
+            raise BadQuery("budget_tokens must be an integer") from None
+        if not 0 <= budget <= MAX_BUDGET_TOKENS:
+            raise BadQuery(f"budget_tokens must be between 0 and {MAX_BUDGET_TOKENS}")
+        error = params.get("error", "").strip() or None
+        if error is not None and len(error) > MAX_ERROR_CHARS:
+            raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
+        profile = profile_of(params)
+        return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
+                                       agent_id), profile,
+                   budget, params.get("run_id") or None, error)
+
+
+@dataclass
+class Gathered:
+    candidates: list[Candidate]
+    degraded: set[str]
+
+
+async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                        flags: MemoryFlags, query: ContextQuery) -> dict[str, Any]:
+    """The context pack for `query` (see the module docstring)."""
+    vector = (await runtime.embed([query.query]))[0]
+    gathered = Gathered([], set())
+
+    async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
+        try:
+            hits = await part()
+        except Exception:
+            if not flags.fail_open:
+                raise
+            log.exception("context: the %s section failed; left out", name)
+            gathered.degraded.add(name)
+            return
+        gathered.candidates += await candidates(runtime, name, hits)
+
+    async def searched(found: Awaitable[Found]) -> list[Hit]:
+        result = await found
+        if result.degraded:
+            gathered.degraded.add("index")
+        return result.hits
+
+    if flags.history:
+        await section("history", lambda: history(runtime, index, fallback, query, vector,
+                                                 searched))
+    if flags.long_term:
+        memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
+        await section("long_term", lambda: searched(hybrid_search(
+            runtime, index, fallback, query.query, memories, query.profile, vector)))
+    packed = pack(gathered.candidates, query.budget_tokens)
+    for part in sorted(gathered.degraded):
+        runtime.metrics.context_degraded.labels(part).inc()
+    runtime.metrics.context_items.observe(len(packed.items))
+    return {
+        "namespace": query.scope.namespace,
+        "query": query.query,
+        "profile": query.profile.name,
+        "budget_tokens": query.budget_tokens,
+        "tokens": packed.tokens,
+        "degraded": sorted(gathered.degraded),
+        "dropped": packed.dropped,
+        "sections": {name: [item_view(item) for item in packed.items if item.section == name]
+                     for name in ("history", "long_term")},
+    }
+
+
+async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                  query: ContextQuery, vector: Any,
+                  searched: Callable[[Awaitable[Found]], Awaitable[list[Hit]]]) -> list[Hit]:
+    """Fix patterns of the error (given, or met by the run), most successful first, then the
+    fix patterns and run digests most like the query."""
+    namespace = query.scope.namespace
+    if query.error is not None:
+        signatures = [error_signature(query.error).signature_id]
+    elif query.run_id is not None:
+        signatures = await runtime.stores.fix_patterns.run_signatures(namespace, query.run_id)
+    else:
+        signatures = []
+    exact = await runtime.stores.records.records_by_id(
+        namespace, [fix_pattern_record_id(namespace, s) for s in signatures])
+    hits = sorted(
+        (Hit(record, Fused(record.record_id, 1.0, None, None), 1.0, 1.0)
+         for record in exact.values() if record.review_state in query.scope.review_states),
+        key=lambda hit: (-int(hit.record.body.get("success_count", 0)), hit.record.record_id))
+    patterns_like = fix_pattern_title(error_signature(query.error)) if query.error \
+        else query.query
+    similar, digests = await asyncio.gather(
+        searched(hybrid_search(
+            runtime, index, fallback, patterns_like,
+            replace(query.scope, record_kinds=("fix_pattern",), limit=FIX_PATTERNS),
+            PROFILES["incident"])),
+        searched(hybrid_search(
+            runtime, index, fallback, query.query,
+            replace(query.scope, record_kinds=("run_digest",), limit=DIGESTS),
+            query.profile, vector)))
+    seen = {hit.record.record_id for hit in hits}
+    return hits + [hit for hit in [*similar, *digests] if hit.record.record_id not in seen]
+
+
+async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> list[Candidate]:
+    """Hits as pack candidates, each with its cost in the model's tokens."""
+    if not hits:
+        return []
+    costs = await asyncio.to_thread(runtime.embedder.token_costs,
+                                    [hit.record.text for hit in hits])
+    now = datetime.now(UTC)
+    return [
+        Candidate(
+            section=section, record_id=hit.record.record_id, kind=hit.record.record_kind,
+            text=hit.record.text, source=source_of(hit.record),
+            trust_class=hit.record.trust_class, provenance=hit.record.provenance,
+            created_at=hit.record.created_at.isoformat(),
+            age_days=age_in_days(hit.record.created_at, now), score=hit.score,
+            token_cost=cost, vector=hit.record.embedding)
+        # Packing compares vectors: search leaves records without one out, and a fix pattern
+        # is always stored with one.
+        for hit, cost in zip(hits, costs, strict=True) if hit.record.embedding is not None
+    ]
+
+
+def source_of(record: FoundRecord) -> str:
+    """Where an item comes from, for a reader: its source ref, else its run, else itself."""
+    if record.source_ref:
+        return record.source_ref
+    if record.run_ref:
+        return f"run:{record.run_ref}"
+    return f"record:{record.record_id}"
+
+
+def item_view(item: Candidate) -> dict[str, Any]:
+    return {
+        "record_id": item.record_id,
+        "kind": item.kind,
+        "text": item.text,
+        "source": item.source,
+        "trust_class": item.trust_class,
+        "provenance": dict(item.provenance),
+        "recency": {"created_at": item.created_at, "age_days": round(item.age_days, 2)},
+        "score": round(item.score, 4),
+        "token_cost": item.token_cost,
+    }

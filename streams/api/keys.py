@@ -1,0 +1,72 @@
+"""The API keys over HTTP, for admins: list, make (the token is in this answer only) and
+revoke. A namespace's admin manages that namespace's keys; only an operator's key (every
+namespace) makes or sees keys of every namespace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faust.web import Request, Response, View
+
+from processors.access import Caller, Forbidden, parse_permissions
+from processors.intake import json_object
+from stores.api_keys import ApiKeys, KeyGrant, StoredKey
+from streams.api.pages import Pages
+from streams.api.params import BadQuery
+
+# A key's grant is a few short fields.
+MAX_BODY_BYTES = 4096
+
+
+def wire_keys(pages: Pages, keys: ApiKeys) -> None:
+    @pages.page("/v1/keys", methods=("GET", "POST"))
+    async def keys_view(web: View, request: Request, caller: Caller) -> Response:
+        if request.method == "POST":
+            grant = grant_of(json_object(await request.read(), MAX_BODY_BYTES))
+            admin_over(caller, grant.namespace)
+            made = await keys.make_key(grant)
+            return web.json({**key_json(made.key), "token": made.token}, status=201)
+        namespace = request.query.get("namespace") or None
+        admin_over(caller, namespace)
+        return web.json({"keys": [key_json(key) for key in await keys.keys(namespace)]})
+
+    @pages.page("/v1/keys/{key_id}", methods=("GET", "DELETE"))
+    async def key_view(web: View, request: Request, caller: Caller, key_id: str) -> Response:
+        found = await keys.key(key_id)
+        # A key of another namespace is answered as no key: its id tells nothing.
+        if found is None or not caller.may("admin", found.caller.namespace):
+            return web.json({"error": f"no key {key_id!r}"}, status=404)
+        if request.method == "DELETE":
+            found = await keys.revoke(key_id) or found
+        return web.json(key_json(found))
+
+
+def admin_over(caller: Caller, namespace: str | None) -> None:
+    if not caller.may("admin", namespace):
+        raise Forbidden(f"key {caller.key_id} may not manage the keys of "
+                        + ("every namespace" if namespace is None else repr(namespace)))
+
+
+def grant_of(body: dict[str, Any]) -> KeyGrant:
+    namespace, agent_id, label = (body.get("namespace"), body.get("agent_id"),
+                                  body.get("label", ""))
+    permissions = body.get("permissions")
+    if isinstance(permissions, list) and all(isinstance(p, str) for p in permissions):
+        permissions = ",".join(permissions)
+    if not all(isinstance(v, str | None) for v in (namespace, agent_id)) or \
+            not isinstance(label, str) or not isinstance(permissions, str):
+        raise BadQuery("expected {namespace: string or null, permissions: [read, write, "
+                       "review, admin], agent_id?: string, label?: string}")
+    try:
+        return KeyGrant(namespace or None, parse_permissions(permissions), agent_id or None,
+                        label)
+    except ValueError as exc:
+        raise BadQuery(str(exc)) from None
+
+def key_json(key: StoredKey) -> dict[str, Any]:
+    """A key as listed: its grants, never its token or hash."""
+    caller = key.caller
+    return {"key_id": key.key_id, "namespace": caller.namespace,
+            "permissions": sorted(caller.permissions), "agent_id": caller.agent_id,
+            "label": key.label, "created_at": key.created_at.isoformat(),
+            "revoked_at": None if key.revoked_at is None else key.revoked_at.isoformat()}

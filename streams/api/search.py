@@ -1,0 +1,273 @@
+"""`GET /v1/search`: hybrid search within one namespace.
+
+Two ranked lists, a dense one (the query's embedding, cosine) and a lexical one (BM25 over
+stemmed terms, IDF from the namespace's own records), fused by weighted reciprocal rank and
+weighed by the recall profile (processors/retrieval.py). Both lists come from the index; if
+any part of that fails, the same algorithm runs over the records in Postgres
+(stores.records_search) and the answer says `degraded`.
+
+A hit must also be similar enough: `min_score` is a floor on its cosine similarity to the
+query, whichever list found it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+import numpy as np
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.lexical import query_term_ids, query_vector
+from processors.retrieval import PROFILES, Fused, Profile, age_in_days, fuse
+from schemas.events import MemoryType, ReviewState, Tier
+from stores.pgvector import Vector
+from stores.records import FoundRecord
+from stores.vector_index import SearchIndex, SearchScope
+from streams.api.auth import granted_namespace, reader_of
+from streams.api.pages import Pages
+from streams.api.params import BadQuery, moment, repeated, required
+from streams.api.retrieval_log import RetrievalLog
+from streams.plumbing.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 5
+DEFAULT_MIN_SCORE = 0.5
+RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
+# Candidates taken from each list, at least: fusion needs more than the hits it returns,
+# and min-max scaling a long enough list. The lexical list is cheap to lengthen (an inverted
+# index); a longer dense one costs the graph search more.
+DENSE_CANDIDATES = 50
+LEXICAL_CANDIDATES = 100
+
+
+def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                max_searches_per_run: int, retrievals: RetrievalLog) -> None:
+    @pages.page("/v1/search")
+    async def search_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        query = SearchQuery.from_params(request.query, reader_of(caller, request.query))
+        if not await spend_search(runtime, namespace, query.run_id, max_searches_per_run):
+            return web.json({**budget_exhausted(runtime, "/v1/search", namespace, query.run_id,
+                                                max_searches_per_run), "hits": []})
+        answer = await search(runtime, index, fallback, query)
+        retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/search",
+                            record_ids=[hit["record_id"] for hit in answer["hits"]],
+                            agent_id=query.scope.agent_id, run_id=query.run_id)
+        return web.json({**answer, "budget_exhausted": False})
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    query: str
+    scope: SearchScope
+    profile: Profile
+    # The run a search is made for, when given: searches per run are budgeted.
+    run_id: str | None = None
+
+    @classmethod
+    def from_params(cls, params: Any, agent_id: str | None) -> SearchQuery:
+        """From the query string (a multidict: repeatable parameters may repeat), for a
+        caller who reads `agent_id`'s personal memories (or none)."""
+        namespace = required(params, "namespace")
+        query = params.get("query", params.get("q", "")).strip()
+        if not query:
+            raise BadQuery("query is required")
+        limit, min_score = limits(params, DEFAULT_LIMIT, DEFAULT_MIN_SCORE)
+        profile = profile_of(params)
+        return cls(query, scope_of(params, namespace, limit, min_score, profile, agent_id),
+                   profile,
+                   params.get("run_id") or None)
+
+
+def profile_of(params: Mapping[str, str]) -> Profile:
+    name = params.get("profile", "default")
+    if name not in PROFILES:
+        raise BadQuery(f"unknown profile {name!r}; known: {sorted(PROFILES)}")
+    return PROFILES[name]
+
+
+def scope_of(params: Any, namespace: str, limit: int, min_score: float,
+             profile: Profile, agent_id: str | None) -> SearchScope:
+    """The scope of a search from its parameters, narrowed by the profile; personal
+    memories of `agent_id` only (the caller's key decides which agent, not the request)."""
+    kinds = repeated(params, "kind", RECORD_KINDS) or profile.record_kinds
+    memory_types = repeated(params, "memory_type", frozenset(get_args(MemoryType))) \
+        or profile.memory_types
+    return SearchScope(
+        namespace, limit, min_score, tuple(kinds),
+        related_id=params.get("related_id") or None,
+        agent_id=agent_id,
+        tags=tuple(repeated(params, "tag", None)),
+        memory_types=tuple(memory_types),
+        tiers=tuple(repeated(params, "tier", frozenset(get_args(Tier)))),
+        review_states=tuple(repeated(params, "review_state",
+                                     frozenset(get_args(ReviewState))) or ("approved",)),
+        since=moment(params, "since"), until=moment(params, "until"),
+    )
+
+
+def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int, float]:
+    """`limit` and `min_score` from the request, checked, with these defaults."""
+    try:
+        limit = int(params.get("limit", limit))
+        min_score = float(params.get("min_score", min_score))
+    except ValueError as exc:
+        raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
+    if not -1.0 <= min_score <= 1.0:
+        raise BadQuery("min_score must be between -1 and 1")
+    return limit, min_score
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A record found, its fused and profile-weighed score, its similarity."""
+
+    record: FoundRecord
+    fused: Fused
+    score: float
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Found:
+    hits: list[Hit]
+    # True when the index failed and Postgres answered.
+    degraded: bool
+
+
+async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                        text: str, scope: SearchScope, profile: Profile,
+                        vector: Vector | None = None) -> Found:
+    """The best records within `scope` for `text`, from the index, or from Postgres when the
+    index fails (fail open: memory must never make its caller fail while Postgres can
+    answer)."""
+    # The model runs in a thread while the index counts the query's terms.
+    embedding = None if vector is not None else asyncio.ensure_future(runtime.embed([text]))
+    try:
+        fused = await ranked(index, text, vector, embedding, scope, profile)
+        degraded = False
+    except Exception:
+        log.exception("index search failed; answering from Postgres")
+        fused = await ranked(fallback, text, vector, embedding, scope, profile)
+        degraded = True
+    if vector is None:
+        assert embedding is not None
+        vector = (await embedding)[0]
+    now = datetime.now(UTC)
+    hits: list[Hit] = []
+    # The records of the best candidates first, more only while the rest could still make
+    # the cut (too few passed `min_score`, or the profile's weights could lift one above
+    # the last hit): a search of 5 reads a few rows, not every candidate's.
+    step = max(2 * scope.limit, 20)
+    for start in range(0, len(fused), step):
+        if len(hits) >= scope.limit and fused[start].score * profile.max_weight <= \
+                sorted(hit.score for hit in hits)[-scope.limit]:
+            break
+        part = fused[start:start + step]
+        records = await runtime.stores.records.records_by_id(
+            scope.namespace, [item.record_id for item in part])
+        for item in part:
+            record = records.get(item.record_id)
+            # A point whose record is gone from Postgres is stale: the index is rebuildable.
+            if record is None or record.embedding is None:
+                continue
+            similarity = float(np.dot(record.embedding, vector))
+            if similarity < scope.min_score:
+                continue
+            weight = profile.weight(record.record_kind, record.memory_type,
+                                    age_in_days(record.created_at, now))
+            hits.append(Hit(record, item, item.score * weight, similarity))
+    hits.sort(key=lambda hit: (-hit.score, hit.record.record_id))
+    return Found(hits[: scope.limit], degraded)
+
+
+async def ranked(index: SearchIndex, text: str, vector: Vector | None,
+                 embedding: asyncio.Future[Vector] | None, scope: SearchScope,
+                 profile: Profile) -> list[Fused]:
+    """Both lists from `index`, fused; the query's vector is given or being computed."""
+    term_ids = query_term_ids(text)
+    counts = await index.term_counts(scope.namespace, term_ids)
+    if vector is None:
+        assert embedding is not None
+        vector = (await embedding)[0]
+    dense, lexical = await asyncio.gather(
+        index.search(vector, replace(scope, limit=max(DENSE_CANDIDATES, 3 * scope.limit),
+                                     min_score=-1.0)),
+        index.search_lexical(query_vector(term_ids, counts.frequencies, counts.documents),
+                             replace(scope, limit=max(LEXICAL_CANDIDATES, 3 * scope.limit))))
+    return fuse([(hit.record_id, hit.score) for hit in dense],
+                [(hit.record_id, hit.score) for hit in lexical], profile.fusion)
+
+
+def hit_view(hit: Hit) -> dict[str, Any]:
+    """A record as search answers show it."""
+    record = hit.record
+    return {
+        "record_id": record.record_id,
+        "kind": record.record_kind,
+        "title": record.title,
+        "text": record.text,
+        "score": round(hit.score, 4),
+        "similarity": round(hit.similarity, 4),
+        "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
+        "created_at": record.created_at.isoformat(),
+        "source_ref": record.source_ref,
+        # A merge's members' source refs (from its body); empty for any other record.
+        "member_source_refs": list(record.body.get("member_source_refs", ())),
+        "scope": record.scope,
+        "memory_type": record.memory_type,
+        "tags": list(record.tags),
+        "related_ids": list(record.related_ids),
+        "tier": record.tier,
+        "review_state": record.review_state,
+        "trust_class": record.trust_class,
+    }
+
+
+async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                 query: SearchQuery) -> dict[str, Any]:
+    found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
+                                query.profile)
+    return {
+        "namespace": query.scope.namespace,
+        "query": query.query,
+        "profile": query.profile.name,
+        "degraded": found.degraded,
+        "hits": [hit_view(hit) for hit in found.hits],
+    }
+
+
+def record_ids(hits: Sequence[Hit]) -> list[str]:
+    return [hit.record.record_id for hit in hits]
+
+
+async def spend_search(runtime: Runtime, namespace: str, run_id: str | None,
+                       allowed: int) -> bool:
+    """Count a search made for `run_id` (if any); False once the run has made more than
+    `allowed`. If the count cannot be kept (Postgres away), the search goes on: a budget
+    must not make memory fail."""
+    if run_id is None:
+        return True
+    try:
+        return await runtime.stores.retrievals.spend_search(namespace, run_id) <= allowed
+    except Exception as exc:
+        log.warning("could not count a search of run %s: %s", run_id, exc)
+        return True
+
+
+def budget_exhausted(runtime: Runtime, route: str, namespace: str, run_id: str | None,
+                     allowed: int) -> dict[str, Any]:
+    """The answer of a read that the run's search budget refused, counted."""
+    runtime.metrics.search_budget_exhausted.labels(route).inc()
+    return {"namespace": namespace, "run_id": run_id, "budget_exhausted": True,
+            "max_searches_per_run": allowed}

@@ -1,0 +1,2 @@
+"""Operators' commands, each `python -m streams.commands.<name>`: keys, topics,
+consolidate, replay_dead_letters. They may import any room of streams/; no room imports them."""

@@ -1,0 +1,88 @@
+"""The optional LLM hook: an OpenAI-compatible chat endpoint named in configuration.
+
+Off unless MEMSTREAM_LLM_URL is set. Whatever goes wrong (refused connection, timeout, an
+error status, an answer of the wrong shape) raises `LLMHookError`, and callers fall back to
+their deterministic text: the hook may improve prose, never block or break the pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from processors.digests import RunDigest
+from processors.llm_prompts import (
+    MERGE_TOKEN_CAP,
+    ChatMessage,
+    accepted_prose,
+    digest_rewrite_request,
+    merge_rewrite_request,
+)
+from streams.plumbing.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class LLMHookError(RuntimeError):
+    """The endpoint gave no usable answer."""
+
+
+class ChatEndpoint:
+    def __init__(self, base_url: str, model: str, api_key: str, timeout_s: float) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._model = model
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
+        )
+
+    async def complete(self, messages: Sequence[ChatMessage]) -> str:
+        body = {"model": self._model, "messages": list(messages), "temperature": 0}
+        try:
+            response = await self._client.post("/chat/completions", json=body)
+            response.raise_for_status()
+            answer: Any = response.json()
+            content = answer["choices"][0]["message"]["content"]
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LLMHookError(f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(content, str):
+            raise LLMHookError(f"the answer's content is {type(content).__name__}, not text")
+        return content
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+async def digest_prose(
+    llm: ChatEndpoint | None, digest: RunDigest, metrics: Metrics
+) -> str | None:
+    """The hook's prose for a digest, or None to keep the deterministic text."""
+    if llm is None:
+        return None
+    try:
+        prose = accepted_prose(await llm.complete(digest_rewrite_request(digest)))
+    except LLMHookError as exc:
+        log.warning("LLM hook failed for run %s; keeping the deterministic digest: %s",
+                    digest.run_id, exc)
+        prose = None
+    metrics.llm_hook.labels("digest", "fallback" if prose is None else "used").inc()
+    return prose
+
+
+async def merge_prose(
+    llm: ChatEndpoint | None, texts: Sequence[str], metrics: Metrics
+) -> str | None:
+    """The hook's text for a merged memory (`texts`: the members', medoid first), or None to
+    keep the deterministic merge."""
+    if llm is None:
+        return None
+    try:
+        prose = accepted_prose(await llm.complete(merge_rewrite_request(texts)),
+                               cap_tokens=MERGE_TOKEN_CAP)
+    except LLMHookError as exc:
+        log.warning("LLM hook failed for a merge; keeping the deterministic text: %s", exc)
+        prose = None
+    metrics.llm_hook.labels("merge", "fallback" if prose is None else "used").inc()
+    return prose

@@ -1,0 +1,113 @@
+"""The worker's long-lived resources, shared by its agents, views and timers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Protocol
+
+import numpy as np
+
+from embedder.model import Embedder
+from processors.consolidation import ConsolidationSettings
+from processors.consolidation_plan import DerivedReview
+from processors.consolidation_trigger import TriggerRules
+from processors.fix_patterns import DEFAULT_FIX_WINDOW
+from stores.api_keys import ApiKeys
+from stores.consolidations import Consolidations
+from stores.core_blocks import CoreBlocks
+from stores.fix_patterns import FixPatterns
+from stores.pgvector import Vector
+from stores.record_versions import RecordVersions
+from stores.records import Records
+from stores.retrievals import Retrievals
+from stores.runs import Runs
+from streams.plumbing.failures import Attempts, RetryPolicy
+from streams.plumbing.llm_hook import ChatEndpoint
+from streams.plumbing.messages import Outbound
+from streams.plumbing.metrics import Metrics
+
+
+class Producer(Protocol):
+    async def produce(self, messages: Sequence[Outbound]) -> None:
+        """Send all messages and return once the broker has acknowledged every one."""
+
+
+class AnnouncementLog(Protocol):
+    async def event_ids_since(self, since_epoch_s: float) -> set[str]:
+        """The event ids of the announcements on memory.updated produced since then."""
+
+
+class Stores(Protocol):
+    """The stores the stages use, each by its contract (stores.postgres_stores opens them on
+    one pool; the unit tests, in memory)."""
+
+    @property
+    def records(self) -> Records: ...
+
+    @property
+    def runs(self) -> Runs: ...
+
+    @property
+    def fix_patterns(self) -> FixPatterns: ...
+
+    @property
+    def consolidations(self) -> Consolidations: ...
+
+    @property
+    def retrievals(self) -> Retrievals: ...
+
+    @property
+    def versions(self) -> RecordVersions: ...
+
+    @property
+    def blocks(self) -> CoreBlocks: ...
+
+    @property
+    def keys(self) -> ApiKeys: ...
+
+    async def ping(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Runtime:
+    stores: Stores
+    embedder: Embedder
+    metrics: Metrics
+    producer: Producer
+    announcements: AnnouncementLog
+    max_event_bytes: int
+    fix_window: timedelta = DEFAULT_FIX_WINDOW
+    # The optional LLM hook; None keeps every text deterministic.
+    llm: ChatEndpoint | None = None
+    trigger_rules: TriggerRules = field(default_factory=TriggerRules)
+    consolidation: ConsolidationSettings = field(default_factory=ConsolidationSettings)
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    # How consolidation stores its merges (MEMSTREAM_DERIVED_REVIEW).
+    derived_review: DerivedReview = "draft"
+
+    def attempts(self, topic: str) -> Attempts:
+        """The retry policy for the steps of a stage that consumes `topic`."""
+        return Attempts(topic, self.metrics, self.retry_policy)
+
+    async def embed(self, texts: Sequence[str]) -> Vector:
+        if not texts:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        started = time.perf_counter()
+        # onnxruntime releases the GIL, so the event loop keeps serving while it computes.
+        vectors = await asyncio.to_thread(self.embedder.embed, list(texts))
+        self.metrics.embed_seconds.observe(time.perf_counter() - started)
+        self.metrics.embed_batch_size.observe(len(texts))
+        return vectors
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        self.metrics.stage_seconds.labels(name).observe(time.perf_counter() - started)
