@@ -7,8 +7,9 @@ VENV := .venv/bin
 setup:
 	@bash infra/setup.sh
 
+# Ctrl-C is how it stops: honcho's 130 is a clean stop, not an error of make's.
 run: setup
-	$(VENV)/honcho start -f Procfile
+	@$(VENV)/honcho start -f Procfile || [ $$? -eq 130 ]
 
 test: setup lint
 	$(VENV)/pytest -q tests

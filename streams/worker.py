@@ -2,6 +2,12 @@
 
     python -m streams.worker                       # role ingest (what the Procfile's worker runs)
     python -m streams.worker --role consolidator   # the consolidator (the Procfile's consolidator)
+    python -m streams.worker --dev-key             # make run: an operator key on the first start
+
+Once it serves, the ingest worker says where, and with `--dev-key` it makes an operator key if
+there is no key at all and prints it in a frame: the last lines of `make run`'s first start.
+Its own logs are INFO; Faust's, mode's and aiokafka's only from WARNING, so that a clean start
+and a clean stop say only what a person needs.
 
 Configuration: see streams/plumbing/config.py. The ingest role owns the index; the
 consolidator needs Postgres and the model only, so that it can run beside any index, the
@@ -14,7 +20,7 @@ import argparse
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,9 @@ import faust
 from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
+from processors.access import PERMISSIONS
 from processors.consolidation_trigger import TriggerRules
+from stores.api_keys import ApiKeys, KeyGrant, MadeKey
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
 from stores.postgres_stores import PostgresStores
@@ -38,14 +46,19 @@ from streams.plumbing.llm_hook import ChatEndpoint
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.producer import KafkaProducer
 from streams.plumbing.runtime import Runtime
-from streams.plumbing.topics import ensure_topics, load_topic_specs
+from streams.plumbing.topics import ensure_topics, load_topic_specs, wait_for_group_coordinator
 from streams.stages.announcements import KafkaAnnouncementLog
 from streams.wiring import Role, Wiring
 
 log = logging.getLogger("memstream.worker")
 
+DEV_KEY_LABEL = "development key (make run)"
+# The libraries under the app log their every step at INFO.
+QUIET_LOGGERS = ("faust", "mode", "aiokafka", "kafka")
+FRAME = "─" * 72
 
-async def open_runtime(settings: Settings, producer: KafkaProducer,
+
+async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
                        embed_threads: int) -> Runtime:
     rules = TriggerRules(settings.consolidate_min_new, settings.consolidate_once_per_day,
                          timedelta(seconds=settings.count_window_s),
@@ -54,6 +67,8 @@ async def open_runtime(settings: Settings, producer: KafkaProducer,
                                   settings.kafka_security)
     if created:
         log.info("created topics: %s", ", ".join(created))
+    await wait_for_group_coordinator(settings.kafka_bootstrap, group_id(settings.app_id, role),
+                                     settings.kafka_security)
     applied = await apply_migrations(settings.pg_dsn)
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
@@ -81,6 +96,46 @@ async def open_index_of(settings: Settings) -> VectorIndex:
     return index
 
 
+async def make_development_key(keys: ApiKeys, *, auth: bool) -> MadeKey | None:
+    """An operator key (every namespace, every permission), made only while no key exists at
+    all and keys are checked: the key of `make run`'s first start."""
+    if not auth or await keys.any_key():
+        return None
+    return await keys.make_key(KeyGrant(None, frozenset(PERMISSIONS), None, DEV_KEY_LABEL))
+
+
+def ready_banner(settings: Settings, made: MadeKey | None) -> str:
+    """What the ingest worker prints once it serves: where, and the development key if one was
+    just made. Only the rules of the frame reach the right margin, so that it stays whole in a
+    terminal narrower than honcho's prefix and the token."""
+    url = f"http://{settings.web_host}:{settings.web_port}"
+    lines = [FRAME, f" memstream is up: the API at {url}, the browser at {url}/ui/"]
+    if not settings.auth:
+        lines += [" MEMSTREAM_AUTH=off: every request may do everything, without a key."]
+    elif made is not None:
+        lines += [" The development key (every namespace, every permission), shown this once:",
+                  "", f"   export MEMSTREAM_API_KEY={made.token}", "",
+                  " Another operator key: .venv/bin/python -m streams.commands.keys create \\",
+                  "     --all-namespaces --perm admin --label ops        (docs/access.md)"]
+    else:
+        lines += [" Requests want a key: the development key was printed on the first start;",
+                  " docs/access.md says how to make another."]
+    return "\n".join([*lines, FRAME])
+
+
+class AnnouncingWorker(faust.Worker):
+    """A Faust worker that runs `on_ready` once its app consumes and serves."""
+
+    def __init__(self, app: faust.App, on_ready: Callable[[], Awaitable[None]],
+                 **options: Any) -> None:
+        super().__init__(app, **options)
+        self._on_ready = on_ready
+
+    async def on_startup_finished(self) -> None:
+        await super().on_startup_finished()
+        await self._on_ready()
+
+
 def lower_priority(increment: int) -> None:
     """Make this process yield the CPU to the others by `increment` nice levels.
 
@@ -102,7 +157,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m streams.worker", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--role", choices=["ingest", "consolidator"], default="ingest")
-    role: Role = parser.parse_args(argv).role
+    parser.add_argument("--dev-key", action="store_true",
+                        help="make an operator key if there is no key at all, and print it")
+    args = parser.parse_args(argv)
+    role: Role = args.role
     # prometheus_client exports a `_created` series beside every counter and histogram, a
     # third of all series; nothing reads them.
     disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
@@ -119,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                              client_id=group_id(settings.app_id, role))
     # The consolidator embeds only merged texts, on one core: the other serves the writes.
     embed_threads = settings.embed_threads if role == "ingest" else 1
-    runtime = loop.run_until_complete(open_runtime(settings, producer, embed_threads))
+    runtime = loop.run_until_complete(open_runtime(settings, role, producer, embed_threads))
     lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, group_id(settings.app_id, role),
                                  runtime.metrics, settings.kafka_security)
     health = Health(runtime.metrics, settings.stall_after_s)
@@ -148,7 +206,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     def on_shutdown(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> Awaitable[None]:
         return close_stores()
 
-    faust.Worker(app, loop=loop, loglevel="info").execute_from_commandline()
+    async def say_ready() -> None:
+        if role != "ingest":
+            return
+        made = await make_development_key(runtime.stores.keys, auth=settings.auth) \
+            if args.dev_key else None
+        print(ready_banner(settings, made), flush=True)
+
+    quiet = {"merge": True, "loggers": {name: {"level": "WARNING"} for name in QUIET_LOGGERS}}
+    # Without redirect_stdouts the banner is printed, not logged as a warning.
+    AnnouncingWorker(app, say_ready, loop=loop, loglevel="info", logging_config=quiet,
+                     redirect_stdouts=False).execute_from_commandline()
 
 
 if __name__ == "__main__":

@@ -263,7 +263,13 @@ EOF
     </RollingFile>
     <Console name="console" target="SYSTEM_OUT">
       <PatternLayout pattern="[%d{HH:mm:ss}] %p %m (%c)%n"/>
-      <ThresholdFilter level="\${sys:memstream.kafka.console.level:-OFF}"/>
+      <Filters>
+        <!-- Warnings of every first start (the offsets topic asked for by two groups at once)
+             and every stop of a healthy broker: the file has them. -->
+        <RegexFilter regex=".*(The metadata log appears to be empty|Auto topic creation failed for __consumer_offsets with error 'TOPIC_ALREADY_EXISTS'|Attempting to close NetworkClient that has already been closed).*"
+                     onMatch="DENY" onMismatch="NEUTRAL"/>
+        <ThresholdFilter level="\${sys:memstream.kafka.console.level:-OFF}"/>
+      </Filters>
     </Console>
   </Appenders>
   <Loggers>

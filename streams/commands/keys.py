@@ -4,7 +4,6 @@
     python -m streams.commands.keys create --all-namespaces --perm admin --label ops
     python -m streams.commands.keys list [--namespace team-a]
     python -m streams.commands.keys revoke KEY_ID
-    python -m streams.commands.keys dev        # make run: an operator key on first start, printed
 
 A key's token is printed once, when it is made: only its hash is kept.
 Postgres: $MEMSTREAM_PG_DSN, else the local server's.
@@ -23,8 +22,6 @@ from stores.api_keys import KeyGrant, PostgresApiKeys
 from stores.migrate import apply_migrations
 from streams.api.keys import key_json
 from streams.plumbing.config import Settings
-
-DEV_KEY_LABEL = "development key (make run)"
 
 
 async def run(args: argparse.Namespace, dsn: str) -> int:
@@ -48,13 +45,6 @@ async def run(args: argparse.Namespace, dsn: str) -> int:
                 print(f"no key {args.key_id!r}", file=sys.stderr)
                 return 1
             print(json.dumps(key_json(revoked)))
-        elif args.command == "dev" and args.auth and not await keys.any_key():
-            made = await keys.make_key(KeyGrant(None, frozenset(PERMISSIONS), None,
-                                                DEV_KEY_LABEL))
-            print(f"\n  memstream development key (all namespaces, every permission):\n"
-                  f"    export MEMSTREAM_API_KEY={made.token}\n"
-                  f"  shown this once; revoke it with: python -m streams.commands.keys revoke "
-                  f"{made.key.key_id}\n", flush=True)
         return 0
     finally:
         await keys.close()
@@ -76,10 +66,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     listing.add_argument("--namespace")
     revoke = commands.add_parser("revoke", help="revoke a key: it stops working at once")
     revoke.add_argument("key_id")
-    commands.add_parser("dev", help="make an operator key if there is no key at all")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
-    args.auth = settings.auth
     try:
         code = asyncio.run(run(args, settings.pg_dsn))
     except ValueError as exc:

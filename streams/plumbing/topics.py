@@ -16,7 +16,8 @@ from pathlib import Path
 
 from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError, for_code
+from aiokafka.client import AIOKafkaClient, CoordinationType
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
 from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from schemas.topics import TOPICS_FILE, TopicSpec, read_topic_specs
@@ -140,6 +141,33 @@ async def partitions_of(bootstrap: str, topic: str,
     if description["error_code"] != 0 or not description["partitions"]:
         raise LookupError(f"topic {topic} does not exist on {bootstrap}")
     return sorted(TopicPartition(topic, p["partition"]) for p in description["partitions"])
+
+
+async def wait_for_group_coordinator(bootstrap: str, group: str,
+                                     security: KafkaSecurity = PLAINTEXT,
+                                     timeout: float = 30.0) -> None:
+    """Wait until the broker names a coordinator for `group`.
+
+    A new broker creates its offsets topic at the first lookup and has no coordinator until
+    that topic has leaders; a consumer that joined meanwhile would log the broker's answer as
+    an error on every first start. Asked here, the wait is quiet."""
+    client = AIOKafkaClient(bootstrap_servers=bootstrap, client_id="memstream-topics",
+                            **security.client_options())
+    with connection_failures_explained():
+        await client.bootstrap()
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                await client.coordinator_lookup(CoordinationType.GROUP, group)
+                return
+            except KafkaError as exc:
+                if not exc.retriable or loop.time() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
+    finally:
+        await client.close()
 
 
 def default_bootstrap() -> str:

@@ -23,8 +23,10 @@ from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
 from stores.api_keys import PostgresApiKeys
+from stores.migrate import apply_migrations
 from streams.api.auth import Authenticator
 from streams.plumbing.config import REPO_ROOT
+from streams.worker import make_development_key
 
 pytestmark = pytest.mark.integration
 
@@ -279,23 +281,25 @@ async def fresh_database(stack: Stack) -> str:
     return stack.pg_dsn.replace("/memstream?", f"/{database}?")
 
 
-def keys_dev(dsn: str, **env: str) -> str:
-    return subprocess.run([sys.executable, "-m", "streams.commands.keys", "dev"], cwd=REPO_ROOT,
-                          env={"MEMSTREAM_PG_DSN": dsn, "PATH": "/usr/bin", **env},
-                          check=True, capture_output=True, text=True).stdout
-
-
-async def test_make_run_prints_a_development_key_on_first_start_only(stack: Stack) -> None:
+async def test_make_run_makes_a_development_key_on_first_start_only(stack: Stack) -> None:
+    # `make run`'s worker (--dev-key) prints this key: tests/integration/test_readme_tour.py.
     dsn = await fresh_database(stack)
-    printed = re.search(r"export MEMSTREAM_API_KEY=(msk_\S+)", keys_dev(dsn))
-    assert printed is not None
-    assert keys_dev(dsn) == "", "a second start prints nothing"
+    await apply_migrations(dsn)
     keys = await PostgresApiKeys.connect(dsn)
     try:
-        caller = await Authenticator(keys, enabled=True).caller(f"Bearer {printed.group(1)}")
+        made = await make_development_key(keys, auth=True)
+        assert made is not None
+        assert await make_development_key(keys, auth=True) is None, "a second start makes none"
+        caller = await Authenticator(keys, enabled=True).caller(f"Bearer {made.token}")
     finally:
         await keys.close()
     assert caller.namespace is None and caller.may("admin", None)
 
     unused = await fresh_database(stack)
-    assert keys_dev(unused, MEMSTREAM_AUTH="off") == "", "no key is made with auth off"
+    await apply_migrations(unused)
+    keys = await PostgresApiKeys.connect(unused)
+    try:
+        assert await make_development_key(keys, auth=False) is None, "none with auth off"
+        assert not await keys.any_key()
+    finally:
+        await keys.close()
