@@ -10,8 +10,8 @@ text "speaker: text" plus "[shares a photo of <blip_caption>]" when the turn sho
 occurred_at: the session's date, source_ref: the turn's dia_id, thread: the session), in
 conversation order. Once every memory is announced on memory.updated (an announcement follows
 the index upsert, so the memory is searchable), each question of categories 1-4 is asked over
-HTTP (`limit=10`, `min_score=-1`: nothing is cut by score) and the hits' source_refs, in rank
-order, are scored against the question's evidence turns:
+HTTP (`limit=10`, `min_score=-1`: nothing is cut by relevance) and the hits' source_refs, in
+rank order, are scored against the question's evidence turns:
 
 - R@k any-evidence: the share of questions with at least one evidence turn in the top k;
 - R@k evidence-recall: the share of a question's evidence turns in the top k, averaged;
@@ -19,6 +19,14 @@ order, are scored against the question's evidence turns:
 for k = 1, 5, 10, overall and per category (1 multi-hop, 2 temporal, 3 open-domain,
 4 single-hop). A question whose evidence names no existing turn is not scored; the output says
 how many.
+
+Then the threshold that says "nothing here": every question is asked again with the route's
+defaults (`limit` 5, `min_score` 0.5), in its own conversation's namespace (R@5 at the defaults)
+and in the next conversation's (a foreign namespace, where its evidence cannot be: the share
+of those answered with nothing). A table puts `min_score` as a floor on the hits' relevance
+(what the product applies) beside a floor on their cosine similarity (what it applied before),
+at several settings, computed from the `min_score=-1` answers (both figures come with every
+hit); the defaults' row is measured by the route itself.
 
 The baselines run in this process, each ranking the turns of the question's conversation:
 
@@ -29,7 +37,7 @@ The baselines run in this process, each ranking the turns of the question's conv
   applied) of each turn together with the turn before it in its session, fused with dense by
   RRF weighted 3 (BM25) to 1 (dense).
 
-About 40 s on 2 cores: 15 s to start the stack and the worker, 10 s to ingest, 5 s of
+About 50 s on 2 cores: 15 s to start the stack and the worker, 10 s to ingest, 15 s of
 questions, 7 s of baselines.
 """
 
@@ -65,6 +73,11 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 5, 10)
 TOP_K = max(KS)
 RRF_K = 60
+
+# The floors of the threshold table; the route's default min_score.
+COSINE_FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+RELEVANCE_FLOORS = (0.3, 0.4, 0.5, 0.6, 0.7)
+DEFAULT_MIN_SCORE = 0.5
 
 PRODUCT = "product (/v1/search)"
 DENSE = "dense (int8 MiniLM, cosine)"
@@ -136,12 +149,37 @@ class Recall:
                 "evidence_recall": {f"R@{k}": v for k, v in self.evidence_recall.items()}}
 
 
+@dataclass(frozen=True)
+class ScoredHit:
+    """A hit as the threshold table needs it: its turn and both figures a floor may use."""
+
+    source_ref: str
+    similarity: float
+    relevance: float
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    floor: str  # "relevance" or "cosine"
+    min_score: float
+    recall_at_5: float  # any evidence, own namespace
+    foreign_empty: float  # share of foreign questions answered with nothing
+    default: bool = False
+
+
 @dataclass
 class EvalResult:
     run_id: str
     conversations: list[Conversation]
     # Per retriever, per scored question (conversation order, then question order): top 10.
     rankings: dict[str, list[list[str]]] = field(default_factory=dict)
+    # The product's answers with nothing cut (min_score=-1), per scored question: in its own
+    # conversation's namespace and in the next conversation's.
+    home_hits: list[list[ScoredHit]] = field(default_factory=list)
+    foreign_hits: list[list[ScoredHit]] = field(default_factory=list)
+    # The product's answers at the route's defaults, likewise.
+    default_rankings: list[list[str]] = field(default_factory=list)
+    foreign_default_hits: list[int] = field(default_factory=list)
     degraded_answers: int = 0
     timings_s: dict[str, float] = field(default_factory=dict)
 
@@ -151,6 +189,22 @@ class EvalResult:
     def recall(self, retriever: str) -> dict[str, Recall]:
         """Overall ("all") and per category name."""
         return recall_by_category(self.scored_questions(), self.rankings[retriever])
+
+    def thresholds(self) -> list[ThresholdRow]:
+        """The threshold table: each floor at several settings, then the defaults' row as
+        the route answered it."""
+        questions = self.scored_questions()
+        rows = [threshold_row(questions, self.home_hits, self.foreign_hits, floor, value)
+                for floor, values in (("cosine", COSINE_FLOORS),
+                                      ("relevance", RELEVANCE_FLOORS))
+                for value in values]
+        return [*rows, ThresholdRow(
+            "relevance", DEFAULT_MIN_SCORE, self.default_recall_at_5(),
+            sum(count == 0 for count in self.foreign_default_hits)
+            / len(self.foreign_default_hits), default=True)]
+
+    def default_recall_at_5(self) -> float:
+        return recall(self.scored_questions(), self.default_rankings).any_evidence[5]
 
     def best_baseline(self) -> str:
         def key(name: str) -> tuple[float, float]:
@@ -272,6 +326,27 @@ def recall_by_category(questions: Sequence[Question],
         chosen = [i for i, q in enumerate(questions) if q.category == category]
         by_category[name] = recall([questions[i] for i in chosen], [rankings[i] for i in chosen])
     return by_category
+
+
+def kept(hits: Sequence[ScoredHit], floor: str, min_score: float) -> list[str]:
+    """The turns a floor on `floor` ("relevance" or "cosine") at `min_score` shows, in rank
+    order, at most 5 (the route's default limit)."""
+    return list(dict.fromkeys(
+        hit.source_ref for hit in hits
+        if (hit.relevance if floor == "relevance" else hit.similarity) >= min_score))[:5]
+
+
+def threshold_row(questions: Sequence[Question], home: Sequence[Sequence[ScoredHit]],
+                  foreign: Sequence[Sequence[ScoredHit]], floor: str,
+                  min_score: float) -> ThresholdRow:
+    """R@5 in the questions' own namespaces and the share of foreign questions answered with
+    nothing, for one floor."""
+    shown_home = [kept(hits, floor, min_score) for hits in home]
+    return ThresholdRow(
+        floor, min_score,
+        sum(any_evidence_at(r, q.evidence, 5) for q, r in zip(questions, shown_home,
+                                                               strict=True)) / len(questions),
+        sum(not kept(hits, floor, min_score) for hits in foreign) / len(foreign))
 
 
 # ------------------------------------------------------------------------- baselines
@@ -439,9 +514,12 @@ async def publish(stack: Stack, run_id: str, conversations: Sequence[Conversatio
                 f"{timeout_s:.0f} s; see the worker's log and memory.events.dlq") from None
 
 
-async def search(client: httpx.AsyncClient, namespace: str, query: str) -> dict[str, Any]:
-    params: dict[str, str | int] = {"namespace": namespace, "query": query, "limit": TOP_K,
-                                    "min_score": -1}
+async def search(client: httpx.AsyncClient, namespace: str, query: str,
+                 *, defaults: bool = False) -> dict[str, Any]:
+    """The route's answer with nothing cut by relevance (top 10), or at its defaults."""
+    params: dict[str, str | int] = {"namespace": namespace, "query": query}
+    if not defaults:
+        params |= {"limit": TOP_K, "min_score": -1}
     # One retry: a worker busy indexing (or restarting) may drop a connection or answer 5xx;
     # a 4xx is our mistake and fails at once.
     for attempt in (1, 2):
@@ -458,25 +536,37 @@ async def search(client: httpx.AsyncClient, namespace: str, query: str) -> dict[
     raise AssertionError("unreachable")
 
 
-async def product_rankings(worker: Worker, run_id: str,
-                           conversations: Sequence[Conversation]) -> tuple[list[list[str]], int]:
-    """The top-10 source_refs of every scored question, and how many answers were degraded
-    (from the Postgres fallback, not the index)."""
-    rankings: list[list[str]] = []
-    degraded = 0
+def scored_hits(body: Mapping[str, Any]) -> list[ScoredHit]:
+    """An answer's hits, a turn once, at its best rank."""
+    seen: dict[str, ScoredHit] = {}
+    for hit in body["hits"]:
+        ref = hit.get("source_ref")
+        if ref and ref not in seen:
+            seen[ref] = ScoredHit(ref, float(hit["similarity"]), float(hit["relevance"]))
+    return list(seen.values())[:TOP_K]
+
+
+async def ask_questions(worker: Worker, result: EvalResult) -> None:
+    """Every scored question in its own namespace and in the next conversation's, with
+    nothing cut and at the defaults."""
+    conversations = result.conversations
     async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
                                  timeout=30.0) as client:
-        for conversation in conversations:
-            namespace = namespace_of(run_id, conversation)
+        for position, conversation in enumerate(conversations):
+            home = namespace_of(result.run_id, conversation)
+            foreign = namespace_of(result.run_id,
+                                   conversations[(position + 1) % len(conversations)])
             for question in conversation.questions:
                 if not question.evidence:
                     continue
-                body = await search(client, namespace, question.text)
-                degraded += bool(body.get("degraded"))
-                refs = [hit.get("source_ref") for hit in body["hits"]]
-                # A turn counts once, at its best rank, whatever else the index returns.
-                rankings.append(list(dict.fromkeys(ref for ref in refs if ref))[:TOP_K])
-    return rankings, degraded
+                answers = [await search(client, namespace, question.text, defaults=defaults)
+                           for namespace in (home, foreign) for defaults in (False, True)]
+                result.degraded_answers += sum(bool(a.get("degraded")) for a in answers)
+                result.home_hits.append(scored_hits(answers[0]))
+                result.default_rankings.append([h.source_ref for h in scored_hits(answers[1])])
+                result.foreign_hits.append(scored_hits(answers[2]))
+                result.foreign_default_hits.append(len(answers[3]["hits"]))
+    result.rankings[PRODUCT] = [[h.source_ref for h in hits] for hits in result.home_hits]
 
 
 async def evaluate(data: Path = DATA_FILE) -> EvalResult:
@@ -491,8 +581,7 @@ async def evaluate(data: Path = DATA_FILE) -> EvalResult:
         await publish(stack, result.run_id, result.conversations)
         result.timings_s["publish_until_announced"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        result.rankings[PRODUCT], result.degraded_answers = await product_rankings(
-            worker, result.run_id, result.conversations)
+        await ask_questions(worker, result)
         result.timings_s["product_questions"] = time.perf_counter() - mark
     mark = time.perf_counter()
     with Embedder.load(MODEL_DIR) as embedder:
@@ -538,6 +627,18 @@ def _table(title: str, rows: Sequence[tuple[str, Recall]]) -> list[str]:
     return lines
 
 
+def _threshold_table(rows: Sequence[ThresholdRow]) -> list[str]:
+    lines = ["min_score as a floor on the hits' relevance (the product) or their cosine "
+             "similarity (before)",
+             f"{'floor':<34}{'min_score':>10}{'R@5':>8}{'foreign answered empty':>24}",
+             "-" * 76]
+    for row in rows:
+        label = "relevance (the route's defaults)" if row.default else row.floor
+        lines.append(f"{label:<34}{row.min_score:>10.2f}{row.recall_at_5:>8.3f}"
+                     f"{row.foreign_empty:>24.3f}")
+    return lines
+
+
 def format_report(result: EvalResult) -> str:
     summary = data_summary(result.conversations)
     unusable = summary["unusable_evidence_ids"]
@@ -556,6 +657,7 @@ def format_report(result: EvalResult) -> str:
         *_table("retriever", [(name, result.recall(name)["all"])
                               for name in (PRODUCT, *BASELINES)]),
     ]
+    lines += ["", *_threshold_table(result.thresholds())]
     for name in (PRODUCT, result.best_baseline()):
         lines += ["", f"{name}, per category", *_table("category", [
             (f"{category} ({figures.questions})", figures)
@@ -570,6 +672,9 @@ def as_json(result: EvalResult) -> dict[str, Any]:
         "degraded_answers": result.degraded_answers,
         "timings_s": result.timings_s,
         "best_baseline": result.best_baseline(),
+        "thresholds": [{"floor": row.floor, "min_score": row.min_score,
+                        "recall_at_5": row.recall_at_5, "foreign_empty": row.foreign_empty,
+                        "default": row.default} for row in result.thresholds()],
         "retrievers": {name: {category: figures.as_json()
                               for category, figures in result.recall(name).items()}
                        for name in (PRODUCT, *BASELINES)},
@@ -583,7 +688,12 @@ def run_retrieval_eval() -> list[tuple[str, str, str]]:
     best = result.best_baseline()
     baseline = result.recall(best)["all"]
     label = f"LoCoMo dev, /v1/search ({product.questions} questions), any evidence"
+    defaults = result.thresholds()[-1]
     return [
+        (f"{label} R@5, at the defaults", f"{defaults.recall_at_5:.3f}",
+         f">= {product.any_evidence[5] - 0.01:.3f} (min_score=-1 - 0.01)"),
+        ("  same questions in another namespace: answered with nothing",
+         f"{defaults.foreign_empty:.3f}", ">= 0.5"),
         (f"{label} R@1", f"{product.any_evidence[1]:.3f}", ""),
         (f"{label} R@5", f"{product.any_evidence[5]:.3f}", ">= 0.72"),
         (f"{label} R@10", f"{product.any_evidence[10]:.3f}", ">= 0.80"),

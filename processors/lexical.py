@@ -208,6 +208,37 @@ def document_vector(text: str, title: str | None = None, contexts: Sequence[str]
     return SparseVector.of({index: tf * (K1 + 1) / (tf + norm) for index, tf in by_id.items()})
 
 
+def term_presence(text: str, title: str | None = None, contexts: Sequence[str] = (),
+                  occurred_at: datetime | None = None) -> dict[int, float]:
+    """How fully a record holds each of its terms, by term id: 1 for a term of its own title,
+    text or date, a context's weight (CONTEXT_WEIGHTS) for a term only its context holds."""
+    held: dict[int, float] = {}
+    for context, weight in zip(contexts, CONTEXT_WEIGHTS, strict=False):
+        for term in terms(context):
+            index = term_id(term)
+            held[index] = max(held.get(index, 0.0), weight)
+    own = terms(f"{title}\n{text}" if title else text)
+    for term in [*own, *(date_terms(occurred_at) if occurred_at is not None else ())]:
+        held[term_id(term)] = 1.0
+    return held
+
+
+def coverage(term_ids: Sequence[int], held: Mapping[int, float],
+             frequencies: Mapping[int, int], documents: int) -> float:
+    """The share of a query's information that a record holds, in [0, 1]: each query term
+    weighs its IDF in the namespace (a term no record holds weighs the most, so a query about
+    something the namespace never mentions is covered little), and counts as fully as the
+    record holds it (`term_presence`). Unlike a BM25 score it does not fall with the
+    record's length, nor depend on the other candidates: a long memory that holds the
+    query's one rare word covers it fully."""
+    weights = [(idf(documents, frequencies.get(index, 0)), held.get(index, 0.0))
+               for index in term_ids]
+    total = sum(weight for weight, _ in weights)
+    if total <= 0:
+        return 0.0
+    return sum(weight * share for weight, share in weights) / total
+
+
 def context_texts(body: Mapping[str, Any]) -> list[str]:
     """The contexts a record's body keeps (processors.memories.with_context), nearest
     first."""

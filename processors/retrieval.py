@@ -72,6 +72,39 @@ def fuse(dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]
     return fused
 
 
+# Cosine similarities of the embedding model that mean nothing in common (at or below the
+# first) and the same subject (at or above the second); between them dense support grows
+# linearly. Unrelated sentences of this model sit around 0.1-0.25, paraphrases above 0.6
+# (docs/retrieval.md#relevance).
+DENSE_UNRELATED = 0.2
+DENSE_SAME_SUBJECT = 0.6
+
+
+def dense_support(cosine: float) -> float:
+    """How far a record's embedding says it is about the query, in [0, 1]."""
+    span = DENSE_SAME_SUBJECT - DENSE_UNRELATED
+    return min(1.0, max(0.0, (cosine - DENSE_UNRELATED) / span))
+
+
+def support(dense: float, lexical: float) -> float:
+    """A record's own support for the query, in [0, 1], from both signals (`dense_support`;
+    `processors.lexical.coverage`): either suffices, both together count more than either
+    (1 - (1 - dense)(1 - lexical)). A record that holds the query's words is supported however
+    far its embedding is; one that says the same in other words, however few words it
+    shares."""
+    return 1.0 - (1.0 - dense) * (1.0 - lexical)
+
+
+def relevance(own: float, best: float) -> float:
+    """A hit's relevance, what `min_score` is a floor on: the geometric mean of its own
+    support and the best support among the query's candidates. The best says whether the
+    namespace knows the query's subject at all (a question about something it never held
+    finds nothing well supported, so every hit falls under 0.5: "nothing here"); its own
+    cuts hits that the best one does not carry. Ranking is the fused score's; relevance only
+    decides what is shown."""
+    return math.sqrt(own * best)
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str

@@ -119,6 +119,9 @@ class Records(Protocol):
     async def record_counts(self, namespace: str) -> dict[str, int]:
         """Live records of the namespace by kind."""
 
+    async def holds_records(self, namespace: str) -> bool:
+        """Whether the namespace holds any record at all (a misspelled one holds none)."""
+
     async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None: ...
 
     async def graph_records(self, namespace: str, reader: PersonalReader,
@@ -257,6 +260,10 @@ class PostgresRecords:
             namespace,
         )
         return {row["record_kind"]: int(row["n"]) for row in rows}
+
+    async def holds_records(self, namespace: str) -> bool:
+        return bool(await self._pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM records WHERE namespace = $1)", namespace))
 
     async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None:
         async with self._pool.acquire() as connection:

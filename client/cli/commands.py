@@ -69,14 +69,21 @@ def search(api: Api, args: argparse.Namespace, config: Config, output: Output) -
         output.json(answer)
         return 0
     hits = answer["hits"]
-    output.table(["#", "record", "kind", "score", "text"],
-                 [(rank, hit["record_id"], hit["kind"], hit["score"], one_line(hit))
+    output.table(["#", "record", "kind", "relevance", "text"],
+                 [(rank, hit["record_id"], hit["kind"], hit["relevance"], one_line(hit))
                   for rank, hit in enumerate(hits, 1)])
+    note_empty_namespace(answer, output)
     if answer.get("degraded"):
         output.note("degraded: the index is down, these come from Postgres")
     if answer.get("budget_exhausted"):
         output.note(f"the search budget of run {answer.get('run_id')} is spent")
     return 0
+
+
+def note_empty_namespace(answer: dict[str, Any], output: Output) -> None:
+    if answer.get("namespace_holds_records") is False:
+        output.note(f"namespace {answer.get('namespace')!r} holds no records: is its name "
+                    "spelled right?")
 
 
 def context(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
@@ -91,6 +98,7 @@ def context(api: Api, args: argparse.Namespace, config: Config, output: Output) 
                  [(section, item["record_id"], item["kind"], item.get("token_cost"),
                    item.get("source"), one_line(item))
                   for section, items in answer.get("sections", {}).items() for item in items])
+    note_empty_namespace(answer, output)
     budget = answer.get("budget_tokens")
     output.note(f"{answer.get('tokens', 0)} tokens" + (f" of {budget}" if budget else "")
                 + (f"; degraded: {', '.join(answer['degraded'])}"

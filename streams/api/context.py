@@ -34,9 +34,11 @@ from streams.api.pages import Pages
 from streams.api.params import BadQuery, required
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.search import (
+    DEFAULT_MIN_SCORE,
     Found,
     Hit,
     budget_exhausted,
+    holds_records,
     hybrid_search,
     limits,
     profile_of,
@@ -49,7 +51,6 @@ from streams.plumbing.runtime import Runtime
 log = logging.getLogger(__name__)
 
 MAX_BUDGET_TOKENS = 32_000
-DEFAULT_MIN_SCORE = 0.2
 MAX_ERROR_CHARS = 32_000
 # Candidates searched per part; the budget decides how many are kept.
 DIGESTS = 5
@@ -148,11 +149,13 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         await section("long_term", lambda: searched(hybrid_search(
             runtime, index, fallback, query.query, memories, query.profile, vector)))
     packed = pack(gathered.candidates, query.budget_tokens)
+    holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
     for part in sorted(gathered.degraded):
         runtime.metrics.context_degraded.labels(part).inc()
     runtime.metrics.context_items.observe(len(packed.items))
     return {
         "namespace": query.scope.namespace,
+        "namespace_holds_records": holds,
         "query": query.query,
         "profile": query.profile.name,
         "budget_tokens": query.budget_tokens,
@@ -179,7 +182,7 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
     exact = await runtime.stores.records.records_by_id(
         namespace, [fix_pattern_record_id(namespace, s) for s in signatures])
     hits = sorted(
-        (Hit(record, Fused(record.record_id, 1.0, None, None), 1.0, 1.0)
+        (Hit(record, Fused(record.record_id, 1.0, None, None), 1.0, 1.0, 1.0)
          for record in exact.values() if record.review_state in query.scope.review_states),
         key=lambda hit: (-int(hit.record.body.get("success_count", 0)), hit.record.record_id))
     patterns_like = fix_pattern_title(error_signature(query.error)) if query.error \

@@ -1,13 +1,16 @@
 """`GET /v1/search`: hybrid search within one namespace.
 
 Two ranked lists, a dense one (the query's embedding, cosine) and a lexical one (BM25 over
-stemmed terms, IDF from the namespace's own records), fused by weighted reciprocal rank and
+stemmed terms, IDF from the namespace's own records), fused by weighted min-max scores and
 weighed by the recall profile (processors/retrieval.py). Both lists come from the index; if
 any part of that fails, the same algorithm runs over the records in Postgres
 (stores.records_search) and the answer says `degraded`.
 
-A hit must also be similar enough: `min_score` is a floor on its cosine similarity to the
-query, whichever list found it.
+A hit shows when it is relevant enough: `min_score` is a floor on its relevance
+(processors/retrieval.py `relevance`), which both signals feed: its own support (the
+embedding's cosine, and the share of the query's information its words hold) beside the
+best support among the query's candidates, so that 0.5 means "worth showing" and a question
+the namespace knows nothing about finds nothing.
 """
 
 from __future__ import annotations
@@ -23,12 +26,27 @@ import numpy as np
 from faust.web import Request, Response, View
 
 from processors.access import Caller
-from processors.lexical import query_term_ids, query_vector
-from processors.retrieval import PROFILES, Fused, Profile, age_in_days, fuse
+from processors.lexical import (
+    context_texts,
+    coverage,
+    query_term_ids,
+    query_vector,
+    term_presence,
+)
+from processors.retrieval import (
+    PROFILES,
+    Fused,
+    Profile,
+    age_in_days,
+    dense_support,
+    fuse,
+    relevance,
+    support,
+)
 from schemas.events import MemoryType, ReviewState, Tier
 from stores.pgvector import Vector
 from stores.records import FoundRecord
-from stores.vector_index import SearchIndex, SearchScope
+from stores.vector_index import SearchIndex, SearchScope, TermCounts
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.params import BadQuery, moment, repeated, required
@@ -130,12 +148,13 @@ def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int
 
 @dataclass(frozen=True)
 class Hit:
-    """A record found, its fused and profile-weighed score, its similarity."""
+    """A record found, its fused and profile-weighed score, its similarity, its relevance."""
 
     record: FoundRecord
     fused: Fused
     score: float
     similarity: float
+    relevance: float
 
 
 @dataclass(frozen=True)
@@ -145,33 +164,57 @@ class Found:
     degraded: bool
 
 
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query's terms and the namespace's counts of them: what lexical coverage weighs."""
+
+    term_ids: list[int]
+    counts: TermCounts
+
+
+@dataclass(frozen=True)
+class Candidate:
+    item: Fused
+    record: FoundRecord
+    similarity: float
+    support: float
+    score: float
+
+
 async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                         text: str, scope: SearchScope, profile: Profile,
                         vector: Vector | None = None) -> Found:
     """The best records within `scope` for `text`, from the index, or from Postgres when the
     index fails (fail open: memory must never make its caller fail while Postgres can
-    answer)."""
+    answer). A hit shows when its relevance reaches `scope.min_score`."""
     # The model runs in a thread while the index counts the query's terms.
     embedding = None if vector is not None else asyncio.ensure_future(runtime.embed([text]))
     try:
-        fused = await ranked(index, text, vector, embedding, scope, profile)
+        fused, query_terms = await ranked(index, text, vector, embedding, scope, profile)
         degraded = False
     except Exception:
         log.exception("index search failed; answering from Postgres")
-        fused = await ranked(fallback, text, vector, embedding, scope, profile)
+        fused, query_terms = await ranked(fallback, text, vector, embedding, scope, profile)
         degraded = True
     if vector is None:
         assert embedding is not None
         vector = (await embedding)[0]
     now = datetime.now(UTC)
-    hits: list[Hit] = []
+    read: list[Candidate] = []
+    best = 0.0
+
+    def shown() -> list[Candidate]:
+        return [c for c in read if relevance(c.support, best) >= scope.min_score]
+
     # The records of the best candidates first, more only while the rest could still make
-    # the cut (too few passed `min_score`, or the profile's weights could lift one above
-    # the last hit): a search of 5 reads a few rows, not every candidate's.
+    # the cut (too few are shown, or the profile's weights could lift one above the last
+    # shown): a search of 5 reads a few rows, not every candidate's. The best support only
+    # grows as more are read, so what was shown stays shown.
     step = max(2 * scope.limit, 20)
     for start in range(0, len(fused), step):
-        if len(hits) >= scope.limit and fused[start].score * profile.max_weight <= \
-                sorted(hit.score for hit in hits)[-scope.limit]:
+        passing = shown()
+        if len(passing) >= scope.limit and fused[start].score * profile.max_weight <= \
+                sorted(c.score for c in passing)[-scope.limit]:
             break
         part = fused[start:start + step]
         records = await runtime.stores.records.records_by_id(
@@ -182,19 +225,26 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
             if record is None or record.embedding is None:
                 continue
             similarity = float(np.dot(record.embedding, vector))
-            if similarity < scope.min_score:
-                continue
+            own = support(dense_support(similarity), coverage(
+                query_terms.term_ids,
+                term_presence(record.text, record.title, context_texts(record.body),
+                              record.created_at),
+                query_terms.counts.frequencies, query_terms.counts.documents))
+            best = max(best, own)
             weight = profile.weight(record.record_kind, record.memory_type,
                                     age_in_days(record.created_at, now))
-            hits.append(Hit(record, item, item.score * weight, similarity))
+            read.append(Candidate(item, record, similarity, own, item.score * weight))
+    hits = [Hit(c.record, c.item, c.score, c.similarity, relevance(c.support, best))
+            for c in shown()]
     hits.sort(key=lambda hit: (-hit.score, hit.record.record_id))
     return Found(hits[: scope.limit], degraded)
 
 
 async def ranked(index: SearchIndex, text: str, vector: Vector | None,
                  embedding: asyncio.Future[Vector] | None, scope: SearchScope,
-                 profile: Profile) -> list[Fused]:
-    """Both lists from `index`, fused; the query's vector is given or being computed."""
+                 profile: Profile) -> tuple[list[Fused], QueryTerms]:
+    """Both lists from `index`, fused, and the query's terms as the index counts them; the
+    query's vector is given or being computed."""
     term_ids = query_term_ids(text)
     counts = await index.term_counts(scope.namespace, term_ids)
     if vector is None:
@@ -205,8 +255,9 @@ async def ranked(index: SearchIndex, text: str, vector: Vector | None,
                                      min_score=-1.0)),
         index.search_lexical(query_vector(term_ids, counts.frequencies, counts.documents),
                              replace(scope, limit=max(LEXICAL_CANDIDATES, 3 * scope.limit))))
-    return fuse([(hit.record_id, hit.score) for hit in dense],
-                [(hit.record_id, hit.score) for hit in lexical], profile.fusion)
+    return (fuse([(hit.record_id, hit.score) for hit in dense],
+                 [(hit.record_id, hit.score) for hit in lexical], profile.fusion),
+            QueryTerms(term_ids, counts))
 
 
 def hit_view(hit: Hit) -> dict[str, Any]:
@@ -219,6 +270,7 @@ def hit_view(hit: Hit) -> dict[str, Any]:
         "text": record.text,
         "score": round(hit.score, 4),
         "similarity": round(hit.similarity, 4),
+        "relevance": round(hit.relevance, 4),
         "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
         "created_at": record.created_at.isoformat(),
         "source_ref": record.source_ref,
@@ -240,11 +292,24 @@ async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                                 query.profile)
     return {
         "namespace": query.scope.namespace,
+        "namespace_holds_records": bool(found.hits) or await holds_records(
+            runtime, query.scope.namespace),
         "query": query.query,
         "profile": query.profile.name,
         "degraded": found.degraded,
         "hits": [hit_view(hit) for hit in found.hits],
     }
+
+
+async def holds_records(runtime: Runtime, namespace: str) -> bool:
+    """Whether an answer with nothing in it comes from a namespace that holds nothing (a
+    misspelled name, most often): asked only then, so a search that finds pays nothing. If
+    Postgres cannot say, the namespace is taken to hold records: no false alarm."""
+    try:
+        return await runtime.stores.records.holds_records(namespace)
+    except Exception as exc:
+        log.warning("could not tell whether namespace %s holds records: %s", namespace, exc)
+        return True
 
 
 def record_ids(hits: Sequence[Hit]) -> list[str]:

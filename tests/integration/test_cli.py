@@ -145,7 +145,7 @@ async def test_cli_reads_reviews_and_tails_a_memory(
         table = run("search", "does the billing deploy need the VPN?", "-n", namespace)
         assert table.code == 0, table.err
         header, *rows = table.out.splitlines()
-        assert header.split() == ["#", "record", "kind", "score", "text"]
+        assert header.split() == ["#", "record", "kind", "relevance", "text"]
         assert rows[0].split()[:3] == ["1", record_id, "memory"]
         assert "Billing deploys: The billing deploy needs" in rows[0]
 
@@ -153,6 +153,10 @@ async def test_cli_reads_reviews_and_tails_a_memory(
         assert [hit["record_id"] for hit in found.json()["hits"]] == [record_id]
         assert run("search", "billing VPN", "-n", namespace, "--tag", "nope", "--json"
                    ).json()["hits"] == []
+        misspelled = run("search", "billing VPN", "-n", f"{namespace}x")
+        assert misspelled.code == 0, misspelled.err
+        assert f"namespace '{namespace}x' holds no records" in misspelled.err
+        assert "holds no records" not in run("search", "payroll", "-n", namespace).err
 
         pack = run("context", "deploy billing", "-n", namespace, "--budget", "300", "--json")
         assert [item["record_id"] for item in pack.json()["sections"]["long_term"]] == \

@@ -113,5 +113,5 @@ def _found(**fields: Any) -> FoundRecord:
 def test_a_merged_hit_shows_its_members_source_refs() -> None:
     fused = Fused("mem_1", 1.0, 1, None)
     merged = _found(body={"merged_from": ["m1", "m2"], "member_source_refs": ["D1:3", "run-42"]})
-    assert hit_view(Hit(merged, fused, 1.0, 0.9))["member_source_refs"] == ["D1:3", "run-42"]
-    assert hit_view(Hit(_found(), fused, 1.0, 0.9))["member_source_refs"] == []
+    assert hit_view(Hit(merged, fused, 1.0, 0.9, 0.9))["member_source_refs"] == ["D1:3", "run-42"]
+    assert hit_view(Hit(_found(), fused, 1.0, 0.9, 0.9))["member_source_refs"] == []

@@ -1,0 +1,103 @@
+"""Search with its defaults finds what the namespace holds, and says when it holds nothing:
+`min_score` is a floor on relevance, which a memory's words feed as well as its embedding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from client.publisher import Publisher
+from embedder.model import Embedder
+from harness.kafka_io import TopicReader
+from harness.stack import MODEL_DIR, Stack, Worker
+from processors.retrieval import PROFILES
+from stores.postgres_stores import PostgresStores
+from stores.records_search import RecordsSearch
+from stores.vector_index import SearchScope
+from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery, search
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from tests.integration.conftest import updated_ids
+from tests.integration.test_pipeline import UnreachableIndex
+
+pytestmark = pytest.mark.integration
+
+MEMORIES = (
+    "Deploys need the VPN from the office network before anything else.",
+    "IT installs the VPN client on every new laptop on day one.",
+    "The payments service retries card captures three times with backoff.",
+    "Standups are at 9:30 in the small meeting room.",
+    "Our staging cluster restarts every Sunday night at 02:00 UTC.",
+)
+# A long memory whose one rare word comes at its very end: far from the query in embedding
+# space (its vector is about everything else it says), found by its words.
+LONG_MEMORY = " ".join(
+    [f"Release step {n}: check the dashboards, read the changelog, confirm the rollout "
+     "plan with the on-call engineer and note the outcome in the release log." for n in
+     range(1, 44)] + ["If the primary registry is down, images come from quetzalmirror."])
+
+
+async def test_defaults_find_keyword_matches_and_the_long_memory_and_nothing_elsewhere(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient, namespace: str
+) -> None:
+    assert len(LONG_MEMORY) > 6500
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        ids = [await publisher.write_memory(namespace, text)
+               for text in (*MEMORIES, LONG_MEMORY)]
+    await updates.wait_for(lambda messages: set(ids) <= set(updated_ids(messages, namespace)))
+
+    async def found(query: str, in_namespace: str = namespace) -> dict[str, Any]:
+        answer = await http.get("/v1/search", params={"namespace": in_namespace,
+                                                      "query": query})
+        assert answer.status_code == 200, answer.text
+        body: dict[str, Any] = answer.json()
+        return body
+
+    vpn = await found("VPN")
+    assert {hit["record_id"] for hit in vpn["hits"]} == set(ids[:2])
+    assert all(hit["relevance"] >= DEFAULT_MIN_SCORE
+               for hit in vpn["hits"])
+
+    mirror = await found("quetzalmirror")
+    assert [hit["record_id"] for hit in mirror["hits"]] == [ids[-1]]
+    # Its cosine to the query is far under the old floor (0.5) that hid it.
+    assert mirror["hits"][0]["similarity"] < 0.5
+
+    # A question about something this namespace never held: nothing, and the namespace is
+    # known to hold records.
+    unrelated = await found("Which painter did Caroline admire at the museum in Oslo?")
+    assert unrelated["hits"] == []
+    assert unrelated["namespace_holds_records"] is True
+
+    misspelled = await found("VPN", f"{namespace}-typo")
+    assert misspelled["hits"] == []
+    assert misspelled["namespace_holds_records"] is False
+    pack = (await http.get("/v1/context", params={"namespace": f"{namespace}-typo",
+                                                  "query": "VPN"})).json()
+    assert pack["namespace_holds_records"] is False
+    assert (await http.get("/v1/context", params={"namespace": namespace, "query": "VPN"})
+            ).json()["namespace_holds_records"] is True
+
+    # Postgres, answering when the index is down, shows the same hits.
+    stores = await PostgresStores.connect(stack.pg_dsn)
+    fallback = await RecordsSearch.connect(stack.pg_dsn)
+    embedder = Embedder.load(MODEL_DIR, threads=1)
+    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
+                      producer=None, announcements=None,  # type: ignore[arg-type]
+                      max_event_bytes=1024)
+    try:
+        for query, expected in (("VPN", set(ids[:2])), ("quetzalmirror", {ids[-1]}),
+                                ("Which painter did Caroline admire in Oslo?", set())):
+            answer = await search(
+                runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
+                SearchQuery(query, SearchScope(namespace, limit=5,
+                                               min_score=DEFAULT_MIN_SCORE),
+                            PROFILES["default"]))
+            assert answer["degraded"] is True
+            assert {hit["record_id"] for hit in answer["hits"]} == expected, query
+    finally:
+        embedder.close()
+        await fallback.close()
+        await stores.close()
