@@ -5,7 +5,8 @@ version, person, number or date.
 
     python -m bench.agent_memory_eval
 
-The memories go through the real pipeline; each question is asked on `/v1/search`. Printed:
+The memories go through the real pipeline; each question is asked on `/v1/search` with its
+default `min_score` (the answer must be shown, not only ranked). Printed:
 R@1 and R@3 (the answer within the top k), and how often a near miss ranks above the answer,
 for the product and, in the same run, dense-only and BM25 rankings.
 """
@@ -79,9 +80,9 @@ async def product_rankings(data: dict[str, Any]) -> list[list[str]]:
         async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
                                      timeout=30) as client:
             for question in data["questions"]:
+                # The route's default min_score: what an agent that asks plainly is shown.
                 answer = await client.get("/v1/search", params={
-                    "namespace": namespace, "query": question["question"], "limit": 10,
-                    "min_score": -1})
+                    "namespace": namespace, "query": question["question"], "limit": 10})
                 answer.raise_for_status()
                 rankings.append([keys[hit["record_id"]] for hit in answer.json()["hits"]])
     return rankings

@@ -221,8 +221,10 @@ async def local_runtime(stack: Stack) -> AsyncIterator[tuple[Runtime, RecordsSea
 
 
 def context_query(namespace: str, flags: MemoryFlags, **params: str) -> ContextQuery:
-    return ContextQuery.from_params({"namespace": namespace, "query": "staging VPN cache",
-                                     **params}, flags, params.get("agent_id"))
+    # A query both sections answer: the VPN memory, and the runs that warmed the cache.
+    query = "staging VPN, and warming the user cache at boot"
+    return ContextQuery.from_params({"namespace": namespace, "query": query, **params}, flags,
+                                    params.get("agent_id"))
 
 
 async def test_with_the_index_down_the_pack_comes_from_postgres_and_says_so(
