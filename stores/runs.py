@@ -176,8 +176,8 @@ class PostgresRuns:
 
     async def runs(self, namespace: str, query: RunQuery) -> list[RunSummary]:
         finished = [status for status in query.statuses if status != UNFINISHED]
-        # The ledger is read for the listed runs alone: the agent filter reads it per run
-        # only when it is asked for.
+        # Newest first as the index runs_newest orders them (migration 0015). The ledger is
+        # read for the listed runs alone, and by the agent filter only when it is asked for.
         rows = await self._pool.fetch(
             f"""
             WITH listed AS (
