@@ -166,9 +166,7 @@ def build_fix_pattern(
         raise ValueError("a fix pattern needs at least one occurrence")
     ordered = sorted(occurrences, key=lambda o: (o.occurred_at, o.event_id))
     first = ordered[0]
-    # A failed run.finished restating an error its steps already reported is one occurrence.
-    stepped = {o.run_id for o in ordered if o.origin == "step"}
-    counted = [o for o in ordered if o.origin == "step" or o.run_id not in stepped]
+    counted = counted_occurrences(ordered)
     first_met: dict[str, datetime] = {}
     for occurrence in ordered:
         first_met.setdefault(occurrence.run_id, occurrence.occurred_at)
@@ -202,6 +200,35 @@ def build_fix_pattern(
         fixes=tuple(fixes[:MAX_FIXES]),
         success_count=len(fixes),
     )
+
+
+def counted_occurrences(occurrences: Sequence[ErrorOccurrence]) -> list[ErrorOccurrence]:
+    """The occurrences that count, in the order given: a failed run.finished restating an
+    error its run's steps already reported is one occurrence, not two."""
+    stepped = {(o.run_id, o.signature.signature_id) for o in occurrences if o.origin == "step"}
+    return [o for o in occurrences
+            if o.origin == "step" or (o.run_id, o.signature.signature_id) not in stepped]
+
+
+@dataclass(frozen=True)
+class RunError:
+    """One kind of error a run met: its signature, how often, first when, and the example
+    of its first occurrence."""
+
+    signature: ErrorSignature
+    count: int
+    first_seen: datetime
+    example: str
+
+
+def run_errors(occurrences: Sequence[ErrorOccurrence]) -> list[RunError]:
+    """A run's occurrences grouped by signature, in the order the run first met them."""
+    ordered = sorted(occurrences, key=lambda o: (o.occurred_at, o.event_id))
+    by_signature: dict[str, list[ErrorOccurrence]] = {}
+    for occurrence in counted_occurrences(ordered):
+        by_signature.setdefault(occurrence.signature.signature_id, []).append(occurrence)
+    return [RunError(met[0].signature, len(met), met[0].occurred_at, met[0].message)
+            for met in by_signature.values()]
 
 
 def fix_pattern_title(signature: ErrorSignature) -> str:

@@ -24,6 +24,8 @@ class GraphRecord:
     record_id: str
     record_kind: str
     title: str | None
+    # The start of its text: what names an untitled memory.
+    excerpt: str
     memory_type: str | None
     review_state: str
     related_ids: tuple[str, ...]
@@ -34,6 +36,7 @@ class GraphRecord:
 class GraphNode:
     record_id: str
     title: str | None
+    excerpt: str
     memory_type: str | None
     kind: str
     review_state: str
@@ -83,7 +86,8 @@ def memory_graph(records: Sequence[GraphRecord]) -> MemoryGraph:
             elif target != record.record_id:
                 edges[(record.record_id, target, "wiki_link")] = None
     return MemoryGraph(
-        nodes=[GraphNode(r.record_id, r.title, r.memory_type, r.record_kind, r.review_state)
+        nodes=[GraphNode(r.record_id, r.title, r.excerpt, r.memory_type, r.record_kind,
+                         r.review_state)
                for r in records],
         edges=[GraphEdge(source, target, relation) for source, target, relation in edges],
         unresolved_links=unresolved,

@@ -61,6 +61,12 @@ class FixPatterns(Protocol):
     async def run_signatures(self, namespace: str, run_id: str) -> list[str]:
         """The error signatures a run met, the latest first."""
 
+    async def run_occurrences(self, namespace: str, run_id: str) -> list[ErrorOccurrence]:
+        """The errors a run met, in the order it met them."""
+
+    async def patterns_fixed_by(self, namespace: str, run_id: str) -> list[str]:
+        """The record ids of the fix patterns that name this run among their fixes."""
+
     async def signatures_fixable_by(
         self, runs: Iterable[tuple[str, str]], window: timedelta
     ) -> set[tuple[str, str]]:
@@ -105,6 +111,24 @@ class PostgresFixPatterns:
             " WHERE namespace = $1 AND run_id = $2 GROUP BY signature_id ORDER BY last DESC",
             namespace, run_id)
         return [row["signature_id"] for row in rows]
+
+    async def run_occurrences(self, namespace: str, run_id: str) -> list[ErrorOccurrence]:
+        rows = await self._pool.fetch(
+            "SELECT * FROM error_occurrences WHERE namespace = $1 AND run_id = $2"
+            " ORDER BY occurred_at, event_id",
+            namespace, run_id)
+        return [_occurrence(row) for row in rows]
+
+    async def patterns_fixed_by(self, namespace: str, run_id: str) -> list[str]:
+        rows = await self._pool.fetch(
+            """
+            SELECT record_id FROM records
+            WHERE namespace = $1 AND record_kind = 'fix_pattern'
+              AND body->'fixes' @> jsonb_build_array(jsonb_build_object('run_id', $2::text))
+            ORDER BY record_id
+            """,
+            namespace, run_id)
+        return [row["record_id"] for row in rows]
 
     async def signatures_fixable_by(
         self, runs: Iterable[tuple[str, str]], window: timedelta
@@ -158,20 +182,7 @@ class PostgresFixPatternSession:
             """,
             self._namespace, self._signature_id,
         )
-        return [
-            ErrorOccurrence(
-                event_id=row["event_id"], namespace=row["namespace"], run_id=row["run_id"],
-                origin=row["origin"], occurred_at=row["occurred_at"],
-                signature=ErrorSignature(
-                    signature_id=row["signature_id"], dialect=row["dialect"],
-                    exception_type=row["exception_type"], template=row["template"],
-                    frames=tuple(row["frames"]),
-                ),
-                message=row["message"],
-                provenance=Provenance.model_validate(row["provenance"]),
-            )
-            for row in rows
-        ]
+        return [_occurrence(row) for row in rows]
 
     async def runs(self, run_ids: Sequence[str]) -> dict[str, RunFacts]:
         rows = await self._connection.fetch(
@@ -250,6 +261,20 @@ _DIGEST_OF_RUN = (
     "LEFT JOIN records d ON d.namespace = r.namespace AND d.run_ref = r.run_id"
     " AND d.record_kind = 'run_digest'"
 )
+
+
+def _occurrence(row: Mapping[str, Any]) -> ErrorOccurrence:
+    return ErrorOccurrence(
+        event_id=row["event_id"], namespace=row["namespace"], run_id=row["run_id"],
+        origin=row["origin"], occurred_at=row["occurred_at"],
+        signature=ErrorSignature(
+            signature_id=row["signature_id"], dialect=row["dialect"],
+            exception_type=row["exception_type"], template=row["template"],
+            frames=tuple(row["frames"]),
+        ),
+        message=row["message"],
+        provenance=Provenance.model_validate(row["provenance"]),
+    )
 
 
 def _run_facts(row: Mapping[str, Any]) -> RunFacts:

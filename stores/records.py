@@ -19,7 +19,7 @@ from processors.memory_graph import GraphRecord
 from schemas.records import Record
 from stores.pgvector import Vector
 from stores.postgres_rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
-from stores.record_versions import PersonalReader
+from stores.record_versions import EXCERPT_CHARS, PersonalReader
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,19 @@ class SupersededMember:
 
 
 @dataclass(frozen=True)
+class RecordExcerpt:
+    """Enough of a record to name it in a list, and to tell whether a caller may see it."""
+
+    record_id: str
+    record_kind: str
+    title: str | None
+    # The first EXCERPT_CHARS characters of its text.
+    excerpt: str
+    scope: str
+    agent_id: str | None
+
+
+@dataclass(frozen=True)
 class RecordLineage:
     """A record, its versions and the records it superseded (a replacement's members stay
     stored, hidden from search and reachable from here)."""
@@ -112,6 +125,10 @@ class Records(Protocol):
     async def stored_records(self, namespace: str,
                              record_ids: Sequence[str]) -> list[StoredRecord]:
         """The records with these ids in the namespace, as stored now, in id order."""
+
+    async def record_excerpts(self, namespace: str,
+                              record_ids: Sequence[str]) -> dict[str, RecordExcerpt]:
+        """The records with these ids in the namespace, superseded or not, by id."""
 
     async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         """Keep vectors computed again for records that had none."""
@@ -248,6 +265,21 @@ class PostgresRecords:
         return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
                              row["superseded_by"]) for row in rows]
 
+    async def record_excerpts(self, namespace: str,
+                              record_ids: Sequence[str]) -> dict[str, RecordExcerpt]:
+        rows = await self._pool.fetch(
+            """
+            SELECT record_id, record_kind, title, left(text, $3) AS excerpt, scope, agent_id
+            FROM unnest($2::text[]) AS wanted (id)
+            JOIN records ON records.record_id = wanted.id
+            WHERE namespace = $1
+            """,
+            namespace, list(record_ids), EXCERPT_CHARS,
+        )
+        return {row["record_id"]: RecordExcerpt(
+            row["record_id"], row["record_kind"], row["title"], row["excerpt"], row["scope"],
+            row["agent_id"]) for row in rows}
+
     async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         await self._pool.executemany(
             "UPDATE records SET embedding = $2 WHERE record_id = $1", list(vectors)
@@ -298,18 +330,19 @@ class PostgresRecords:
                             limit: int) -> list[GraphRecord]:
         rows = await self._pool.fetch(
             f"""
-            SELECT record_id, record_kind, title, memory_type, review_state, related_ids,
-                   body->'wiki_links' AS wiki_links
+            SELECT record_id, record_kind, title, left(text, $5) AS excerpt, memory_type,
+                   review_state, related_ids, body->'wiki_links' AS wiki_links
             FROM records
             WHERE namespace = $1 AND {LIVE_MEMORY}
               AND (scope <> 'personal' OR $3 OR agent_id = $2)
             ORDER BY created_at DESC, record_id LIMIT $4
             """,
-            namespace, reader.agent_id, reader.every_agent, limit,
+            namespace, reader.agent_id, reader.every_agent, limit, EXCERPT_CHARS,
         )
         return [GraphRecord(
             record_id=row["record_id"], record_kind=row["record_kind"], title=row["title"],
-            memory_type=row["memory_type"], review_state=row["review_state"],
+            excerpt=row["excerpt"], memory_type=row["memory_type"],
+            review_state=row["review_state"],
             related_ids=tuple(row["related_ids"]),
             wiki_links=_strings(row["wiki_links"]),
         ) for row in rows]

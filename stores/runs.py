@@ -4,7 +4,7 @@ row (task, repo, outcome) kept in step. `Runs` is the contract the stream stage 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -40,6 +40,42 @@ class LedgerEntry:
     payload: dict[str, Any]
 
 
+# A run whose run.finished has not arrived (yet): its status as run listings give it.
+UNFINISHED = "unfinished"
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """Which runs of a namespace a listing wants, newest first."""
+
+    limit: int
+    # Finished statuses, or UNFINISHED; none: every run.
+    statuses: tuple[str, ...] = ()
+    # The agent its run.started names.
+    agent: str | None = None
+    # Runs that started (or, with no run.started, finished) at this time or later.
+    since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A run as listings show it: its row, what its run.started says, and how much the
+    ledger holds of it."""
+
+    run_id: str
+    # UNFINISHED until its run.finished arrives.
+    status: str
+    task_key: str | None
+    repo: str | None
+    agent: str | None
+    intent: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    event_count: int
+    # Distinct error signatures met.
+    error_count: int
+
+
 class Runs(Protocol):
     async def append_run_events(self, rows: Sequence[RunEventRow]) -> None:
         """Append to the ledger and keep each run's row (task, repo, outcome) in step."""
@@ -49,6 +85,11 @@ class Runs(Protocol):
 
     async def run_ledger(self, namespace: str, run_id: str) -> list[LedgerEntry]:
         """The run's events in the order they occurred."""
+
+    async def runs(self, namespace: str, query: RunQuery) -> list[RunSummary]:
+        """The namespace's runs that `query` wants, newest first (by when they started)."""
+
+    async def run(self, namespace: str, run_id: str) -> RunSummary | None: ...
 
 
 class PostgresRuns:
@@ -132,3 +173,66 @@ class PostgresRuns:
         )
         return [LedgerEntry(row["event_id"], row["type"], row["namespace"], row["occurred_at"],
                             row["producer"], row["payload"]) for row in rows]
+
+    async def runs(self, namespace: str, query: RunQuery) -> list[RunSummary]:
+        finished = [status for status in query.statuses if status != UNFINISHED]
+        # Newest first as the index runs_newest orders them (migration 0015). The ledger is
+        # read for the listed runs alone, and by the agent filter only when it is asked for.
+        rows = await self._pool.fetch(
+            f"""
+            WITH listed AS (
+                SELECT * FROM runs r
+                WHERE r.namespace = $1
+                  AND (NOT $2 OR r.status = ANY($3::text[]) OR ($4 AND r.status IS NULL))
+                  AND ($5::text IS NULL OR EXISTS (
+                        SELECT 1 FROM run_events e
+                        WHERE e.namespace = r.namespace AND e.run_id = r.run_id
+                          AND e.type = 'run.started' AND e.payload->>'agent' = $5))
+                  AND ($6::timestamptz IS NULL
+                       OR coalesce(r.started_at, r.finished_at) >= $6)
+                ORDER BY coalesce(r.started_at, r.finished_at) DESC, r.run_id DESC
+                LIMIT $7
+            )
+            {_SUMMARY_OF_LISTED}
+            ORDER BY coalesce(r.started_at, r.finished_at) DESC, r.run_id DESC
+            """,
+            namespace, bool(query.statuses), finished, UNFINISHED in query.statuses,
+            query.agent, query.since, query.limit,
+        )
+        return [_summary(row) for row in rows]
+
+    async def run(self, namespace: str, run_id: str) -> RunSummary | None:
+        row = await self._pool.fetchrow(
+            f"""
+            WITH listed AS (SELECT * FROM runs WHERE namespace = $1 AND run_id = $2)
+            {_SUMMARY_OF_LISTED}
+            """,
+            namespace, run_id,
+        )
+        return None if row is None else _summary(row)
+
+
+# What a listing shows of each run of `listed` (rows of `runs`).
+_SUMMARY_OF_LISTED = """
+SELECT r.run_id, r.status, r.task_key, r.repo, r.started_at, r.finished_at,
+       started.payload->>'agent' AS agent, started.payload->>'intent' AS intent,
+       (SELECT count(*) FROM run_events e
+        WHERE e.namespace = r.namespace AND e.run_id = r.run_id) AS event_count,
+       (SELECT count(DISTINCT o.signature_id) FROM error_occurrences o
+        WHERE o.namespace = r.namespace AND o.run_id = r.run_id) AS error_count
+FROM listed r
+LEFT JOIN LATERAL (
+    SELECT payload FROM run_events e
+    WHERE e.namespace = r.namespace AND e.run_id = r.run_id AND e.type = 'run.started'
+    ORDER BY e.occurred_at, e.event_id LIMIT 1
+) started ON true
+"""
+
+
+def _summary(row: Mapping[str, Any]) -> RunSummary:
+    return RunSummary(
+        run_id=row["run_id"], status=row["status"] or UNFINISHED, task_key=row["task_key"],
+        repo=row["repo"], agent=row["agent"] or None, intent=row["intent"] or None,
+        started_at=row["started_at"], finished_at=row["finished_at"],
+        event_count=int(row["event_count"]), error_count=int(row["error_count"]),
+    )

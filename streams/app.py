@@ -28,6 +28,7 @@ from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
 from streams.api.records import wire_records
 from streams.api.retrieval_log import RetrievalLog
+from streams.api.runs import wire_runs
 from streams.api.search import wire_search
 from streams.api.writes import wire_writes
 from streams.plumbing.config import Settings
@@ -132,6 +133,9 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_records(pages, runtime, index, settings.block_max_chars, edit_block)
     wire_keys(pages, runtime.stores.keys)
     wire_changes(pages, runtime)
+    # After the writes: the first route that matches a path serves it, whatever the method,
+    # and POST /v1/runs/events must meet its own before /v1/runs/{run_id}.
+    wire_runs(pages, runtime)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
 

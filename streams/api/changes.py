@@ -1,13 +1,15 @@
 """`GET /v1/changes`: a namespace's record versions in the order they were made, after an
 opaque cursor, for a reader that polls (`memstream tail`) instead of consuming
 `memory.updated`. Each change carries the cursor that resumes after it; `next` is the cursor
-after the last one (the request's own when there was nothing new)."""
+after the last one (where the request started when there was nothing new). `since` starts the
+feed at a time instead of a cursor."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from faust.web import Request, Response, View
@@ -16,7 +18,7 @@ from processors.access import Caller
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, bounded_limit
+from streams.api.params import BadQuery, bounded_limit, moment
 from streams.plumbing.runtime import Runtime
 
 # Changes answered per request, by default and at most.
@@ -30,7 +32,7 @@ def wire_changes(pages: Pages, runtime: Runtime) -> None:
     @pages.page("/v1/changes")
     async def changes_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
-        after = cursor_position(request.query.get("after", ""))
+        after = start_position(request.query)
         limit = bounded_limit(request.query.get("limit", str(CHANGES_LIMIT)),
                               MAX_CHANGES_LIMIT)
         found = await versions.changes(namespace, after, limit,
@@ -39,13 +41,25 @@ def wire_changes(pages: Pages, runtime: Runtime) -> None:
             "namespace": namespace,
             "changes": [change_json(change) for change in found],
             "next": encode_cursor(found[-1].position) if found else
-            request.query.get("after", ""),
+            "" if after is None else encode_cursor(after),
         })
 
 
 def encode_cursor(position: ChangePosition) -> str:
     raw = f"{position.changed_at.isoformat()}|{position.version}|{position.record_id}"
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def start_position(params: Mapping[str, str]) -> ChangePosition | None:
+    """Where a request reads the feed from: after its cursor `after`, or from the time
+    `since`; from the first version with neither."""
+    after = cursor_position(params.get("after", ""))
+    since = moment(params, "since")
+    if since is None:
+        return after
+    if after is not None:
+        raise BadQuery("give after or since, not both")
+    return ChangePosition(datetime.fromtimestamp(since, UTC), "", 0)
 
 
 def cursor_position(cursor: str) -> ChangePosition | None:
@@ -59,7 +73,8 @@ def cursor_position(cursor: str) -> ChangePosition | None:
         position = ChangePosition(datetime.fromisoformat(changed_at), record_id, int(version))
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise BadQuery("after is not a cursor this feed gave") from None
-    if position.changed_at.tzinfo is None or not record_id:
+    # A version's position names its record; a time's (from `since`), none and version 0.
+    if position.changed_at.tzinfo is None or (not record_id) != (position.version == 0):
         raise BadQuery("after is not a cursor this feed gave")
     return position
 

@@ -1,8 +1,10 @@
 """What consolidation does to a namespace, over HTTP: what the trigger sees of it
-(`GET /v1/consolidation/counts`) and the maintenance reports (`GET /v1/consolidation/reports`)."""
+(`GET /v1/consolidation/counts`) and the maintenance reports (`GET /v1/consolidation/reports`),
+with what names the records they list."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,6 +12,8 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.consolidation_trigger import skip_reason, window_start
+from stores.consolidations import MaintenanceReport
+from stores.records import Records
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
 from streams.api.params import bounded_limit
@@ -32,7 +36,23 @@ def wire_consolidation(pages: Pages, runtime: Runtime) -> None:
         namespace = granted_namespace(caller, request.query)
         limit = bounded_limit(request.query.get("limit", str(REPORTS_LIMIT)), MAX_REPORTS_LIMIT)
         reports = await runtime.stores.consolidations.reports(namespace, limit)
-        return web.json({"namespace": namespace, "reports": jsonable(reports)})
+        return web.json({"namespace": namespace, "reports": jsonable(reports),
+                         "records": await report_records(runtime.stores.records, caller,
+                                                         namespace, reports)})
+
+
+async def report_records(records: Records, caller: Caller, namespace: str,
+                         reports: Sequence[MaintenanceReport]) -> dict[str, dict[str, Any]]:
+    """What names each record the reports list (title, kind, the start of its text), of
+    those the caller may see: a reader is shown words, not only ids."""
+    named = dict.fromkeys(record_id for report in reports for record_id in (
+        *report.new_ids, *report.merged_ids,
+        *(member for cluster in report.clusters for member in cluster.get("members", ())),
+    ))
+    found = await records.record_excerpts(namespace, list(named))
+    return {record_id: {"record_kind": record.record_kind, "title": record.title,
+                        "excerpt": record.excerpt}
+            for record_id, record in found.items() if caller.sees(record.scope, record.agent_id)}
 
 
 async def consolidation_counts(runtime: Runtime, namespace: str) -> dict[str, Any]:

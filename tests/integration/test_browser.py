@@ -1,8 +1,10 @@
 """The memory browser in a real headless Chromium (the Debian package, driven through its own
 chromedriver, so that nothing is downloaded) against the real stack: the key form, search,
 a record with two versions and their diff, a pending diff approved and seen applied,
-the consolidation reports and the graph. Each step is saved as a screenshot, in
-`MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
+the consolidation reports and the graph; the overview, the runs and a run, the reports of a
+consolidation that merged, and records named by their text. Each step is saved as a
+screenshot, in `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is
+printed)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ import asyncio
 import http.client
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -20,6 +23,8 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
+from tests.integration.test_consolidation import VPN
+from tests.integration.test_history_views import consolidated, fixed_history, publish_runs
 from tests.integration.test_lifecycle import announced
 
 pytestmark = pytest.mark.integration
@@ -160,6 +165,8 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
         shot("01-key")
         chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=search]").click()
 
         query = wait_for(chrome, By.CSS_SELECTOR, "[data-page=search] input[name=query]")
         query.send_keys("how do deploys reach staging")
@@ -236,6 +243,175 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         "05-approved.png", "06-reports.png", "07-graph.png", "08-graph-opens-a-record.png"]
 
 
+@needs_chromium
+async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    chrome: Any, screenshots: Path, namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    failed, fixed, going = await publish_runs(stack, worker, namespace, time.time())
+    await fixed_history(http, namespace, failed, fixed)
+    vpn, approvals, finn = await consolidated(stack, updates, http, namespace)
+    (report,) = await reports_of(http, namespace)
+    merges = {frozenset(cluster["members"]): cluster["new_id"]
+              for cluster in report["clusters"]}
+    vpn_merge, approvals_merge = merges[frozenset(vpn)], merges[frozenset(approvals)]
+    # The shared memories and merges, which the key below may see.
+    texts = {record_id: (await http.get(f"/v1/records/{record_id}", params={
+        "namespace": namespace})).json()["record"]["text"]
+        for record_id in (*vpn, *approvals, vpn_merge, approvals_merge)}
+    # A reviewer's key: it reads the shared memories, not Finn's.
+    key = stack.make_key("--namespace", namespace, "--perm", "read,review")
+    later_routes = {}
+    async with httpx.AsyncClient(base_url=worker.base_url, timeout=10,
+                                 headers={"Authorization": f"Bearer {key}"}) as as_key:
+        for card, path in (("review-queue", "/v1/review-queue"),
+                           ("dead-letters", "/v1/dead-letters")):
+            answer = await as_key.get(path, params={"namespace": namespace})
+            later_routes[card] = answer.status_code != 404
+
+    def links_named_by_text(scope: Any) -> list[tuple[str, str]]:
+        """(record id, text) of the record links in `scope`, each checked to be named by
+        the start of its record's text."""
+        found = []
+        for link in scope.find_elements(By.CSS_SELECTOR, "a.record-link"):
+            record_id = link.get_attribute("href").rsplit("/", 1)[1]
+            if record_id in texts:
+                assert link.text == label_of(texts[record_id]), (record_id, link.text)
+                found.append((record_id, link.text))
+        return found
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/")
+        chrome.find_element(By.ID, "key").send_keys(key)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+
+        # The landing page: counts by kind, the last hour's changes, the last day's runs.
+        overview = wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
+        counts = {cell.get_attribute("data-kind"): cell.text for cell in
+                  overview.find_elements(By.CSS_SELECTOR, "[data-card=records] td")}
+        # Eight memories and three merges (Finn's among them: counts are the namespace's).
+        assert counts == {"memory": "11", "run_digest": "2", "fix_pattern": "1"}
+        changes = overview.find_element(By.CSS_SELECTOR, "[data-card=changes]")
+        assert int(changes.find_element(By.CSS_SELECTOR, ".figure").text) >= 10
+        assert vpn_merge in dict(links_named_by_text(changes)), "the newest changes"
+        runs = overview.find_element(By.CSS_SELECTOR, "[data-card=runs]")
+        assert runs.find_element(By.CSS_SELECTOR, ".figure").text == "3"
+        assert [a.text for a in runs.find_elements(By.CSS_SELECTOR, ".statuses a")] == [
+            "1 succeeded", "1 failed", "1 unfinished"]
+        assert [a.text for a in runs.find_elements(By.CSS_SELECTOR, "a.run-link")] == [
+            going, fixed, failed]
+        for card, answers in later_routes.items():
+            assert bool(overview.find_elements(By.CSS_SELECTOR, f"[data-card={card}]")) \
+                == answers, card
+        shot("10-overview", whole_page=True)
+
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=runs]").click()
+        wait_for(chrome, By.CSS_SELECTOR, "[data-page=runs] table.runs")
+        rows = chrome.find_elements(By.CSS_SELECTOR, "table.runs tr[data-run-id]")
+        assert [row.get_attribute("data-run-id") for row in rows] == [going, fixed, failed]
+        assert [row.find_element(By.CSS_SELECTOR, ".badge").text for row in rows] == [
+            "unfinished", "succeeded", "failed"]
+        shot("11-runs")
+        Select(chrome.find_element(By.CSS_SELECTOR, "#runs-form select[name=status]")
+               ).select_by_value("failed")
+        chrome.find_element(By.CSS_SELECTOR, "#runs-form button").click()
+        wait_until(chrome, lambda: [row.get_attribute("data-run-id") for row in
+                                    chrome.find_elements(By.CSS_SELECTOR,
+                                                         "table.runs tr[data-run-id]")]
+                   == [failed])
+        assert chrome.current_url.endswith("#/runs?status=failed")
+
+        chrome.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{failed}'] a.run-link").click()
+        wait_until(chrome, lambda: chrome.find_element(By.TAG_NAME, "h1").text
+                   == f"Run {failed} failed")
+        assert "TimeoutError: connection to db-7.internal:5432 timed out after 30s; unresolved" \
+            in text_of(chrome, "run-digest")
+        (error,) = chrome.find_elements(By.CSS_SELECTOR, "article.error-signature")
+        assert error.find_element(By.TAG_NAME, "h3").text.startswith("TimeoutError · met 1 time")
+        (fix,) = error.find_elements(By.CSS_SELECTOR, "ul.fixes > li")
+        fixer = fix.find_element(By.CSS_SELECTOR, "a.run-link")
+        assert (fix.get_attribute("data-run-id"), fixer.text) == (fixed, fixed)
+        assert fixer.get_attribute("href").endswith(f"#/run/{fixed}")
+        assert "commit 4be2d1c" in fix.text
+        shot("12-run", whole_page=True)
+        fixer.click()
+        wait_until(chrome, lambda: chrome.find_element(By.TAG_NAME, "h1").text
+                   == f"Run {fixed} succeeded")
+        (fixed_pattern,) = chrome.find_elements(By.CSS_SELECTOR, "ul.fixed > li")
+        assert fixed_pattern.find_element(By.CSS_SELECTOR, "a.record-link").text \
+            == "TimeoutError: connection to <*> timed out after <*>"
+        assert [a.get_attribute("href").rsplit("/", 1)[1] for a in
+                fixed_pattern.find_elements(By.CSS_SELECTOR, "a.run-link")] == [failed]
+        shot("13-run-that-fixed", whole_page=True)
+        # Its digest's page leads back to the run.
+        digest_link = chrome.find_element(By.CSS_SELECTOR, "[data-page=run] table a.record-link")
+        assert digest_link.text == f"Run {fixed} succeeded (AUTH-7)"
+        digest_link.click()
+        back = wait_for(chrome, By.CSS_SELECTOR, "[data-page=record] a.run-link")
+        assert back.get_attribute("href").endswith(f"#/run/{fixed}")
+
+        # The merges: every id a link, named by the start of its text, no commas between.
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=reports]").click()
+        card = wait_for(chrome, By.CSS_SELECTOR,
+                        f"article.report[data-report-id='{report['report_id']}']")
+        clusters = card.find_elements(By.CSS_SELECTOR, "li.cluster")
+        assert len(clusters) == 3
+        named = {frozenset(record_id for record_id, _ in links_named_by_text(cluster))
+                 for cluster in clusters}
+        assert {frozenset([*vpn, vpn_merge]),
+                frozenset([*approvals, approvals_merge])} <= named
+        for cluster in clusters:
+            assert "," not in cluster.text, cluster.text
+        # Finn's memories are named by their ids alone to this key.
+        finn_merge = merges[frozenset(finn[:2])]
+        finn_cluster = next(c for c in clusters if finn_merge in c.get_attribute("innerHTML"))
+        assert sorted(a.text for a in finn_cluster.find_elements(By.CSS_SELECTOR, "a")) \
+            == sorted([finn_merge, *finn[:2]])
+        new = card.find_element(By.CSS_SELECTOR, "[data-field=new]")
+        assert sorted(a.get_attribute("href").rsplit("/", 1)[1] for a in
+                      new.find_elements(By.TAG_NAME, "a")) == sorted(merges.values())
+        assert card.find_element(By.CSS_SELECTOR, "[data-field=superseded]").text == "none", \
+            "drafts supersede nothing"
+        shot("14-reports-merged", whole_page=True)
+
+        # Untitled memories are named by their text in the graph, drafts ringed.
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=graph]").click()
+        node = wait_for(chrome, By.CSS_SELECTOR, f"#graph g.node[data-record-id='{vpn[0]}']")
+        assert node.find_element(By.TAG_NAME, "text").text == label_of(VPN[0], words=5)
+        drafts = chrome.find_elements(By.CSS_SELECTOR, "#graph g.node.draft")
+        assert sorted(d.get_attribute("data-record-id") for d in drafts) == sorted(
+            [vpn_merge, approvals_merge])
+        legend = chrome.find_element(By.CSS_SELECTOR, "ul.legend").text.split("\n")
+        assert legend == ["fact", "draft, awaiting review", "related", "wiki-link"]
+        shot("15-graph-labels", whole_page=True)
+
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=search]").click()
+        query = wait_for(chrome, By.CSS_SELECTOR, "[data-page=search] input[name=query]")
+        query.send_keys("which connections does the staging database accept")
+        chrome.find_element(By.CSS_SELECTOR, "[data-page=search] button").click()
+        wait_for(chrome, By.CSS_SELECTOR, f".hit a[href='#/record/{vpn[0]}']")
+        hits = links_named_by_text(chrome.find_element(By.CSS_SELECTOR, "ol.hits"))
+        assert set(vpn) <= {record_id for record_id, _ in hits}
+        shot("16-search-untitled")
+
+    await asyncio.to_thread(drive)
+    assert sorted(p.name for p in screenshots.glob("1[0-6]-*.png")) == [
+        "10-overview.png", "11-runs.png", "12-run.png", "13-run-that-fixed.png",
+        "14-reports-merged.png", "15-graph-labels.png", "16-search-untitled.png"]
+
+
+def label_of(text: str, words: int = 8) -> str:
+    """What the browser names an untitled record by: the first words of its text."""
+    split = text.split()
+    start = " ".join(split[:words])
+    return f"{start}…" if len(split) > words else start
+
+
 async def reports_of(http: httpx.AsyncClient, namespace: str) -> list[Any]:
     answer = await http.get("/v1/consolidation/reports", params={"namespace": namespace})
     assert answer.status_code == 200, answer.text
@@ -251,9 +427,23 @@ async def eventually(read: Callable[[], Any], done: Callable[[Any], bool]) -> An
     return value
 
 
-def screenshot_taker(chrome: Any, directory: Path) -> Callable[[str], None]:
-    def shot(name: str) -> None:
-        assert chrome.save_screenshot(str(directory / f"{name}.png")), name
+class Shot(Protocol):
+    def __call__(self, name: str, *, whole_page: bool = False) -> None: ...
+
+
+def screenshot_taker(chrome: Any, directory: Path) -> Shot:
+    def shot(name: str, *, whole_page: bool = False) -> None:
+        """The window as it is, or (`whole_page`) grown to the page's height for the shot."""
+        size = chrome.get_window_size()
+        if whole_page:
+            page, frame = chrome.execute_script(
+                "return [document.documentElement.scrollHeight,"
+                " window.outerHeight - window.innerHeight]")
+            chrome.set_window_size(size["width"], max(size["height"], page + frame))
+        try:
+            assert chrome.save_screenshot(str(directory / f"{name}.png")), name
+        finally:
+            chrome.set_window_size(size["width"], size["height"])
 
     return shot
 

@@ -1,4 +1,5 @@
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ from processors.fix_patterns import (
     error_occurrences,
     error_signature,
     fix_pattern_record,
+    run_errors,
 )
 from processors.ids import digest_record_id, fix_pattern_record_id
 from processors.signatures import ErrorSignature
@@ -127,6 +129,28 @@ def test_a_failed_end_restating_its_step_error_is_counted_once() -> None:
                    occurrence("c", "r2", 5, origin="finished")]
     runs = {"r1": run("r1", "failed", 1), "r2": run("r2", "failed", 5)}
     assert build_fix_pattern(occurrences, runs, []).count == 2
+
+
+def test_a_run_lists_each_error_it_met_once_in_the_order_it_first_met_them() -> None:
+    other = replace(SIGNATURE, signature_id="sig_ffffffffffffffffffff", exception_type="OSError")
+    occurrences = [
+        occurrence("c", "r1", 7, origin="finished"),
+        replace(occurrence("b", "r1", 3), signature=other, message="OSError: disk full"),
+        occurrence("a", "r1", 1),
+        occurrence("d", "r1", 5),
+    ]
+    errors = run_errors(occurrences)
+    assert [(e.signature.signature_id, e.count, e.first_seen, e.example) for e in errors] == [
+        (SIGNATURE.signature_id, 2, T0 + timedelta(minutes=1), "KeyError: 'user-1'"),
+        (other.signature_id, 1, T0 + timedelta(minutes=3), "OSError: disk full")]
+
+
+def test_a_failed_end_with_an_error_no_step_reported_is_counted() -> None:
+    other = replace(SIGNATURE, signature_id="sig_ffffffffffffffffffff")
+    occurrences = [occurrence("a", "r1", 0),
+                   replace(occurrence("b", "r1", 1, origin="finished"), signature=other)]
+    assert [(e.signature.signature_id, e.count) for e in run_errors(occurrences)] == [
+        (SIGNATURE.signature_id, 1), (other.signature_id, 1)]
 
 
 def test_the_pattern_does_not_depend_on_arrival_order() -> None:

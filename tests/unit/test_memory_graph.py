@@ -7,17 +7,19 @@ from processors.memory_graph import GraphEdge, GraphNode, GraphRecord, memory_gr
 
 def memory(record_id: str, title: str | None = None, *, related: tuple[str, ...] = (),
            links: tuple[str, ...] = (), memory_type: str = "fact") -> GraphRecord:
-    return GraphRecord(record_id, "memory", title, memory_type, "approved", related, links)
+    return GraphRecord(record_id, "memory", title, f"text of {record_id}", memory_type,
+                       "approved", related, links)
 
 
 def edges_of(records: list[GraphRecord]) -> list[tuple[str, str, str]]:
     return [(e.source, e.target, e.relation) for e in memory_graph(records).edges]
 
 
-def test_nodes_keep_the_order_given_with_what_the_browser_colours_them_by() -> None:
+def test_nodes_keep_the_order_given_with_what_the_browser_colours_and_labels_them_by() -> None:
     graph = memory_graph([memory("m2", "VPN", memory_type="lesson"), memory("m1")])
-    assert graph.nodes == [GraphNode("m2", "VPN", "lesson", "memory", "approved"),
-                           GraphNode("m1", None, "fact", "memory", "approved")]
+    assert graph.nodes == [
+        GraphNode("m2", "VPN", "text of m2", "lesson", "memory", "approved"),
+        GraphNode("m1", None, "text of m1", "fact", "memory", "approved")]
     assert graph.edges == [] and graph.unresolved_links == 0 and graph.related_outside == 0
 
 

@@ -15,12 +15,34 @@ const OTHER_COLOUR = "#8a8f98";
 // How long the browser waits for a review to go through Kafka and be applied.
 const APPLY_TIMEOUT_MS = 30000;
 const POLL_MS = 400;
+// An untitled record is named by the first words of its text; fewer beside a graph's node.
+const LABEL_WORDS = 8;
+const LABEL_CHARS = 64;
+const GRAPH_LABEL_WORDS = 5;
+const GRAPH_LABEL_CHARS = 36;
+// About the width of such a label at 11px: a node closer to the right edge is labelled on its
+// left.
+const GRAPH_LABEL_ROOM = 240;
+const HOUR_MS = 3600 * 1000;
+const DAY_MS = 24 * HOUR_MS;
+// What the overview reads: the changes of the last hour, a page at a time (the feed's largest),
+// up to five pages; the runs of the last day, up to the listing's largest page.
+const CHANGES_PAGE = 1000;
+const CHANGES_PAGES = 5;
+const OVERVIEW_RUNS = 500;
+const OVERVIEW_SHOWN = 8;
+const RUN_STATUSES = ["succeeded", "failed", "cancelled", "unfinished"];
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 
 class AuthError extends Error {}
-class ApiError extends Error {}
+class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
 
 // -- elements ------------------------------------------------------------------------------
 
@@ -35,7 +57,7 @@ function el(tag, attrs = {}, ...children) {
 function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
   setAttrs(node, attrs);
-  node.append(...children);
+  node.append(...children.filter((c) => c !== null && c !== undefined && c !== false));
   return node;
 }
 
@@ -48,7 +70,34 @@ function setAttrs(node, attrs) {
 }
 
 const recordLink = (id, label) => el("a", { href: `#/record/${encodeURIComponent(id)}`,
-  class: "record-link" }, label || id);
+  class: "record-link", title: label && label !== id ? id : null }, label || id);
+const runLink = (id) => el("a", { href: `#/run/${encodeURIComponent(id)}`, class: "run-link" },
+  id);
+
+// What names a record where a list shows it: its title, else the first `count` words of its
+// text (`text`, or the `excerpt` a listing gives), else its id.
+function labelOf({ record_id: id, title, text, excerpt }, count = LABEL_WORDS,
+  chars = LABEL_CHARS) {
+  if (title && title.trim()) return cut(title.trim(), chars);
+  const words = (text ?? excerpt ?? "").split(/\s+/).filter(Boolean);
+  if (!words.length) return id;
+  const start = words.slice(0, count).join(" ");
+  return cut(words.length > count ? `${start}…` : start, chars);
+}
+
+const cut = (text, chars) => (text.length > chars ? `${text.slice(0, chars - 1)}…` : text);
+
+// A link to a record named as `names` (id -> {title, excerpt}) has it; by its id when the
+// key may not see the record.
+const namedLink = (id, names) => recordLink(id,
+  names[id] ? labelOf({ record_id: id, ...names[id] }) : id);
+
+function recordList(ids, names) {
+  if (!ids.length) return el("span", { class: "hint" }, "none");
+  return el("ul", { class: "links" }, ids.map((id) => el("li", {}, namedLink(id, names))));
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const badge = (text, kind = "") => el("span", { class: `badge ${kind}` }, text);
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
 
@@ -84,7 +133,10 @@ async function api(path, params = {}, { method = "GET", body } = {}) {
   if (response.status === 401 || response.status === 403) {
     throw new AuthError(answer.error || `refused (${response.status})`);
   }
-  if (!response.ok) throw new ApiError(answer.error || `${response.status} ${response.statusText}`);
+  if (!response.ok) {
+    throw new ApiError(answer.error || `${response.status} ${response.statusText}`,
+      response.status);
+  }
   return answer;
 }
 
@@ -121,13 +173,15 @@ $("forget-key").addEventListener("click", () => {
 
 // -- routes --------------------------------------------------------------------------------
 
-const ROUTES = { search: searchPage, record: recordPage, diffs: diffsPage,
-  reports: reportsPage, graph: graphPage };
+const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
+  runs: runsPage, run: runPage, diffs: diffsPage, reports: reportsPage, graph: graphPage };
+// The menu entry a page is under, when it has none of its own.
+const UNDER = { run: "runs" };
 
 function route() {
   const [path, query = ""] = location.hash.replace(/^#\/?/, "").split("?");
   const [name, ...rest] = path.split("/");
-  return { name: ROUTES[name] ? name : "search", arg: decodeURIComponent(rest.join("/")),
+  return { name: ROUTES[name] ? name : "overview", arg: decodeURIComponent(rest.join("/")),
     params: new URLSearchParams(query) };
 }
 
@@ -138,7 +192,8 @@ async function render() {
   const ticket = ++rendering;
   $("namespace").value = namespace();
   for (const link of document.querySelectorAll("nav a")) {
-    link.classList.toggle("active", link.dataset.route === current.name);
+    link.classList.toggle("active",
+      link.dataset.route === (UNDER[current.name] || current.name));
   }
   if (!sessionStorage.getItem(KEY) || !namespace()) {
     askForKey(sessionStorage.getItem(KEY) ? "Which namespace?" : "");
@@ -161,6 +216,108 @@ async function render() {
 
 window.addEventListener("hashchange", render);
 render();
+
+// -- overview ------------------------------------------------------------------------------
+
+const ago = (ms) => new Date(Date.now() - ms).toISOString();
+
+function card(name, ...children) {
+  return el("article", { class: "card", "data-card": name }, ...children);
+}
+
+async function overviewPage() {
+  const [stats, changes, runs, ...later] = await Promise.all([
+    api("/v1/stats"), recentChanges(),
+    api("/v1/runs", { since: ago(DAY_MS), limit: String(OVERVIEW_RUNS) }),
+    reviewQueueCard(), deadLettersCard(),
+  ]);
+  return el("section", { "data-page": "overview" }, el("h1", {}, `Overview · ${namespace()}`),
+    el("div", { class: "cards" }, recordsCard(stats), changesCard(changes),
+      runsCard(runs), later));
+}
+
+function recordsCard(stats) {
+  const kinds = Object.entries(stats.records).sort(([a], [b]) => a.localeCompare(b));
+  return card("records", el("h2", {}, "Records"),
+    kinds.length ? el("table", { class: "counts" }, kinds.map(([kind, n]) => el("tr", {},
+      el("th", {}, el("a", { href: `#/search?kind=${encodeURIComponent(kind)}` }, kind)),
+      el("td", { "data-kind": kind }, n))))
+      : el("p", { class: "hint" }, "No records yet."),
+    el("p", { class: "hint" }, `${stats.index_points} in the index`));
+}
+
+// The feed lists the oldest first: it is read to its end (or CHANGES_PAGES pages), keeping
+// the count and the last changes read.
+async function recentChanges() {
+  let page = await api("/v1/changes", { since: ago(HOUR_MS), limit: String(CHANGES_PAGE) });
+  let count = page.changes.length;
+  let last = page.changes.slice(-OVERVIEW_SHOWN);
+  for (let read = 1; page.changes.length === CHANGES_PAGE && read < CHANGES_PAGES; read++) {
+    page = await api("/v1/changes", { after: page.next, limit: String(CHANGES_PAGE) });
+    count += page.changes.length;
+    last = [...last, ...page.changes].slice(-OVERVIEW_SHOWN);
+  }
+  return { count, complete: page.changes.length < CHANGES_PAGE, last };
+}
+
+function changesCard({ count, complete, last }) {
+  const newest = [...last].reverse();
+  return card("changes", el("h2", {}, "Changes in the last hour"),
+    el("p", { class: "figure" }, complete ? count : `${count}+`),
+    complete ? null : el("p", { class: "hint" }, `The last of the first ${count}:`),
+    newest.length ? el("ul", { class: "feed" }, newest.map((change) => el("li", {},
+      el("span", { class: "when" }, new Date(change.changed_at).toLocaleTimeString()), " ",
+      badge(change.change), " ", recordLink(change.record_id, labelOf(change)),
+      change.actor ? el("span", { class: "hint" }, ` by ${change.actor}`) : null)))
+      : el("p", { class: "hint" }, "Nothing changed."));
+}
+
+function runsCard(listing) {
+  const byStatus = Object.fromEntries(RUN_STATUSES.map((status) => [status,
+    listing.runs.filter((run) => run.status === status).length]));
+  return card("runs", el("h2", {}, "Runs in the last day"),
+    el("p", { class: "figure" }, listing.truncated ? `${listing.runs.length}+`
+      : listing.runs.length),
+    el("p", { class: "statuses" }, RUN_STATUSES.filter((status) => byStatus[status])
+      .map((status) => el("a", { href: `#/runs?status=${status}`, class: `status ${status}`,
+        "data-status": status }, `${byStatus[status]} ${status}`))),
+    listing.runs.length ? el("ul", { class: "feed" }, listing.runs.slice(0, OVERVIEW_SHOWN)
+      .map((run) => el("li", {}, runLink(run.run_id), " ", statusBadge(run.status),
+        run.intent ? el("span", { class: "hint" }, ` ${run.intent}`) : null)))
+      : el("p", { class: "hint" }, "No runs."),
+    el("p", {}, el("a", { href: "#/runs" }, "All runs")));
+}
+
+// The review queue and the dead letters are read from routes that other work adds: until a
+// route answers (404 before it exists), its card is left out. Each reads the count from the
+// route's answer in one place, `count`.
+function reviewQueueCard() {
+  return laterCard("review-queue", "/v1/review-queue", "Awaiting review",
+    (answer) => answer.items?.length);
+}
+
+function deadLettersCard() {
+  return laterCard("dead-letters", "/v1/dead-letters", "Dead letters",
+    (answer) => answer.total);
+}
+
+async function laterCard(name, path, heading, count) {
+  let answer;
+  try {
+    answer = await api(path);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
+    if (error instanceof AuthError) {
+      return card(name, el("h2", {}, heading),
+        el("p", { class: "hint" }, `Not readable with this key: ${error.message}`));
+    }
+    throw error;
+  }
+  const n = count(answer);
+  return card(name, el("h2", {}, heading),
+    Number.isInteger(n) ? el("p", { class: "figure" }, n)
+      : el("p", { class: "message error" }, `${path} answered without a count`));
+}
 
 // -- search --------------------------------------------------------------------------------
 
@@ -202,7 +359,7 @@ async function searchPage(_, params) {
   if (answer.degraded) page.append(el("p", { class: "message" }, "Index down: answered by Postgres."));
   page.append(el("p", { class: "hint" }, `${answer.hits.length} hits`),
     el("ol", { class: "hits" }, answer.hits.map((hit) => el("li", { class: "hit" },
-      el("div", {}, recordLink(hit.record_id, hit.title || hit.record_id), " ",
+      el("div", {}, recordLink(hit.record_id, labelOf(hit)), " ",
         badge(hit.kind), hit.memory_type ? badge(hit.memory_type, "type") : null,
         badge(hit.review_state), el("span", { class: "score" }, `score ${hit.score}`)),
       el("p", { class: "text" }, hit.text),
@@ -222,7 +379,7 @@ async function recordPage(recordId) {
   const record = lineage.record;
   const versions = history.versions;
   const page = el("section", { class: "record", "data-page": "record" },
-    el("h1", {}, record.title || record.record_id),
+    el("h1", {}, labelOf(record)),
     el("p", { class: "hint" }, record.record_id, " · version ",
       el("span", { id: "record-version" }, lineage.version)),
     lineage.superseded_by ? el("p", { class: "message" }, "Merged into ",
@@ -234,17 +391,18 @@ async function recordPage(recordId) {
       ["trust class", record.trust_class],
       ["scope", record.scope + (record.agent_id ? ` (${record.agent_id})` : "")],
       ["tags", record.tags.join(", ")],
-      ["related", record.related_ids.length
-        ? el("span", {}, record.related_ids.map((id) => [recordLink(id), " "])) : null],
+      ["related", record.related_ids.length ? recordList(record.related_ids, {}) : null],
       ["wiki-links", (record.body.wiki_links || []).join(", ")],
-      ["source", record.source_ref], ["created", when(record.created_at)],
+      ["source", record.source_ref],
+      ["run", record.run_ref ? runLink(record.run_ref) : undefined],
+      ["created", when(record.created_at)],
       ["expires", record.expires_at ? when(record.expires_at) : undefined],
     ])), el("div", {}, el("h2", {}, "Provenance"), fieldsTable(Object.entries(record.provenance)
       .map(([name, value]) => [name, String(value)])))));
   if (lineage.supersedes.length) {
     page.append(el("h2", {}, "Supersedes"), el("ul", { class: "supersedes" },
       lineage.supersedes.map((member) => el("li", {}, recordLink(member.record_id,
-        member.title || member.record_id), ` (v${member.version}) `,
+        labelOf(member)), ` (v${member.version}) `,
       el("span", { class: "text" }, member.text)))));
   }
   page.append(el("h2", {}, `Versions (${versions.length})`),
@@ -292,6 +450,126 @@ function diffView(diff) {
           : line.startsWith("+") ? "added" : line.startsWith("-") ? "removed" : "",
       }, `${line}\n`)))
       : el("p", { class: "hint" }, "The text is the same."));
+}
+
+// -- runs ----------------------------------------------------------------------------------
+
+const statusBadge = (status) => badge(status, `status ${status}`);
+
+async function runsPage(_, params) {
+  const status = params.get("status") || "";
+  const agent = params.get("agent") || "";
+  const form = el("form", { class: "search", id: "runs-form" },
+    choice("status", RUN_STATUSES, status, "any status"),
+    el("label", {}, "agent", el("input", { name: "agent", value: agent })),
+    el("button", { type: "submit" }, "Show"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const wanted = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) wanted.set(name, value);
+    location.hash = `#/runs?${wanted}`;
+  });
+  const listing = await api("/v1/runs", { status, agent });
+  return el("section", { "data-page": "runs" }, el("h1", {}, "Runs"), form,
+    listing.runs.length ? el("table", { class: "runs" },
+      el("tr", {}, ["run", "status", "task", "agent", "intent", "started", "finished",
+        "events", "errors"].map((h) => el("th", {}, h))),
+      listing.runs.map((run) => el("tr", { "data-run-id": run.run_id },
+        el("td", {}, runLink(run.run_id)), el("td", {}, statusBadge(run.status)),
+        el("td", {}, run.task_key || ""), el("td", {}, run.agent || ""),
+        el("td", { class: "intent" }, run.intent || ""), el("td", {}, when(run.started_at)),
+        el("td", {}, run.finished_at ? when(run.finished_at) : ""),
+        el("td", { class: "number" }, run.event_count),
+        el("td", { class: "number" }, run.error_count || ""))))
+      : el("p", { class: "hint" }, "No runs."),
+    listing.truncated ? el("p", { class: "hint" }, `The newest ${listing.runs.length} shown.`)
+      : null);
+}
+
+async function runPage(runId) {
+  const shown = await api(`/v1/runs/${encodeURIComponent(runId)}`);
+  const { run, digest } = shown;
+  const page = el("section", { class: "run", "data-page": "run" },
+    el("h1", {}, `Run ${run.run_id}`, " ", statusBadge(run.status)),
+    run.intent ? el("p", { class: "hint" }, run.intent) : null,
+    fieldsTable([
+      ["task", run.task_key], ["repo", run.repo], ["agent", run.agent],
+      ["started", when(run.started_at)],
+      ["finished", run.finished_at ? when(run.finished_at) : "not yet"],
+      ["events", run.event_count], ["digest", digest ? recordLink(digest.record_id,
+        labelOf(digest)) : "none yet (written when the run finishes)"],
+    ]));
+  if (digest) {
+    page.append(el("h2", {}, "Digest"), el("p", { class: "text digest", id: "run-digest" },
+      digest.text));
+  }
+  page.append(el("h2", {}, `Errors met (${shown.errors.length})`), shown.errors.length
+    ? el("div", {}, shown.errors.map(errorCard))
+    : el("p", { class: "hint" }, "None."));
+  if (shown.fixed.length) {
+    page.append(el("h2", {}, "Fixed"), el("ul", { class: "fixed" }, shown.fixed.map((fixed) =>
+      el("li", { "data-signature-id": fixed.signature_id },
+        recordLink(fixed.record_id, labelOf(fixed)), el("span", { class: "hint" }, " after "),
+        runList(fixed.after_runs)))));
+  }
+  page.append(el("h2", {}, `Events (${run.event_count})`), eventsTable(shown.events));
+  if (shown.events.length < run.event_count) {
+    page.append(el("p", { class: "hint" }, `The first ${shown.events.length} shown.`));
+  }
+  return page;
+}
+
+function runList(ids) {
+  return el("ul", { class: "links" }, ids.map((id) => el("li", {}, runLink(id))));
+}
+
+function errorCard(error) {
+  const pattern = error.fix_pattern;
+  return el("article", { class: "error-signature", "data-signature-id": error.signature_id },
+    el("h3", {}, error.exception_type || "error", el("span", { class: "hint" },
+      ` · met ${plural(error.count, "time")} · ${error.dialect}`)),
+    el("p", {}, el("code", {}, error.template)),
+    el("pre", { class: "example" }, error.example),
+    pattern ? el("div", { class: "fix-pattern" },
+      el("p", {}, "Fix pattern ", recordLink(pattern.record_id, labelOf(pattern)),
+        el("span", { class: "hint" },
+          ` · seen in ${plural(pattern.occurrences.run_count, "run")}`
+          + ` · fixed by ${plural(pattern.success_count, "run")}`)),
+      pattern.fixes.length ? el("ul", { class: "fixes" }, pattern.fixes.map(fixItem))
+        : el("p", { class: "hint" }, "No run has fixed it yet."))
+      : el("p", { class: "hint" }, "No fix pattern yet."));
+}
+
+function fixItem(fix) {
+  const evidence = [...fix.commits.map((commit) => `commit ${commit}`),
+    ...fix.pull_requests.map((pr) => `PR ${pr}`)];
+  const itself = fix.after_runs.length === 1 && fix.after_runs[0] === fix.run_id;
+  return el("li", { "data-run-id": fix.run_id }, "Fixed by ", runLink(fix.run_id),
+    itself ? el("span", { class: "hint" }, " (recovered within the run)")
+      : [el("span", { class: "hint" }, " after "), runList(fix.after_runs)],
+    ` · ${when(fix.finished_at)}`, evidence.length ? ` · ${evidence.join(" · ")}` : null);
+}
+
+// What a ledger event says, in a line: its kind and its most telling field.
+function eventSummary(event) {
+  const p = event.payload;
+  switch (event.type) {
+    case "run.started": return [p.intent, p.task_key && `task ${p.task_key}`,
+      p.agent && `agent ${p.agent}`].filter(Boolean).join(" · ");
+    case "run.step": return [p.kind, p.tool, p.status, p.error || p.text]
+      .filter(Boolean).join(" · ");
+    case "run.artifact": return [p.kind, p.title, p.ref].filter(Boolean).join(" · ");
+    case "run.finished": return [p.status, p.summary, p.error,
+      (p.commits || []).map((c) => `commit ${c}`).join(" ")].filter(Boolean).join(" · ");
+    default: return "";
+  }
+}
+
+function eventsTable(events) {
+  return el("table", { class: "events" },
+    el("tr", {}, ["when", "event", "what"].map((h) => el("th", {}, h))),
+    events.map((event) => el("tr", {}, el("td", {}, when(event.occurred_at)),
+      el("td", {}, event.type), el("td", { class: "what" }, eventSummary(event)))));
 }
 
 // -- pending diffs -------------------------------------------------------------------------
@@ -369,24 +647,32 @@ async function waitApplied(diff, decision) {
 // -- consolidation reports -----------------------------------------------------------------
 
 async function reportsPage() {
-  const { reports } = await api("/v1/consolidation/reports");
-  const ids = (list) => (list.length
-    ? el("span", {}, list.map((id) => [recordLink(id), " "])) : "none");
+  const { reports, records: names } = await api("/v1/consolidation/reports");
   return el("section", { "data-page": "reports" }, el("h1", {}, "Consolidation reports"),
-    reports.length ? el("div", {}, reports.map((report) => el("article", { class: "report" },
-      el("h3", {}, `${when(report.finished_at)} · ${report.reason}`),
-      fieldsTable([
-        ["report", report.report_id], ["memories looked at", report.memories],
-        ["clusters", report.clusters.length], ["new", ids(report.new_ids)],
-        ["superseded", ids(report.merged_ids)],
-        ["published", report.announced_at ? when(report.announced_at) : "not yet"],
-        ["timings", Object.entries(report.timings)
-          .map(([phase, s]) => `${phase} ${Number(s).toFixed(2)}s`).join(", ")],
-      ]),
-      report.clusters.length ? el("ul", {}, report.clusters.map((cluster) => el("li", {},
-        cluster.new_id ? recordLink(cluster.new_id) : "cluster", " ← ",
-        ids(cluster.members || [])))) : null)))
+    reports.length ? el("div", {}, reports.map((report) => reportCard(report, names)))
       : el("p", { class: "hint" }, "No consolidation has run in this namespace yet."));
+}
+
+function reportCard(report, names) {
+  return el("article", { class: "report", "data-report-id": report.report_id },
+    el("h3", {}, `${when(report.finished_at)} · ${report.reason}`),
+    fieldsTable([
+      ["report", report.report_id], ["memories looked at", report.memories],
+      ["clusters", report.clusters.length],
+      ["new", el("div", { "data-field": "new" }, recordList(report.new_ids, names))],
+      ["superseded", el("div", { "data-field": "superseded" },
+        recordList(report.merged_ids, names))],
+      ["published", report.announced_at ? when(report.announced_at) : "not yet"],
+      ["timings", Object.entries(report.timings)
+        .map(([phase, s]) => `${phase} ${Number(s).toFixed(2)}s`).join(" · ")],
+    ]),
+    report.clusters.length ? el("div", {}, el("h4", {}, "Merged"),
+      el("ol", { class: "clusters" }, report.clusters.map((cluster) => el("li", {
+        class: "cluster" },
+      el("div", {}, cluster.new_id ? namedLink(cluster.new_id, names) : "a cluster",
+        cluster.review_state ? badge(cluster.review_state) : null,
+      el("span", { class: "hint" }, ` from ${(cluster.members || []).length} memories:`)),
+      recordList(cluster.members || [], names))))) : null);
 }
 
 // -- graph ---------------------------------------------------------------------------------
@@ -405,12 +691,14 @@ async function graphPage(_, params) {
   }
   for (const node of graph.nodes) {
     const { x, y } = position.get(node.record_id);
-    const label = node.title || node.record_id;
     const group = svg("g", { class: `node ${node.review_state}`, tabindex: 0,
       "data-record-id": node.record_id, transform: `translate(${x} ${y})` },
-    svg("title", {}, `${label} (${node.memory_type || node.kind}, ${node.review_state})`),
+    svg("title", {}, `${labelOf(node)} (${node.memory_type || node.kind}, `
+      + `${node.review_state}) · ${node.record_id}`),
     svg("circle", { r: 9, fill: TYPE_COLOURS[node.memory_type] || OTHER_COLOUR }),
-    svg("text", { x: 12, y: 4 }, label.length > 28 ? `${label.slice(0, 27)}…` : label));
+    node.review_state === "draft" ? svg("circle", { r: 13, class: "ring" }) : null,
+    svg("text", x + GRAPH_LABEL_ROOM > width ? { x: -16, y: 4, "text-anchor": "end" }
+      : { x: 16, y: 4 }, labelOf(node, GRAPH_LABEL_WORDS, GRAPH_LABEL_CHARS)));
     const open = () => { location.hash = `#/record/${encodeURIComponent(node.record_id)}`; };
     group.addEventListener("click", open);
     group.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
@@ -425,6 +713,9 @@ async function graphPage(_, params) {
     el("ul", { class: "legend" }, types.map((type) => el("li", {},
       svg("svg", { width: 14, height: 14 }, svg("circle", { cx: 7, cy: 7, r: 6,
         fill: TYPE_COLOURS[type] || OTHER_COLOUR })), ` ${type}`)),
+    el("li", { class: "draft" }, svg("svg", { width: 20, height: 20 },
+      svg("circle", { cx: 10, cy: 10, r: 5, fill: OTHER_COLOUR }),
+      svg("circle", { cx: 10, cy: 10, r: 8, class: "ring" })), " draft, awaiting review"),
     el("li", {}, el("span", { class: "line related" }), " related"),
     el("li", {}, el("span", { class: "line wiki_link" }), " wiki-link")),
     graph.nodes.length ? canvas : el("p", { class: "hint" }, "No memories yet."));

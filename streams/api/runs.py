@@ -1,0 +1,142 @@
+"""Run history over HTTP: the runs of a namespace (`GET /v1/runs`) and one run with its
+ledger, its digest, the errors it met with their fix patterns, and the fix patterns it fixed
+(`GET /v1/runs/{run_id}`).
+
+Runs are the namespace's, as their digests and fix patterns are (shared records): a key that
+may read the namespace reads its runs. The records a run view names are shown as every read
+shows records, only to a key that may see them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, get_args
+
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.fix_patterns import RunError, run_errors
+from processors.ids import digest_record_id, fix_pattern_record_id
+from schemas.events import RunStatus
+from stores.records import FoundRecord
+from stores.runs import UNFINISHED, LedgerEntry, RunQuery
+from streams.api.auth import granted_namespace
+from streams.api.pages import Pages
+from streams.api.params import bounded_limit, moment, repeated
+from streams.plumbing.json_values import jsonable
+from streams.plumbing.runtime import Runtime
+
+# Runs listed per request, by default and at most.
+RUNS_LIMIT = 50
+MAX_RUNS_LIMIT = 500
+# A run's events shown with it, the first ones: a long run's ledger can hold thousands.
+EVENTS_SHOWN = 500
+RUN_STATUSES = frozenset({*get_args(RunStatus), UNFINISHED})
+
+
+def wire_runs(pages: Pages, runtime: Runtime) -> None:
+    @pages.page("/v1/runs")
+    async def runs_view(web: View, request: Request, caller: Caller) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        query = run_query(request.query)
+        # One more than asked tells whether the list was cut.
+        found = await runtime.stores.runs.runs(
+            namespace, RunQuery(query.limit + 1, query.statuses, query.agent, query.since))
+        return web.json({"namespace": namespace, "truncated": len(found) > query.limit,
+                         "runs": jsonable(found[:query.limit])})
+
+    @pages.page("/v1/runs/{run_id}")
+    async def run_view(web: View, request: Request, caller: Caller, run_id: str) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        shown = await run_history(runtime, caller, namespace, run_id)
+        if shown is None:
+            return web.json({"error": f"no run {run_id!r} in {namespace!r}"}, status=404)
+        return web.json(shown)
+
+
+def run_query(params: Mapping[str, str]) -> RunQuery:
+    """The listing a request asks for: `status` (repeated or comma-separated), `agent`,
+    `since` (ISO 8601), `limit`."""
+    since = moment(params, "since")
+    return RunQuery(
+        limit=bounded_limit(params.get("limit", "").strip() or str(RUNS_LIMIT), MAX_RUNS_LIMIT),
+        statuses=tuple(repeated(params, "status", RUN_STATUSES)),
+        agent=params.get("agent", "").strip() or None,
+        since=None if since is None else datetime.fromtimestamp(since, UTC),
+    )
+
+
+async def run_history(runtime: Runtime, caller: Caller, namespace: str,
+                      run_id: str) -> dict[str, Any] | None:
+    """The run, its first EVENTS_SHOWN events, its digest, the errors it met (each with its
+    fix pattern and the runs that fixed it) and the fix patterns it fixed; None when the
+    namespace has no such run."""
+    stores = runtime.stores
+    summary, ledger, occurrences, fixed_ids = await asyncio.gather(
+        stores.runs.run(namespace, run_id), stores.runs.run_ledger(namespace, run_id),
+        stores.fix_patterns.run_occurrences(namespace, run_id),
+        stores.fix_patterns.patterns_fixed_by(namespace, run_id))
+    if summary is None:
+        return None
+    errors = run_errors(occurrences)
+    digest_id = digest_record_id(namespace, run_id)
+    pattern_ids = [fix_pattern_record_id(namespace, error.signature.signature_id)
+                   for error in errors]
+    found = await stores.records.records_by_id(namespace, [digest_id, *pattern_ids,
+                                                           *fixed_ids])
+    visible = {record_id: record for record_id, record in found.items()
+               if caller.sees(record.scope, record.agent_id)}
+    digest = visible.get(digest_id)
+    return {
+        "namespace": namespace,
+        "run": jsonable(summary),
+        "events": [_event_json(entry) for entry in ledger[:EVENTS_SHOWN]],
+        "digest": None if digest is None else {**_record_json(digest), "body": digest.body},
+        "errors": [_error_json(error, visible.get(pattern_id))
+                   for error, pattern_id in zip(errors, pattern_ids, strict=True)],
+        "fixed": [fixed for fixed in (_fixed_json(visible[pattern_id], run_id)
+                                      for pattern_id in fixed_ids if pattern_id in visible)
+                  if fixed is not None],
+    }
+
+
+def _record_json(record: FoundRecord) -> dict[str, Any]:
+    return {"record_id": record.record_id, "title": record.title, "text": record.text,
+            "version": record.version, "review_state": record.review_state}
+
+
+def _event_json(entry: LedgerEntry) -> dict[str, Any]:
+    return {"event_id": entry.event_id, "type": entry.type,
+            "occurred_at": entry.occurred_at.isoformat(), "producer": entry.producer,
+            "payload": entry.payload}
+
+
+def _error_json(error: RunError, pattern: FoundRecord | None) -> dict[str, Any]:
+    signature = error.signature
+    return {
+        "signature_id": signature.signature_id, "dialect": signature.dialect,
+        "exception_type": signature.exception_type, "template": signature.template,
+        "frames": list(signature.frames), "count": error.count,
+        "first_seen": error.first_seen.isoformat(), "example": error.example,
+        "fix_pattern": None if pattern is None else {
+            **_record_json(pattern),
+            "occurrences": pattern.body.get("occurrences"),
+            "fixes": pattern.body.get("fixes", []),
+            "success_count": pattern.body.get("success_count", 0),
+        },
+    }
+
+
+def _fixed_json(pattern: FoundRecord, run_id: str) -> dict[str, Any] | None:
+    """The pattern as one the run fixed; None if a rebuild since it was found dropped the
+    run from its fixes."""
+    fix = next((fix for fix in pattern.body.get("fixes", []) if fix.get("run_id") == run_id),
+               None)
+    if fix is None:
+        return None
+    return {"record_id": pattern.record_id, "title": pattern.title,
+            "signature_id": pattern.body.get("signature_id"),
+            "after_runs": fix.get("after_runs", [])}
+
