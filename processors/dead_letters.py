@@ -3,8 +3,9 @@ class and retriable flag its reason stands for, the namespace it belongs to, and
 
 What is kept of a dead letter is safe to show: its first `HEAD_BYTES` bytes, its key and its
 error, each as text with the secrets redacted (processors/redaction.py) and U+0000 escaped,
-which Postgres cannot store. The whole value is redacted before it is cut, so that a secret
-the cut would split is gone whole rather than half shown.
+which Postgres cannot store. A window well past the head is redacted before the head is cut
+from it, so that a secret the cut would split is gone whole rather than half shown; not the
+whole value, which may be 900 KiB that the redaction rules take seconds over.
 
 Access: dead letters are an operator's view of what went wrong, and their bytes may be any
 agent's personal memory, so they are shown to admin keys bound to no agent only. Such a key
@@ -37,6 +38,13 @@ from schemas.events import Namespace
 
 # What is kept of a dead letter's value: enough to recognise it, not to rebuild it.
 HEAD_BYTES = 512
+# The bytes redacted to cut a head from, at first; doubled while too little is left after the
+# head (secrets redacted shrink it).
+REDACTION_WINDOW = 4096
+# A secret the window's end cuts may be left unrecognised, in the window's last characters
+# (each rule wants some tens of a secret's characters to know it): a head ends at least this
+# far before the end of what was redacted.
+CUT_MARGIN = 256
 MAX_KEY_BYTES = 256
 MAX_REASON_CHARS = 64
 # The reason of a dead letter whose headers name none (not one of ours).
@@ -154,9 +162,13 @@ def payload_head(value: bytes, limit: int = HEAD_BYTES) -> tuple[str, bool]:
 def shown_text(raw: bytes, limit: int) -> str:
     """`raw` as text that may be stored and shown: bytes that are not UTF-8 as \\xNN, U+0000
     as \\x00, secrets redacted, then cut to at most `limit` bytes of UTF-8."""
-    text = raw.decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
-    redacted = redact_secrets(text).text
-    return redacted.encode()[:limit].decode("utf-8", "ignore")
+    window = REDACTION_WINDOW
+    while True:
+        text = raw[:window].decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+        redacted = redact_secrets(text).text.encode()
+        if window >= len(raw) or len(redacted) >= limit + CUT_MARGIN:
+            return redacted[:limit].decode("utf-8", "ignore")
+        window *= 2
 
 
 def namespace_of(value: bytes) -> str | None:

@@ -5,8 +5,8 @@ Kept once by its id, which is where its event was read: the same event dead-lett
 worker killed before it acknowledged the event) or a dead-letter topic consumed again adds
 nothing. Nothing here is dead-lettered, since a dead-letter topic has none of its own: a dead
 letter Postgres refuses for good, or that crashes this stage every try, is logged, counted
-(`memstream_events_total{outcome="unrecorded"}`) and left on its topic, where the replay
-command still finds it.
+(`memstream_dead_letters_read_total{outcome="unrecorded"}`) and left on its topic, where the
+replay command still finds it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from processors.dead_letters import REASONS, UNKNOWN_REASON, DeadLetterEntry, dead_letter_entry
+from processors.dead_letters import DeadLetterEntry, dead_letter_entry
 from processors.errors import Unexpected
 from streams.plumbing.batches import GiveUp
 from streams.plumbing.dead_letters import headers_of
@@ -52,11 +52,10 @@ class DeadLetterLog:
             outcome = "stored" if entry.dead_letter_id in recorded else "duplicate"
             # Once: the same event dead-lettered twice may come in one batch.
             recorded.discard(entry.dead_letter_id)
-            runtime.metrics.events.labels(entry.dlq_topic, reason_label(entry.reason),
-                                          outcome).inc()
+            runtime.metrics.dead_letters_read.labels(entry.dlq_topic, outcome).inc()
         for entry, error in kept.failed:
             _unrecorded(runtime, entry.dlq_topic, entry.dlq_partition, entry.dlq_offset,
-                        entry.reason, error.detail)
+                        error.detail)
 
 
 def leave_on_topic(runtime: Runtime) -> GiveUp:
@@ -65,23 +64,16 @@ def leave_on_topic(runtime: Runtime) -> GiveUp:
 
     async def give_up(messages: Sequence[InboundMessage], error: Unexpected) -> None:
         for message in messages:
-            reason = headers_of(message).reason or b""
             _unrecorded(runtime, message.topic, message.partition, message.offset,
-                        reason.decode("utf-8", "replace"), error.detail)
+                        error.detail)
 
     return give_up
 
 
-def _unrecorded(runtime: Runtime, dlq: str, partition: int, offset: int, reason: str,
-                detail: str) -> None:
+def _unrecorded(runtime: Runtime, dlq: str, partition: int, offset: int, detail: str) -> None:
     log.error("dead letter %s/%d@%d not recorded, left on its topic: %s", dlq, partition,
               offset, detail)
-    runtime.metrics.events.labels(dlq, reason_label(reason), "unrecorded").inc()
-
-
-def reason_label(reason: str) -> str:
-    """A reason as a metric label: one of ours, else "unknown", so that labels stay few."""
-    return reason if reason in REASONS else UNKNOWN_REASON
+    runtime.metrics.dead_letters_read.labels(dlq, "unrecorded").inc()
 
 
 def _moment(message: InboundMessage) -> datetime:
