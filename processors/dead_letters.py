@@ -46,7 +46,8 @@ REDACTION_WINDOW = 4096
 # far before the end of what was redacted.
 CUT_MARGIN = 256
 MAX_KEY_BYTES = 256
-MAX_REASON_CHARS = 64
+# A reason or a topic a header names.
+MAX_NAME_CHARS = 64
 # The reason of a dead letter whose headers name none (not one of ours).
 UNKNOWN_REASON = "unknown"
 
@@ -128,7 +129,7 @@ def dead_letter_entry(dlq_topic: str, partition: int, offset: int, dead_lettered
     died before acknowledging it), or the dead-letter topic consumed again, is kept once; a
     message whose headers do not say where is named by its own place in the dead-letter
     topic."""
-    source_topic = _header_text(headers.source_topic, MAX_REASON_CHARS)
+    source_topic = _header_text(headers.source_topic, MAX_NAME_CHARS)
     source_partition = _header_int(headers.source_partition)
     source_offset = _header_int(headers.source_offset)
     if source_topic is not None and source_partition is not None and source_offset is not None:
@@ -142,7 +143,7 @@ def dead_letter_entry(dlq_topic: str, partition: int, offset: int, dead_lettered
         source_partition=source_partition, source_offset=source_offset,
         namespace=namespace_of(value),
         key=None if key is None else shown_text(key, MAX_KEY_BYTES),
-        reason=_header_text(headers.reason, MAX_REASON_CHARS) or UNKNOWN_REASON,
+        reason=_header_text(headers.reason, MAX_NAME_CHARS) or UNKNOWN_REASON,
         error=_header_text(headers.error, None) or "",
         head=head, head_utf8=utf8, size=len(value), truncated=headers.truncated == b"true")
 
