@@ -36,3 +36,8 @@ def consolidate_request_id(namespace: str, basis: str) -> str:
     """A counted request is named by what it is one of (its day, or the report it follows),
     so that asking again re-sends the same request instead of a new one."""
     return f"cns_{_digest('consolidate', namespace, basis)}"
+
+
+def dead_letter_id(topic: str, partition: int, offset: int) -> str:
+    """A dead letter is named by where its event was read."""
+    return f"dlq_{_digest('dead_letter', topic, str(partition), str(offset))}"

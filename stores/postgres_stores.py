@@ -9,6 +9,7 @@ from processors.consolidation_trigger import TriggerRules
 from stores.api_keys import PostgresApiKeys
 from stores.consolidations import PostgresConsolidations
 from stores.core_blocks import PostgresCoreBlocks
+from stores.dead_letters import PostgresDeadLetters
 from stores.fix_patterns import PostgresFixPatterns
 from stores.postgres_rows import create_pool
 from stores.record_versions import PostgresRecordVersions
@@ -34,6 +35,7 @@ class PostgresStores:
         self.versions = PostgresRecordVersions(pool)
         self.blocks = PostgresCoreBlocks(pool)
         self.keys = PostgresApiKeys(pool)
+        self.dead_letters = PostgresDeadLetters(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

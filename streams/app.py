@@ -2,7 +2,7 @@
 HTTP views.
 
 - `ingest`: memory.events and runs.events, the consolidations to publish, search and the
-  other read views. It owns the index.
+  other read views. It owns the index, and keeps the dead letters of every topic readable.
 - `consolidator`: memory.consolidate, in a process and consumer group of its own.
 
 Both serve `/healthz` and `/metrics`.
@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from pathlib import Path
 
 import faust
 
 from processors.tiers import TierRules
-from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from schemas.topics import (
+    DEAD_LETTER_TOPICS,
+    MEMORY_CONSOLIDATE,
+    MEMORY_EVENTS,
+    RUNS_EVENTS,
+    source_of_dead_letters,
+)
 from stores.vector_index import SearchIndex, VectorIndex
 from streams.api.browser import wire_browser
 from streams.api.changes import wire_changes
 from streams.api.consolidation import wire_consolidation
 from streams.api.context import wire_context
+from streams.api.dead_letters import wire_dead_letters
 from streams.api.fix_patterns import wire_fix_patterns
 from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
@@ -36,6 +44,7 @@ from streams.plumbing.faust_credentials import broker_credentials
 from streams.plumbing.runtime import Runtime
 from streams.stages.consolidation_requests import ConsolidationTrigger
 from streams.stages.consolidator import Consolidator
+from streams.stages.dead_letter_log import DeadLetterLog, leave_on_topic
 from streams.stages.memory_intake import MemoryWriter, WriterState
 from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.record_sink import RecordSink
@@ -100,6 +109,10 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                  settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)
+    for dlq in DEAD_LETTER_TOPICS:
+        wiring.agent(dlq, f"dead-letters-{source_of_dead_letters(dlq)}",
+                     partial(DeadLetterLog, runtime, dlq), settings.batch_max,
+                     leave_on_topic(runtime))
     wiring.common(index)
     relay = ReportRelay(runtime, sink)
 
@@ -138,6 +151,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_runs(pages, runtime)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
+    wire_dead_letters(pages, runtime.stores.dead_letters)
 
 
 def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:

@@ -12,12 +12,12 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from processors.errors import Unexpected
-from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from schemas.topics import DEAD_LETTER_TOPICS, MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
 from stores.vector_index import VectorIndex
 from streams.api.auth import Authenticator
 from streams.api.pages import Pages
 from streams.api.status import wire_status
-from streams.plumbing.batches import BatchStages, StagedAgent
+from streams.plumbing.batches import BatchStages, GiveUp, StagedAgent
 from streams.plumbing.config import Settings
 from streams.plumbing.consumer_lag import ConsumerLagProbe
 from streams.plumbing.dead_letters import send_dead_letters
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 Role = Literal["ingest", "consolidator"]
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
-    "ingest": (MEMORY_EVENTS, RUNS_EVENTS),
+    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, *DEAD_LETTER_TOPICS),
     "consolidator": (MEMORY_CONSOLIDATE,),
 }
 
@@ -50,16 +50,16 @@ class Wiring:
         self._role = role
 
     def agent(self, topic: str, name: str, new_stages: Callable[[], BatchStages[Any]],
-              batch_max: int) -> None:
+              batch_max: int, give_up: GiveUp | None = None) -> None:
         """A staged agent on `topic` (streams/plumbing/batches.py): crashes restart it,
-        events that crash every try are dead-lettered."""
+        events that crash every try are dead-lettered, or given to `give_up`."""
         runtime = self._runtime
 
-        async def give_up(messages: Sequence[InboundMessage], error: Unexpected) -> None:
+        async def dead_letter(messages: Sequence[InboundMessage], error: Unexpected) -> None:
             await send_dead_letters(runtime, [(message, error.rejection)
                                               for message in messages])
 
-        staged = StagedAgent(name, new_stages, give_up, self.health, batch_max,
+        staged = StagedAgent(name, new_stages, give_up or dead_letter, self.health, batch_max,
                              self._settings.batch_within_s, runtime.retry_policy)
         topic_of_bytes = self.app.topic(topic, key_type=bytes, value_type=bytes,
                                          value_serializer="raw", key_serializer="raw")

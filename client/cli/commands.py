@@ -272,9 +272,28 @@ def change_line(change: dict[str, Any], width: int) -> str:
     return truncate(head + cell(one_line(change)), width)
 
 
+def dead_letters(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
+    answer = api.get("/v1/dead-letters", {
+        "namespace": None if args.all_namespaces else config.namespace,
+        "reason": args.reason, "limit": args.limit, "before": args.before})
+    if output.as_json:
+        output.json(answer)
+        return 0
+    listed = answer["dead_letters"]
+    # Time, topic and reason are never cut; the key and the bytes share what is left of 80
+    # columns.
+    output.table(["time", "topic", "reason", "key", "bytes"],
+                 [(when(d["dead_lettered_at"]), d["source"]["topic"] or d["dlq"]["topic"],
+                   d["reason"], d["key"], d["first_bytes"]) for d in listed], flexible=(3, 4))
+    output.note(f"{len(listed)} of {answer['total']} dead letters"
+                + (f"; older ones: --before {answer['next']}" if answer.get("next") else ""))
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "search": search, "context": context, "show": show, "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
+    "dead-letters": dead_letters,
 }
 
 
@@ -354,6 +373,13 @@ def parser() -> argparse.ArgumentParser:
                         help="keep printing new changes until Ctrl-C")
     follow.add_argument("--agent")
     follow.add_argument("--limit", type=int, default=100, help="changes asked per request")
+
+    dead = command("dead-letters", "events no stage could use, newest first (admin keys)")
+    dead.add_argument("--all-namespaces", action="store_true",
+                      help="every namespace's, and those of none (an operator's key)")
+    dead.add_argument("--reason", action="append", help="of this reason only (repeatable)")
+    dead.add_argument("--limit", type=int, help="at most this many (50; at most 500)")
+    dead.add_argument("--before", help="the cursor a previous listing printed: older ones")
     return main_parser
 
 

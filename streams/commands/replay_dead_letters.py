@@ -48,6 +48,7 @@ from processors.errors import DeadLetterReason
 from schemas.topics import source_of_dead_letters
 from streams.plumbing.dead_letters import (
     REASON_HEADER,
+    REPLAY_COMMAND,
     REPLAY_HEADER,
     SOURCE_TOPIC_HEADER,
     TRUNCATED_HEADER,
@@ -281,7 +282,7 @@ async def replay(bootstrap: str, dlq: str, selection: Selection, dry_run: bool,
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m streams.commands.replay_dead_letters",
+        prog=REPLAY_COMMAND,
         description="Republish dead letters to their source topic, with their original key.")
     parser.add_argument("--topic", required=True, help="the dead-letter topic to replay")
     parser.add_argument("--reason", action="append", choices=REASONS, default=[],

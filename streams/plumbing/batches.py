@@ -56,6 +56,8 @@ def inbound(event: faust.EventT[Any]) -> InboundMessage:
         value=message.value,
         headers=tuple((key, value if isinstance(value, bytes) else value.encode())
                       for key, value in pairs),
+        # Faust gives the broker's milliseconds as seconds.
+        timestamp_ms=None if message.timestamp is None else round(message.timestamp * 1000),
     )
 
 

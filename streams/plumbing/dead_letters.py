@@ -1,14 +1,17 @@
 """Dead letters: an unusable message goes to `<topic>.dlq` as its original bytes and key, with
-the reason, the error and where it came from in headers, so that it can be inspected and
-replayed (python -m streams.commands.replay_dead_letters)."""
+the reason, the error and where it came from in headers, so that it can be inspected (GET
+/v1/dead-letters) and replayed (python -m streams.commands.replay_dead_letters)."""
 
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Sequence
+from datetime import UTC
 
+from processors.dead_letters import REASONS, DeadLetterEntry, DeadLetterHeaders
 from processors.errors import Rejection
-from schemas.topics import dead_letter_topic
+from schemas.topics import dead_letter_topic, source_of_dead_letters
 from streams.plumbing.messages import InboundMessage, Outbound
 from streams.plumbing.runtime import Runtime
 
@@ -25,6 +28,7 @@ SOURCE_OFFSET_HEADER = "dlq.source.offset"
 TRUNCATED_HEADER = "dlq.truncated"
 # Set on an event republished from a DLQ (python -m streams.commands.replay_dead_letters).
 REPLAY_HEADER = "dlq.replay.of"
+REPLAY_COMMAND = "python -m streams.commands.replay_dead_letters"
 
 
 def dead_letter(message: InboundMessage, rejection: Rejection) -> Outbound:
@@ -67,3 +71,28 @@ async def send_dead_letters(
     for message, rejection in in_order:
         runtime.metrics.dlq.labels(message.topic, rejection.reason).inc()
         runtime.metrics.events.labels(message.topic, "rejected", "dlq").inc()
+
+
+def headers_of(message: InboundMessage) -> DeadLetterHeaders:
+    """What the headers of a message read from a dead-letter topic say."""
+    found = dict(message.headers)
+    return DeadLetterHeaders(
+        reason=found.get(REASON_HEADER), error=found.get(ERROR_HEADER),
+        source_topic=found.get(SOURCE_TOPIC_HEADER),
+        source_partition=found.get(SOURCE_PARTITION_HEADER),
+        source_offset=found.get(SOURCE_OFFSET_HEADER), truncated=found.get(TRUNCATED_HEADER))
+
+
+def replay_command(entry: DeadLetterEntry) -> str | None:
+    """The command that republishes this dead letter: its dead-letter topic, its reason, from
+    its time on. The command selects no single dead letter, so this one also replays those of
+    the same reason dead-lettered on that topic after it. None when the command would skip it:
+    cut to fit the DLQ, or from another topic than the DLQ's source."""
+    if entry.truncated or entry.source_topic not in (None,
+                                                     source_of_dead_letters(entry.dlq_topic)):
+        return None
+    since = entry.dead_lettered_at.astimezone(UTC).isoformat(timespec="milliseconds")
+    arguments = ["--topic", entry.dlq_topic,
+                 *(["--reason", entry.reason] if entry.reason in REASONS else []),
+                 "--since", since.replace("+00:00", "Z")]
+    return f"{REPLAY_COMMAND} {shlex.join(arguments)}"

@@ -16,6 +16,8 @@ class InboundMessage:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+    # The broker's timestamp of the message, in milliseconds since the epoch.
+    timestamp_ms: int | None = None
 
     def provenance(self, event_id: str, producer: str) -> Provenance:
         return Provenance(

@@ -15,7 +15,7 @@ from processors.errors import DeadLetterReason
 from processors.refusal import RefusalReason
 from processors.stack_traces import Dialect
 from schemas.events import ConsolidateReason, RecordKind
-from schemas.topics import INPUT_TOPICS
+from schemas.topics import DEAD_LETTER_TOPICS, INPUT_TOPICS
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -38,6 +38,13 @@ class Metrics:
             "memstream_dlq_total",
             "Events sent to a dead-letter topic, by source topic and reason.",
             ["topic", "reason"],
+            registry=r,
+        )
+        self.dead_letters_read = Counter(
+            "memstream_dead_letters_read_total",
+            "Dead letters read back from a dead-letter topic, by topic and outcome (stored, "
+            "duplicate: kept already, unrecorded: Postgres refused it, left on the topic).",
+            ["topic", "outcome"],
             registry=r,
         )
         self.refused_writes = Counter(
@@ -238,6 +245,9 @@ class Metrics:
                 self.dlq.labels(topic, reason)
             self.retries.labels(topic)
             self.unexpected_errors.labels(topic)
+        for dlq in DEAD_LETTER_TOPICS:
+            for outcome in ("stored", "duplicate", "unrecorded"):
+                self.dead_letters_read.labels(dlq, outcome)
         for reason in get_args(RefusalReason):
             self.refused_writes.labels(reason)
         for failure in get_args(Failure):

@@ -20,6 +20,7 @@ from processors.fix_patterns import DEFAULT_FIX_WINDOW
 from stores.api_keys import ApiKeys
 from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
+from stores.dead_letters import DeadLetters
 from stores.fix_patterns import FixPatterns
 from stores.pgvector import Vector
 from stores.record_versions import RecordVersions
@@ -69,6 +70,9 @@ class Stores(Protocol):
 
     @property
     def keys(self) -> ApiKeys: ...
+
+    @property
+    def dead_letters(self) -> DeadLetters: ...
 
     async def ping(self) -> None: ...
 

@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.kafka_io import produce, wait_caught_up
 from harness.stack import Stack, Worker
+from schemas.topics import DEAD_LETTER_TOPICS
 from tests.integration.conftest import event
 
 pytestmark = pytest.mark.integration
@@ -45,7 +46,9 @@ async def test_consumer_lag_is_reported_per_partition_and_drains_to_zero(
         (namespace.encode(), event("memory.write", namespace, {"text": f"Lag probe {n}."}))
         for n in range(20)])
     await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
-    lag = await drained_lag(worker.base_url, {"memory.events", "runs.events"})
+    # The dead-letter topics too, which the worker reads back (streams/stages/dead_letter_log.py).
+    lag = await drained_lag(worker.base_url, {"memory.events", "runs.events",
+                                              *DEAD_LETTER_TOPICS})
     partitions = {dict(labels)["partition"] for labels in lag}
     assert partitions == {"0", "1", "2", "3"}, "one series per partition the worker owns"
     # The consolidator is a process and a consumer group of its own.

@@ -215,6 +215,7 @@ class InMemoryStores:
     versions: Any = field(default_factory=lambda: Unused("versions"))
     blocks: Any = field(default_factory=lambda: Unused("blocks"))
     keys: Any = field(default_factory=lambda: Unused("keys"))
+    dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
 
     async def ping(self) -> None:
         pass

@@ -1,0 +1,125 @@
+"""`GET /v1/dead-letters`: the dead letters of every topic, newest first, as the dead-letter
+stage keeps them (streams/stages/dead_letter_log.py), each with the command that replays it,
+and how many there are in all and by reason; `GET /v1/dead-letters/{id}`: one of them.
+
+Only admin keys bound to no agent read them (processors/dead_letters.py): a namespace's, its
+dead letters; an operator's, every namespace's and those of none. One the key may not see is
+answered as a missing one."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import UTC, datetime
+from typing import Any
+
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.dead_letters import (
+    ERROR_CLASSES,
+    REASONS,
+    DeadLetterEntry,
+    dead_letter_scope,
+    may_see,
+)
+from schemas.topics import INPUT_TOPICS, dead_letter_topic
+from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, DeadLetters
+from streams.api.pages import Pages
+from streams.api.params import BadQuery, bounded_limit, moment, repeated
+from streams.plumbing.dead_letters import replay_command
+
+# Dead letters answered per request, by default and at most.
+DEAD_LETTERS_LIMIT = 50
+MAX_DEAD_LETTERS_LIMIT = 500
+
+
+def wire_dead_letters(pages: Pages, dead_letters: DeadLetters) -> None:
+    @pages.page("/v1/dead-letters")
+    async def dead_letters_view(web: View, request: Request, caller: Caller) -> Response:
+        query = request.query
+        namespace = dead_letter_scope(caller, query.get("namespace", "").strip() or None)
+        wanted = dead_letter_filter(namespace, query)
+        before = cursor_position(query.get("before", ""))
+        limit = bounded_limit(query.get("limit", str(DEAD_LETTERS_LIMIT)),
+                              MAX_DEAD_LETTERS_LIMIT)
+        # One more than asked: whether there is a next page.
+        found = await dead_letters.dead_letters(wanted, before, limit + 1)
+        by_reason = await dead_letters.dead_letter_counts(wanted)
+        shown = found[:limit]
+        return web.json({
+            "namespace": namespace,
+            "dead_letters": [dead_letter_json(entry) for entry in shown],
+            "total": sum(by_reason.values()),
+            "by_reason": by_reason,
+            "next": encode_cursor(shown[-1]) if len(found) > limit else None,
+        })
+
+    @pages.page("/v1/dead-letters/{dead_letter_id}")
+    async def dead_letter_view(web: View, request: Request, caller: Caller,
+                               dead_letter_id: str) -> Response:
+        found = await dead_letters.dead_letter(dead_letter_id)
+        if found is None or not may_see(caller, found):
+            return web.json({"error": f"no dead letter {dead_letter_id!r}"}, status=404)
+        return web.json(dead_letter_json(found))
+
+
+def dead_letter_filter(namespace: str | None, query: Any) -> DeadLetterFilter:
+    """The filters of a listing: `reason` and `error_class` (each repeatable; a dead letter
+    of both kinds asked), source `topic`, `since` (an ISO 8601 time)."""
+    reasons = set(repeated(query, "reason", frozenset(REASONS)))
+    classes = repeated(query, "error_class", frozenset(ERROR_CLASSES))
+    wanted_reasons: frozenset[str] | None = None
+    if reasons or classes:
+        of_classes = set().union(*(ERROR_CLASSES[name] for name in classes))
+        wanted_reasons = frozenset(reasons & of_classes if reasons and classes
+                                   else reasons or of_classes)
+    topics = repeated(query, "topic", frozenset(INPUT_TOPICS))
+    since = moment(query, "since")
+    return DeadLetterFilter(
+        namespace=namespace, reasons=wanted_reasons,
+        dlq_topics=frozenset(dead_letter_topic(topic) for topic in topics),
+        since=None if since is None else datetime.fromtimestamp(since, UTC))
+
+
+def dead_letter_json(entry: DeadLetterEntry) -> dict[str, Any]:
+    return {
+        "dead_letter_id": entry.dead_letter_id,
+        "dead_lettered_at": entry.dead_lettered_at.isoformat(),
+        "namespace": entry.namespace,
+        "source": {"topic": entry.source_topic, "partition": entry.source_partition,
+                   "offset": entry.source_offset},
+        "dlq": {"topic": entry.dlq_topic, "partition": entry.dlq_partition,
+                "offset": entry.dlq_offset},
+        "key": entry.key,
+        "reason": entry.reason,
+        "error": entry.error,
+        "error_class": entry.error_class,
+        "retriable": entry.retriable,
+        "first_bytes": entry.head,
+        "first_bytes_utf8": entry.head_utf8,
+        "size": entry.size,
+        "truncated": entry.truncated,
+        "replay_command": replay_command(entry),
+    }
+
+
+def encode_cursor(entry: DeadLetterEntry) -> str:
+    raw = f"{entry.dead_lettered_at.isoformat()}|{entry.dead_letter_id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def cursor_position(cursor: str) -> DeadLetterPosition | None:
+    """The position a cursor of `encode_cursor` stands for; None for no cursor."""
+    cursor = cursor.strip()
+    if not cursor:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, dead_letter_id = raw.split("|", 1)
+        position = DeadLetterPosition(datetime.fromisoformat(at), dead_letter_id)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise BadQuery("before is not a cursor this listing gave") from None
+    if position.dead_lettered_at.tzinfo is None or not dead_letter_id:
+        raise BadQuery("before is not a cursor this listing gave")
+    return position
