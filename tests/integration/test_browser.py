@@ -21,9 +21,10 @@ import httpx
 import pytest
 
 from client.publisher import Publisher
-from harness.kafka_io import TopicReader
+from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
 from tests.integration.test_consolidation import VPN
+from tests.integration.test_dead_letters import SECRET, dead_letters_keyed, unknown_type
 from tests.integration.test_history_views import consolidated, fixed_history, publish_runs
 from tests.integration.test_lifecycle import announced
 
@@ -403,6 +404,144 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
     assert sorted(p.name for p in screenshots.glob("1[0-6]-*.png")) == [
         "10-overview.png", "11-runs.png", "12-run.png", "13-run-that-fixed.png",
         "14-reports-merged.png", "15-graph-labels.png", "16-search-untitled.png"]
+
+
+@needs_chromium
+async def test_dead_letters_and_why_a_search_found_nothing(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    chrome: Any, screenshots: Path, namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
+        bastion = await publisher.write_memory(namespace, BASTION, title="Bastion host",
+                                               memory_type="fact")
+        await announced(updates, bastion, [("created", 1)])
+    # Sent raw, as kcat would: three events of an unknown type (a token in each), then JSON
+    # cut short and bytes that are not UTF-8, which name no namespace anyone could read.
+    key = namespace.encode()
+    not_utf8 = b'{"namespace": "' + key + b'", "text": "caf\xe9"}'
+    await produce(stack.broker.bootstrap, "memory.events",
+                  [(key, unknown_type(namespace)) for _ in range(3)]
+                  + [(key, b'{"event_id": "half-written'), (key, not_utf8)])
+    ours = await dead_letters_keyed(http, namespace, 5)
+    unknown = [d for d in ours if d["reason"] == "unknown_type"]
+    assert [d["namespace"] for d in unknown] == [namespace] * 3
+    # The operator's key: every namespace's dead letters, and a search in any namespace.
+    operator = stack.operator_key
+    typo = f"{namespace}x"
+
+    def rows(chrome: Any) -> list[Any]:
+        return list(chrome.find_elements(By.CSS_SELECTOR, "tbody.dead-letter"))
+
+    def shown_ids() -> list[str]:
+        return [row.get_attribute("data-dead-letter-id") for row in rows(chrome)]
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        # The copy button writes to the clipboard, which the test reads back.
+        chrome.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": worker.base_url,
+            "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+        chrome.get(f"{worker.base_url}/ui/")
+        chrome.find_element(By.ID, "key").send_keys(operator)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+
+        card = wait_for(chrome, By.CSS_SELECTOR, "[data-card=dead-letters]")
+        assert card.find_element(By.CSS_SELECTOR, ".figure").text == "3"
+        assert [a.text for a in card.find_elements(By.CSS_SELECTOR, "a[data-reason]")] == [
+            "3 unknown_type"]
+        shot("20-overview-operator", whole_page=True)
+
+        card.find_element(By.LINK_TEXT, "All dead letters").click()
+        wait_until(chrome, lambda: len(rows(chrome)) == 3)
+        assert shown_ids() == [d["dead_letter_id"] for d in unknown], "newest first"
+        assert chrome.find_element(By.TAG_NAME, "h1").text == f"Dead letters · {namespace}"
+        for row, letter in zip(rows(chrome), unknown, strict=True):
+            cells = row.find_elements(By.CSS_SELECTOR, "tr:first-child > td")
+            assert [cells[1].text.split(" ")[0], cells[2].text.split("\n")[0], cells[3].text,
+                    cells[4].text] == ["memory.events", "unknown_type", "Rejected", namespace]
+            first_bytes = row.find_element(By.CSS_SELECTOR, "pre.first-bytes").text
+            assert first_bytes == letter["first_bytes"]
+            assert "[REDACTED:github_token]" in first_bytes and SECRET not in first_bytes
+            assert row.find_elements(By.CSS_SELECTOR, ".not-utf8") == []
+            assert row.find_element(By.CSS_SELECTOR, "code.replay-command").text \
+                == letter["replay_command"]
+        reasons = chrome.find_elements(By.CSS_SELECTOR, "#dead-letter-reasons a")
+        assert [a.text for a in reasons][:2] == ["all (3)", "unknown_type (3)"]
+        first = rows(chrome)[0]
+        first.find_element(By.CSS_SELECTOR, "button.copy").click()
+        wait_until(chrome, lambda: first.find_element(By.CSS_SELECTOR, ".copied").text
+                   == "Copied.", explain=lambda: first.find_element(
+                       By.CSS_SELECTOR, ".copied").text)
+        copied = chrome.execute_async_script(
+            "navigator.clipboard.readText().then(arguments[0])")
+        assert copied == unknown[0]["replay_command"]
+        assert "--topic memory.events.dlq --reason unknown_type --since " in copied
+        shot("21-dead-letters", whole_page=True)
+
+        # Two a page: the older ones follow the cursor.
+        chrome.get(f"{worker.base_url}/ui/#/dead-letters?limit=2")
+        wait_until(chrome, lambda: shown_ids() == [d["dead_letter_id"] for d in unknown[:2]])
+        chrome.find_element(By.ID, "dead-letters-older").click()
+        wait_until(chrome, lambda: shown_ids() == [unknown[2]["dead_letter_id"]])
+        assert chrome.find_elements(By.ID, "dead-letters-older") == []
+        assert "before=" in chrome.current_url
+
+        # Every namespace's, by reason: what names no namespace, the bytes that are not UTF-8
+        # flagged and shown escaped.
+        chrome.get(f"{worker.base_url}/ui/#/dead-letters")
+        wait_until(chrome, lambda: len(rows(chrome)) == 3)
+        chrome.find_element(By.CSS_SELECTOR, "#dead-letter-reasons a.scope").click()
+        wait_until(chrome, lambda: chrome.find_element(By.TAG_NAME, "h1").text
+                   == "Dead letters · every namespace")
+        wait_for(chrome, By.CSS_SELECTOR, "#dead-letter-reasons a[data-reason=malformed_json]"
+                 ).click()
+        wait_until(chrome, lambda: "reason=malformed_json" in chrome.current_url
+                   and all(row.find_element(By.CSS_SELECTOR, ".reason").text
+                           == "malformed_json" for row in rows(chrome)))
+        broken = {row.find_element(By.CSS_SELECTOR, "pre.first-bytes").text: row
+                  for row in rows(chrome) if row.find_element(
+                      By.CSS_SELECTOR, "code.key").text == namespace}
+        escaped = '{"namespace": "' + namespace + '", "text": "caf\\xe9"}'
+        assert set(broken) == {'{"event_id": "half-written', escaped}
+        assert broken[escaped].find_element(By.CSS_SELECTOR, ".not-utf8").text \
+            == "not UTF-8: shown as \\xNN"
+        assert broken['{"event_id": "half-written'].find_elements(
+            By.CSS_SELECTOR, ".not-utf8") == []
+        assert all(row.find_elements(By.TAG_NAME, "td")[4].text == "none"
+                   for row in broken.values()), "the namespace column: none named"
+        shot("22-dead-letters-every-namespace")
+
+        # A search that finds nothing says why: nothing relevant, or no such namespace.
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=search]").click()
+        query = wait_for(chrome, By.CSS_SELECTOR, "[data-page=search] input[name=query]")
+        query.send_keys("quarterly revenue of the bakery franchise")
+        chrome.find_element(By.CSS_SELECTOR, "[data-page=search] button").click()
+        wait_until(chrome, lambda: text_of(chrome, "search-empty").startswith(
+            "Nothing relevant: no match reaches the min score (0.5, the default)."))
+        assert chrome.find_elements(By.CSS_SELECTOR, ".hit") == []
+        shot("23-search-nothing-relevant")
+        chrome.find_element(By.ID, "search-weaker").click()
+        hit = wait_for(chrome, By.CSS_SELECTOR, f".hit a[href='#/record/{bastion}']")
+        assert hit.text == "Bastion host"
+        relevance = chrome.find_element(By.CSS_SELECTOR, ".hit .score").text
+        assert relevance.startswith("relevance ") and float(relevance.split()[1]) < 0.5
+        assert chrome.find_element(By.CSS_SELECTOR, "input[name=min_score]"
+                                   ).get_attribute("value") == "0"
+
+        chrome.find_element(By.ID, "namespace").clear()
+        chrome.find_element(By.ID, "namespace").send_keys(typo)
+        chrome.find_element(By.CSS_SELECTOR, "#namespace-form button").click()
+        wait_until(chrome, lambda: text_of(chrome, "search-empty")
+                   == f"Namespace {typo} holds no records: is its name spelled right?")
+        shot("24-search-no-such-namespace")
+
+    await asyncio.to_thread(drive)
+    assert sorted(p.name for p in screenshots.glob("2[0-4]-*.png")) == [
+        "20-overview-operator.png", "21-dead-letters.png", "22-dead-letters-every-namespace.png",
+        "23-search-nothing-relevant.png", "24-search-no-such-namespace.png"]
 
 
 def label_of(text: str, words: int = 8) -> str:

@@ -31,6 +31,8 @@ const CHANGES_PAGE = 1000;
 const CHANGES_PAGES = 5;
 const OVERVIEW_RUNS = 500;
 const OVERVIEW_SHOWN = 8;
+// The dead letters' reasons the overview names, the most frequent first.
+const OVERVIEW_REASONS = 4;
 const RUN_STATUSES = ["succeeded", "failed", "cancelled", "unfinished"];
 
 const $ = (id) => document.getElementById(id);
@@ -116,9 +118,10 @@ function status(text, kind = "") {
 
 const namespace = () => sessionStorage.getItem(NAMESPACE) || "";
 
-async function api(path, params = {}, { method = "GET", body } = {}) {
+// A GET asks within the chosen namespace, unless `everyNamespace` (an operator's key).
+async function api(path, params = {}, { method = "GET", body, everyNamespace = false } = {}) {
   const url = new URL(path, location.origin);
-  if (method === "GET") url.searchParams.set("namespace", namespace());
+  if (method === "GET" && !everyNamespace) url.searchParams.set("namespace", namespace());
   for (const [name, value] of Object.entries(params)) {
     for (const item of [].concat(value)) if (item !== "" && item != null) {
       url.searchParams.append(name, item);
@@ -174,7 +177,8 @@ $("forget-key").addEventListener("click", () => {
 // -- routes --------------------------------------------------------------------------------
 
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
-  runs: runsPage, run: runPage, diffs: diffsPage, reports: reportsPage, graph: graphPage };
+  runs: runsPage, run: runPage, diffs: diffsPage, reports: reportsPage, graph: graphPage,
+  "dead-letters": deadLettersPage };
 // The menu entry a page is under, when it has none of its own.
 const UNDER = { run: "runs" };
 
@@ -288,17 +292,11 @@ function runsCard(listing) {
     el("p", {}, el("a", { href: "#/runs" }, "All runs")));
 }
 
-// The review queue and the dead letters are read from routes that other work adds: until a
-// route answers (404 before it exists), its card is left out. Each reads the count from the
-// route's answer in one place, `count`.
+// The review queue is read from a route that other work adds: until it answers (404 before
+// it exists), its card is left out.
 function reviewQueueCard() {
   return laterCard("review-queue", "/v1/review-queue", "Awaiting review",
     (answer) => answer.items?.length);
-}
-
-function deadLettersCard() {
-  return laterCard("dead-letters", "/v1/dead-letters", "Dead letters",
-    (answer) => answer.total);
 }
 
 async function laterCard(name, path, heading, count) {
@@ -307,16 +305,40 @@ async function laterCard(name, path, heading, count) {
     answer = await api(path);
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return null;
-    if (error instanceof AuthError) {
-      return card(name, el("h2", {}, heading),
-        el("p", { class: "hint" }, `Not readable with this key: ${error.message}`));
-    }
+    if (error instanceof AuthError) return refusedCard(name, heading, error);
     throw error;
   }
   const n = count(answer);
   return card(name, el("h2", {}, heading),
     Number.isInteger(n) ? el("p", { class: "figure" }, n)
       : el("p", { class: "message error" }, `${path} answered without a count`));
+}
+
+// A card whose route the key may not read (the dead letters: admin keys only) says so, and
+// the rest of the overview stands.
+function refusedCard(name, heading, error) {
+  return card(name, el("h2", {}, heading),
+    el("p", { class: "hint" }, `Not readable with this key: ${error.message}`));
+}
+
+async function deadLettersCard() {
+  let listing;
+  try {
+    listing = await api("/v1/dead-letters", { limit: "1" });
+  } catch (error) {
+    if (error instanceof AuthError) return refusedCard("dead-letters", "Dead letters", error);
+    throw error;
+  }
+  const reasons = Object.entries(listing.by_reason).sort(([, m], [, n]) => n - m);
+  return card("dead-letters", el("h2", {}, "Dead letters"),
+    el("p", { class: "figure" }, listing.total),
+    reasons.length ? el("ul", { class: "feed reasons" }, reasons.slice(0, OVERVIEW_REASONS)
+      .map(([reason, n]) => el("li", {}, el("a", { href: `#/dead-letters?reason=${
+        encodeURIComponent(reason)}`, "data-reason": reason }, `${n} ${reason}`))))
+      : el("p", { class: "hint" }, "Every event was used."),
+    reasons.length > OVERVIEW_REASONS ? el("p", { class: "hint" },
+      `and ${plural(reasons.length - OVERVIEW_REASONS, "other reason")}`) : null,
+    el("p", {}, el("a", { href: "#/dead-letters" }, "All dead letters")));
 }
 
 // -- search --------------------------------------------------------------------------------
@@ -341,6 +363,10 @@ async function searchPage(_, params) {
     el("label", {}, "tag", el("input", { name: "tag", value: params.get("tag") || "" })),
     el("label", {}, "agent", el("input", { name: "agent_id",
       value: params.get("agent_id") || "" })),
+    // Empty: the route's default, as the CLI asks.
+    el("label", {}, "min score", el("input", { name: "min_score", type: "number", min: "-1",
+      max: "1", step: "0.05", class: "min-score", placeholder: "0.5",
+      value: params.get("min_score") || "" })),
     el("button", { type: "submit" }, "Search"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -355,17 +381,41 @@ async function searchPage(_, params) {
     ` · ${stats.index_points} in the index`), form);
   if (!query) return page;
   const filters = Object.fromEntries([...params].filter(([name]) => name !== "query"));
-  const answer = await api("/v1/search", { query, min_score: "0", limit: "30", ...filters });
+  const answer = await api("/v1/search", { query, limit: "30", ...filters });
   if (answer.degraded) page.append(el("p", { class: "message" }, "Index down: answered by Postgres."));
-  page.append(el("p", { class: "hint" }, `${answer.hits.length} hits`),
+  if (!answer.hits.length) {
+    page.append(emptyAnswer(answer, params));
+    return page;
+  }
+  page.append(el("p", { class: "hint" }, plural(answer.hits.length, "hit")),
     el("ol", { class: "hits" }, answer.hits.map((hit) => el("li", { class: "hit" },
       el("div", {}, recordLink(hit.record_id, labelOf(hit)), " ",
         badge(hit.kind), hit.memory_type ? badge(hit.memory_type, "type") : null,
-        badge(hit.review_state), el("span", { class: "score" }, `score ${hit.score}`)),
+        badge(hit.review_state), el("span", { class: "score",
+          title: "what min score is a floor on (docs/retrieval.md)" },
+        `relevance ${hit.relevance.toFixed(2)}`)),
       el("p", { class: "text" }, hit.text),
       hit.tags.length ? el("p", { class: "tags" }, hit.tags.map((tag) => badge(`#${tag}`)))
         : null))));
   return page;
+}
+
+// Why an answer holds nothing: a namespace with no record at all (its name misspelled, most
+// often), or nothing relevant enough, which a lower min score may show.
+function emptyAnswer(answer, params) {
+  if (answer.namespace_holds_records === false) {
+    return el("p", { class: "message empty", id: "search-empty" },
+      `Namespace ${answer.namespace} holds no records: is its name spelled right?`);
+  }
+  const floor = params.get("min_score");
+  const lower = new URLSearchParams(params);
+  lower.set("min_score", "0");
+  return el("div", { class: "message empty", id: "search-empty" },
+    el("p", {}, "Nothing relevant: no match reaches the min score "
+      + `(${floor || "0.5, the default"}).`),
+    floor !== "0" ? el("p", { class: "hint" }, "Lower the min score to see weaker matches: ",
+      el("a", { href: `#/search?${lower}`, id: "search-weaker" },
+        "show every match (min score 0)"), ".") : null);
 }
 
 // -- a record ------------------------------------------------------------------------------
@@ -642,6 +692,107 @@ async function waitApplied(diff, decision) {
     }
   }
   throw new ApiError(`Not applied within ${APPLY_TIMEOUT_MS / 1000}s: is the worker consuming?`);
+}
+
+// -- dead letters --------------------------------------------------------------------------
+
+async function deadLettersPage(_, params) {
+  const reason = params.get("reason") || "";
+  const before = params.get("before") || "";
+  const every = params.get("every") === "1";
+  // The page's size: the route's default unless the address names one.
+  const limit = params.get("limit") || "";
+  const scope = { everyNamespace: every };
+  const [listing, all] = await Promise.all([
+    api("/v1/dead-letters", { reason, before, limit }, scope),
+    // The reasons to filter by, and their counts, whatever the filter.
+    reason ? api("/v1/dead-letters", { limit: "1" }, scope) : null,
+  ]);
+  const counts = (all || listing).by_reason;
+  const link = (changes) => {
+    const wanted = new URLSearchParams({ ...(reason ? { reason } : {}),
+      ...(every ? { every: "1" } : {}), ...(limit ? { limit } : {}) });
+    for (const [name, value] of Object.entries(changes)) {
+      if (value) wanted.set(name, value); else wanted.delete(name);
+    }
+    return `#/dead-letters?${wanted}`;
+  };
+  const reasons = Object.entries(counts).sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
+  return el("section", { "data-page": "dead-letters" },
+    el("h1", {}, `Dead letters · ${listing.namespace ?? "every namespace"}`),
+    el("p", { class: "hint" }, "Events no stage could use, newest first, as the dead-letter "
+      + "topics keep them: the first bytes of each (secrets redacted) and the command that "
+      + "replays it once its cause is fixed."),
+    el("nav", { class: "filters", id: "dead-letter-reasons" },
+      el("a", { href: link({ reason: "", before: "" }), class: reason ? "" : "active" },
+        `all (${(all || listing).total})`),
+      reasons.map(([name, n]) => el("a", { href: link({ reason: name, before: "" }),
+        class: name === reason ? "active" : "", "data-reason": name }, `${name} (${n})`)),
+      el("a", { href: link({ every: every ? "" : "1", before: "" }), class: "scope" },
+        every ? `only ${namespace()}` : "every namespace (an operator's key)")),
+    listing.dead_letters.length ? deadLettersTable(listing.dead_letters, every)
+      : el("p", { class: "hint" }, before ? "No older dead letters."
+        : "No dead letters: every event was used."),
+    el("p", { class: "pages" },
+      before ? el("a", { href: link({ before: "" }) }, "Newest") : null,
+      listing.next ? el("a", { href: link({ before: listing.next }), id: "dead-letters-older" },
+        "Older") : null));
+}
+
+function deadLettersTable(letters, every) {
+  return el("table", { class: "dead-letters" },
+    el("thead", {}, el("tr", {}, ["when", "source", "reason", "error class",
+      every ? "namespace" : null, "key", "size"].filter(Boolean)
+      .map((h) => el("th", {}, h)))),
+    letters.map((letter) => deadLetterRows(letter, every)));
+}
+
+// A dead letter in two rows: what, where and why; then its first bytes and how to replay it.
+function deadLetterRows(letter, every) {
+  const columns = every ? 7 : 6;
+  const source = letter.source.topic
+    ? `${letter.source.topic} ${letter.source.partition}/${letter.source.offset}`
+    : `${letter.dlq.topic} ${letter.dlq.partition}/${letter.dlq.offset}`;
+  return el("tbody", { class: "dead-letter", "data-dead-letter-id": letter.dead_letter_id },
+    el("tr", {},
+      el("td", { class: "when" }, when(letter.dead_lettered_at)),
+      el("td", { class: "source" }, source),
+      el("td", {}, el("strong", { class: "reason" }, letter.reason),
+        letter.error ? el("div", { class: "hint error-detail" }, letter.error) : null),
+      el("td", {}, letter.error_class || "—",
+        letter.retriable ? badge("retriable", "retriable") : null),
+      every ? el("td", {}, letter.namespace ?? "none") : null,
+      el("td", { class: "key" }, letter.key === null ? el("span", { class: "hint" }, "none")
+        : el("code", { class: "key" }, letter.key)),
+      el("td", { class: "number" }, `${letter.size} B`)),
+    el("tr", { class: "detail" }, el("td", { colspan: columns },
+      el("div", { class: "first-bytes-head" }, "First bytes",
+        letter.first_bytes_utf8 ? null
+          : badge("not UTF-8: shown as \\xNN", "warning not-utf8"),
+        letter.truncated ? badge("cut to fit the topic", "warning") : null),
+      el("pre", { class: "first-bytes" }, letter.first_bytes),
+      replayLine(letter.replay_command))));
+}
+
+function replayLine(command) {
+  if (!command) {
+    return el("p", { class: "hint replay" }, "No replay command: it was cut to fit the "
+      + "dead-letter topic, or came from another source topic.");
+  }
+  const code = el("code", { class: "replay-command" }, command);
+  const said = el("span", { class: "hint copied", role: "status" });
+  const copy = el("button", { type: "button", class: "quiet copy", onclick: async () => {
+    try {
+      await navigator.clipboard.writeText(command);
+      said.textContent = "Copied.";
+    } catch {
+      // Without the clipboard (a page not served from a secure origin): select it to copy.
+      getSelection().selectAllChildren(code);
+      said.textContent = "Selected: copy it with Ctrl+C.";
+    }
+  } }, "Copy");
+  return el("div", { class: "replay" }, el("span", { class: "hint" }, "Replay: "), code, " ",
+    copy, " ", said);
 }
 
 // -- consolidation reports -----------------------------------------------------------------
