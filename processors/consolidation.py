@@ -796,9 +796,12 @@ _NEGATION_CUES = frozenset({
 })
 # Contrasts that deny what follows them: "A instead of B" and "A rather than B" say "A, not B".
 _NEGATING_BEFORE = {"instead": "of", "rather": "than"}
-# A negation that does not negate before these ("not only", "no matter"), and the word a
-# negation takes along ("no longer", "no more"), which is no content of the clause.
-_NOT_NEGATING = {"not": frozenset({"only", "just"}), "no": frozenset({"matter", "doubt"})}
+# A negation that does not negate before these: "not only", "no matter", and exclusivity,
+# which restates "only" ("accepts no other connections", "nothing else is kept"). And the
+# word a negation takes along ("no longer", "no more"), which is no content of the clause.
+_NOT_NEGATING = {"not": frozenset({"only", "just"}),
+                 "no": frozenset({"matter", "doubt", "other"}),
+                 "nothing": frozenset({"else"}), "nobody": frozenset({"else"})}
 _TAKEN_ALONG = {"no": frozenset({"longer", "more"})}
 # Words that only strengthen a negation ("not needed anymore", "not yet enabled").
 _NEGATION_FILLERS = frozenset({"anymore", "yet", "ever", "either", "any"})

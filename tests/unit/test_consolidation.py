@@ -644,8 +644,10 @@ def test_a_text_that_denies_what_the_other_asserts_is_another_fact(first: str,
      "Memories without a usable vector get embedded again before clustering."),
     ("Memory retrieval stays semantic instead of exact string matching.",
      "Memory retrieval is semantic, not exact string matching."),
-    # "not only" negates nothing.
+    # "not only" negates nothing; "no other" restates "only".
     ("Not only staging but production needs the VPN.", "Staging needs the VPN."),
+    ("The staging database only accepts connections over the office VPN.",
+     "Over the office VPN only: the staging database accepts no other connections."),
 ])
 def test_negations_that_deny_nothing_the_other_asserts_do_not_tell_facts_apart(
         first: str, second: str) -> None:
