@@ -75,6 +75,9 @@ class EvalMemory:
     memory_type: MemoryType
     group: str | None
     paraphrase: Paraphrase | None
+    # Where the text comes from (bench/data/README.md): `written:negation` for the negation
+    # pairs of issue 18, for one.
+    source: str
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,7 @@ def load_eval_set(path: Path = EVAL_SET) -> list[EvalMemory]:
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         memories.append(EvalMemory(row["id"], row["text"], row["memory_type"], row["group"],
-                                   row["paraphrase"]))
+                                   row["paraphrase"], row["source"]))
     return memories
 
 

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
+from processors.lexical import STOP_WORDS, stem
 from schemas.events import (
     MAX_RELATED_IDS,
     MAX_TAGS,
@@ -137,6 +138,11 @@ class ConsolidationSettings:
     # vectors alone would merge share a median 0.16 of their content words, while restated
     # memories of the evaluation set share 0.7 or more (bench/data/README.md).
     utterance_jaccard: float = 0.6
+    # Share of a text's content words that another must restate for a denial of one of them
+    # to veto the pair (`contradicts`). On the evaluation set with its negation pairs
+    # (bench/data/README.md), 0.8 keeps all 24 affirmed/negated pairs apart for 5 true pairs;
+    # 0.75 costs 10 more true pairs, 0.85 lets 3 negated pairs merge (precision 0.967).
+    negation_coverage: float = 0.8
 
     def __post_init__(self) -> None:
         if self.reduce_dims < 1 or self.min_samples < 1:
@@ -149,8 +155,10 @@ class ConsolidationSettings:
             raise ValueError("cosine thresholds lie in [-1, 1]")
         if self.local_scaling < 0 or self.neighbour_rank < 1:
             raise ValueError("local_scaling must not be negative, neighbour_rank at least 1")
-        if not (0 < self.sentence_jaccard <= 1 and 0 < self.utterance_jaccard <= 1):
-            raise ValueError("sentence_jaccard and utterance_jaccard lie in (0, 1]")
+        if not all(0 < share <= 1 for share in (
+                self.sentence_jaccard, self.utterance_jaccard, self.negation_coverage)):
+            raise ValueError("sentence_jaccard, utterance_jaccard and negation_coverage lie "
+                             "in (0, 1]")
 
 
 @dataclass(frozen=True)
@@ -387,13 +395,14 @@ def sentences(text: str) -> list[str]:
 
 def near_duplicate(first: str, second: str, jaccard: float) -> bool:
     """Whether two sentences state the same fact, by a lexical measure alone: their content
-    words overlap (token-set Jaccard >= `jaccard`), both or neither is negated, and they
-    name no conflicting anchors."""
+    words overlap (token-set Jaccard >= `jaccard`), both or neither denies something, and
+    they name no conflicting anchors. Stricter than the guard's negation rule: a sentence
+    dropped from a merge must not take a denial with it ("… the VPN, not the bastion")."""
     first_words, second_words = _content_words(first), _content_words(second)
     union = first_words | second_words
     if not union or len(first_words & second_words) / len(union) < jaccard:
         return False
-    if bool(first_words & _NEGATIONS) != bool(second_words & _NEGATIONS):
+    if bool(polarity(first).denied) != bool(polarity(second).denied):
         return False
     return not _conflict(_anchors(first), _anchors(second))
 
@@ -646,6 +655,8 @@ class _Traits:
     speaker: str | None
     # Content words of what is said (after the speaker's name).
     words: frozenset[str]
+    # What it says is so and what it says is not (after the speaker's name).
+    polarity: Polarity
     asks: bool
     # The day it was recorded, and whether its text names a time relative to that day.
     day: date
@@ -675,10 +686,12 @@ def asks(text: str) -> bool:
 def _traits(candidate: ConsolidationCandidate) -> _Traits:
     text = candidate.text
     speaker = _SPEAKER.match(text)
+    said = text[speaker.end(1) + 1:] if speaker else text
     return _Traits(
         anchors=_anchors(text),
         speaker=speaker.group(1).lower() if speaker else None,
-        words=frozenset(_content_words(text[speaker.end(1) + 1:] if speaker else text)),
+        words=frozenset(_content_words(said)),
+        polarity=polarity(said),
         asks=asks(text),
         day=candidate.created_at.date(),
         deictic=_RELATIVE_TIME.search(text) is not None,
@@ -688,8 +701,8 @@ def _traits(candidate: ConsolidationCandidate) -> _Traits:
 def restates(first: ConsolidationCandidate, second: ConsolidationCandidate,
              settings: ConsolidationSettings | None = None) -> bool:
     """Whether the guard lets two memories be one fact restated: the same partition, and
-    nothing (a value, a speaker, asking or telling, the day, the utterance) tells them
-    apart. The vectors decide the rest."""
+    nothing (a value, an opposite, a denial, a speaker, asking or telling, the day, the
+    utterance) tells them apart. The vectors decide the rest."""
     settings = settings or ConsolidationSettings()
     return partition_key(first) == partition_key(second) and not _distinct(
         _traits(first), _traits(second), settings)
@@ -697,11 +710,13 @@ def restates(first: ConsolidationCandidate, second: ConsolidationCandidate,
 
 def _distinct(first: _Traits, second: _Traits, settings: ConsolidationSettings) -> bool:
     """Whether two memories cannot be one fact restated, whatever their vectors say: they
-    differ in a value, in who speaks, in asking or telling (a question and its answer are
+    differ in a value, name two opposites, one denies what the other asserts, they differ
+    in who speaks, in asking or telling (a question and its answer are
     neighbours, not duplicates), in the day a time-relative text was said, or they are two
     different utterances of one speaker."""
     return (_conflict(first.anchors, second.anchors)
             or _opposed(first.words, second.words)
+            or contradicts(first.polarity, second.polarity, settings.negation_coverage)
             or _speakers_differ(first, second)
             or first.asks != second.asks
             or _said_on_different_days(first, second)
@@ -709,9 +724,9 @@ def _distinct(first: _Traits, second: _Traits, settings: ConsolidationSettings) 
 
 
 def _opposed(first: frozenset[str], second: frozenset[str]) -> bool:
-    """One text negated and the other not, or each naming one of a pair of opposites the
-    other does not: "the job runs before the deploy" is not "... after the deploy", which
-    the embedding model puts at cosine 0.9 or more."""
+    """Each text naming one of a pair of opposites the other does not: "the job runs before
+    the deploy" is not "... after the deploy", which the embedding model puts at cosine 0.9
+    or more."""
     mine, theirs = first - second, second - first
     return any(_OPPOSITE.get(word, frozenset()) & theirs for word in mine)
 
@@ -748,6 +763,95 @@ def _said_on_different_days(first: _Traits, second: _Traits) -> bool:
     return (first.deictic or second.deictic) and first.day != second.day
 
 
+# ---------------------------------------------------------------------------- negation
+
+
+@dataclass(frozen=True)
+class Polarity:
+    """What a text says is so and what it says is not: the content words it affirms and those
+    it denies (each a light stem), a word it both affirms and denies left out of both ("the
+    VPN is needed for deploys, not for reads" denies reads alone)."""
+
+    asserted: frozenset[str]
+    denied: frozenset[str]
+
+    @property
+    def words(self) -> frozenset[str]:
+        return self.asserted | self.denied
+
+
+# Where a negation's scope ends: a sentence, or a part of one set off by punctuation or a
+# conjunction ("deploys need the VPN, but not the bastion"). "nor" opens a part of its own,
+# which it negates: "neither A nor B" denies both.
+_CLAUSE_BREAK = re.compile(
+    r"[.!?](?:\s|$)|[,;:()\[\]\n]|\s[-\u2013\u2014]+\s"
+    r"|\b(?:but|however|although|though|whereas|because|since|so|if|unless|when|while)\b"
+    r"|(?=\bnor\b)", re.I)
+# Words that deny what follows them in their clause: negations, and absence ("without",
+# "missing": "a memory missing a usable vector" is "a memory without a usable vector") and
+# cessation ("stopped", "no longer": what was so is so no more). Every "n't" negates too.
+_NEGATION_CUES = frozenset({
+    "not", "no", "never", "none", "nobody", "nothing", "nowhere", "neither", "nor", "cannot",
+    "without", "missing", "lack", "lacks", "lacking", "absent", "stopped", "ceased",
+})
+# Contrasts that deny what follows them: "A instead of B" and "A rather than B" say "A, not B".
+_NEGATING_BEFORE = {"instead": "of", "rather": "than"}
+# A negation that does not negate before these: "not only", "no matter", and exclusivity,
+# which restates "only" ("accepts no other connections", "nothing else is kept"). And the
+# word a negation takes along ("no longer", "no more"), which is no content of the clause.
+_NOT_NEGATING = {"not": frozenset({"only", "just"}),
+                 "no": frozenset({"matter", "doubt", "other"}),
+                 "nothing": frozenset({"else"}), "nobody": frozenset({"else"})}
+_TAKEN_ALONG = {"no": frozenset({"longer", "more"})}
+# Words that only strengthen a negation ("not needed anymore", "not yet enabled").
+_NEGATION_FILLERS = frozenset({"anymore", "yet", "ever", "either", "any"})
+
+
+def polarity(text: str) -> Polarity:
+    """The affirmed and the denied content words of a text. A negation denies what follows
+    it in its clause, not what comes before ("the VPN is no longer needed" denies needed,
+    and is still about the VPN); each further negation in the clause flips it back, so a
+    double negation affirms ("cannot be rebuilt without downtime" denies rebuilt, affirms
+    downtime). Numbers are left out: their differences are the anchors' business."""
+    affirmed: set[str] = set()
+    negated: set[str] = set()
+    for clause in _CLAUSE_BREAK.split(text.lower().replace("\u2019", "'")):
+        words = _WORD.findall(clause)
+        negations = 0
+        for position, word in enumerate(words):
+            before = words[position - 1] if position else ""
+            after = words[position + 1] if position + 1 < len(words) else ""
+            if _negates(word, after):
+                negations += 1
+            elif not (word in STOP_WORDS or word in _NEGATION_FILLERS or word[0].isdigit()
+                      or word in _TAKEN_ALONG.get(before, frozenset())):
+                # Without a final e, "caches" and "caching" are one word (stem: cache, cach).
+                (negated if negations % 2 else affirmed).add(stem(word).rstrip("e"))
+    return Polarity(frozenset(affirmed - negated), frozenset(negated - affirmed))
+
+
+def contradicts(first: Polarity, second: Polarity, coverage: float) -> bool:
+    """Whether one text denies what the other asserts: it restates at least `coverage` of
+    the other's content words and denies one of those the other asserts ("deploys need the
+    VPN" and "deploys go through the bastion; the VPN is no longer needed"), which the
+    embedding model puts at cosine 0.8 or more. Two texts that deny a word alike are
+    negative statements of one thing ("the job does not run on weekends", "on weekends the
+    job does not run"), and a denial of what the other does not say is a detail added
+    ("deploys need the VPN, not the bastion" beside "deploys need the VPN")."""
+    if first.denied & second.denied:
+        return False
+    return any(
+        denying.denied & asserting.asserted
+        and len(denying.words & asserting.words) >= coverage * len(asserting.words)
+        for denying, asserting in ((first, second), (second, first)))
+
+
+def _negates(word: str, following: str) -> bool:
+    if word.endswith("n't") or _NEGATING_BEFORE.get(word) == following:
+        return True
+    return word in _NEGATION_CUES and following not in _NOT_NEGATING.get(word, frozenset())
+
+
 # ---------------------------------------------------------------------------- merging
 
 _SENTENCE_BREAK = re.compile(r"\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
@@ -758,10 +862,6 @@ _STOP_WORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "can", "for", "from", "if", "in", "into",
     "is", "it", "its", "may", "must", "of", "on", "or", "so", "than", "that", "the", "then",
     "this", "to", "was", "were", "when", "with",
-})
-_NEGATIONS = frozenset({
-    "not", "no", "never", "without", "cannot", "can't", "don't", "doesn't", "isn't",
-    "aren't", "won't", "mustn't", "shouldn't", "didn't", "wasn't", "weren't",
 })
 
 

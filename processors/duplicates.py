@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from processors.consolidation import ConsolidationCandidate, restates
 
 # Picked on bench/data/consolidation_eval.jsonl by `python -m bench.duplicate_threshold`,
-# among the pairs the guard lets through: 0.79 is the lowest cosine at duplicate-pair
-# precision 0.97 (0.974, recall 0.664), with no margin; 0.82 has one (0.984, recall 0.583).
+# among the pairs the guard lets through: 0.77 is the lowest cosine at duplicate-pair
+# precision 0.97 (0.970, recall 0.702), with no margin; 0.82 has one (0.987, recall 0.594).
+# (Before the guard's negation rule, with the negation pairs of issue 18 in the set, 0.82
+# gave 0.945: a fact and its negation were twins.)
 # A false twin hides a fact in another memory's history, a missed one leaves a duplicate that
 # consolidation may still merge: the margin is worth the recall.
 DUPLICATE_COSINE = 0.82

@@ -25,7 +25,7 @@ from processors.lifecycle import (
 from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
 from stores.pgvector import Vector
-from stores.postgres_rows import record_of
+from stores.postgres_rows import LIVE_MEMORY, record_of
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"
@@ -145,6 +145,37 @@ class PersonalReader:
     every_agent: bool = False
 
 
+@dataclass(frozen=True)
+class MergeMember:
+    """A record a merge replaces, as stored now: live while the merge is a draft (or if it was
+    rejected), superseded by it once approved."""
+
+    record_id: str
+    version: int
+    title: str | None
+    # The first EXCERPT_CHARS characters of its text.
+    excerpt: str
+    review_state: str
+    superseded_by: str | None
+
+
+@dataclass(frozen=True)
+class DraftMerge:
+    """A consolidation merge waiting for a reviewer: live, a draft, with its members."""
+
+    record_id: str
+    version: int
+    title: str | None
+    text: str
+    memory_type: str | None
+    scope: str
+    agent_id: str | None
+    # Who asked for the consolidation that proposed it, and when it was stored.
+    proposer: str
+    proposed_at: datetime
+    members: tuple[MergeMember, ...]
+
+
 class VersionConflict(MemstreamError):
     """The record changed between reading it and saving its next version (the consolidator
     superseded it): read it again and decide again."""
@@ -177,6 +208,11 @@ class RecordVersions(ExpiringRecords, Protocol):
     async def pending_diffs(self, namespace: str, record_id: str | None, limit: int,
                             reader: PersonalReader) -> list[PendingDiff]:
         """The pending diffs of the namespace's records `reader` may see, oldest first."""
+
+    async def draft_merges(self, namespace: str, record_id: str | None, limit: int,
+                           reader: PersonalReader) -> list[DraftMerge]:
+        """The live draft merges of the namespace that `reader` may see, oldest first, with
+        their members; with `record_id`, the one that is that record or merges it."""
 
     async def save(self, event_id: str, event_type: str, base_version: int,
                    outcome: Outcome, vector: Vector | None) -> Saved:
@@ -289,6 +325,29 @@ class PostgresRecordVersions:
             " ORDER BY d.proposed_at, d.diff_id LIMIT $3",
             namespace, record_id, limit, reader.every_agent, reader.agent_id)
         return [_diff_of(row) for row in rows]
+
+    async def draft_merges(self, namespace: str, record_id: str | None, limit: int,
+                           reader: PersonalReader) -> list[DraftMerge]:
+        async with self._pool.acquire() as connection:
+            rows = await connection.fetch(
+                f"""
+                SELECT record_id, version, title, text, memory_type, scope, agent_id, stored_at,
+                       provenance ->> 'producer' AS proposer, body -> 'merged_from' AS members
+                FROM records
+                WHERE namespace = $1 AND {LIVE_MEMORY} AND review_state = 'draft'
+                  AND body ? 'merged_from'
+                  AND ($2::text IS NULL OR record_id = $2 OR body -> 'merged_from' ? $2)
+                  AND (scope <> 'personal' OR $4 OR agent_id = $5)
+                ORDER BY stored_at, record_id LIMIT $3
+                """,
+                namespace, record_id, limit, reader.every_agent, reader.agent_id)
+            members = await merge_members(connection, namespace,
+                                          {row["record_id"]: row["members"] for row in rows})
+        return [DraftMerge(
+            record_id=row["record_id"], version=int(row["version"]), title=row["title"],
+            text=row["text"], memory_type=row["memory_type"], scope=row["scope"],
+            agent_id=row["agent_id"], proposer=row["proposer"], proposed_at=row["stored_at"],
+            members=tuple(members[row["record_id"]])) for row in rows]
 
     async def save(self, event_id: str, event_type: str, base_version: int,
                    outcome: Outcome, vector: Vector | None) -> Saved:
@@ -455,6 +514,33 @@ async def _propose(connection: asyncpg.Connection, diff: PendingDiff) -> None:
         " VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', NULL)",
         diff.diff_id, diff.namespace, diff.record_id, diff.base_version, dict(diff.proposed),
         diff.proposer, diff.proposed_at)
+
+
+async def merge_members(connection: asyncpg.Connection, namespace: str,
+                        merges: Mapping[str, Sequence[str]]) -> dict[str, list[MergeMember]]:
+    """The members of each merge (merge id -> the ids its body names), as stored now, in id
+    order; a member the namespace does not hold is left out."""
+    found: dict[str, list[MergeMember]] = {merge_id: [] for merge_id in merges}
+    pairs = [(merge_id, member) for merge_id, member_ids in merges.items()
+             for member in member_ids]
+    if not pairs:
+        return found
+    rows = await connection.fetch(
+        """
+        SELECT wanted.merge_id, r.record_id, r.version, r.title, left(r.text, $4) AS excerpt,
+               r.review_state, r.superseded_by
+        FROM unnest($2::text[], $3::text[]) AS wanted (merge_id, member_id)
+        JOIN records r ON r.record_id = wanted.member_id
+        WHERE r.namespace = $1 ORDER BY wanted.merge_id, r.record_id
+        """,
+        namespace, [merge_id for merge_id, _ in pairs], [member for _, member in pairs],
+        EXCERPT_CHARS)
+    for row in rows:
+        found[row["merge_id"]].append(MergeMember(
+            record_id=row["record_id"], version=int(row["version"]), title=row["title"],
+            excerpt=row["excerpt"], review_state=row["review_state"],
+            superseded_by=row["superseded_by"]))
+    return found
 
 
 def version_of(row: Mapping[str, Any]) -> RecordVersion:

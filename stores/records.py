@@ -19,7 +19,12 @@ from processors.memory_graph import GraphRecord
 from schemas.records import Record
 from stores.pgvector import Vector
 from stores.postgres_rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
-from stores.record_versions import EXCERPT_CHARS, PersonalReader
+from stores.record_versions import (
+    EXCERPT_CHARS,
+    MergeMember,
+    PersonalReader,
+    merge_members,
+)
 
 
 @dataclass(frozen=True)
@@ -91,13 +96,15 @@ class RecordExcerpt:
 @dataclass(frozen=True)
 class RecordLineage:
     """A record, its versions and the records it superseded (a replacement's members stay
-    stored, hidden from search and reachable from here)."""
+    stored, hidden from search and reachable from here); for a merge, its members as they are
+    now, superseded or not (a draft's are still live)."""
 
     record: Record
     version: int
     superseded_by: str | None
     versions: list[LineageVersion]
     supersedes: list[SupersededMember]
+    members: list[MergeMember]
 
 
 class Records(Protocol):
@@ -316,6 +323,8 @@ class PostgresRecords:
                 " WHERE superseded_by = $1 AND namespace = $2 ORDER BY record_id",
                 record_id, namespace,
             )
+            members = await merge_members(
+                connection, namespace, {record_id: row["body"].get("merged_from", [])})
         return RecordLineage(
             record=record_of(row),
             version=int(row["version"]),
@@ -324,6 +333,7 @@ class PostgresRecords:
                                      v["changed_at"]) for v in versions],
             supersedes=[SupersededMember(m["record_id"], int(m["version"]), m["title"],
                                          m["text"]) for m in superseded],
+            members=members[record_id],
         )
 
     async def graph_records(self, namespace: str, reader: PersonalReader,

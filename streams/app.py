@@ -36,6 +36,7 @@ from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
 from streams.api.records import wire_records
 from streams.api.retrieval_log import RetrievalLog
+from streams.api.review_queue import wire_review_queue
 from streams.api.runs import wire_runs
 from streams.api.search import wire_search
 from streams.api.writes import wire_writes
@@ -144,6 +145,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_consolidation(pages, runtime)
     edit_block = wire_writes(pages, runtime)
     wire_records(pages, runtime, index, settings.block_max_chars, edit_block)
+    wire_review_queue(pages, runtime)
     wire_keys(pages, runtime.stores.keys)
     wire_changes(pages, runtime)
     # After the writes: the first route that matches a path serves it, whatever the method,

@@ -19,6 +19,10 @@ from client.cli.tables import cell, fields, table, truncate, when
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0
+# The items a review decision looks its id up among: the most the review queue answers.
+REVIEW_LOOKUP_LIMIT = 500
+# What `review approve|reject` says it decided, by the queue item's kind.
+REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge"}
 EXIT_INTERRUPTED = 130
 
 
@@ -136,6 +140,12 @@ def show(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
         output.line("supersedes:")
         output.table(["record", "version", "text"],
                      [(m["record_id"], m["version"], one_line(m)) for m in answer["supersedes"]])
+    if answer.get("members"):
+        output.line()
+        output.line("merges:")
+        output.table(["record", "version", "review", "superseded by", "text"],
+                     [(m["record_id"], m["version"], m["review_state"], m["superseded_by"],
+                       one_line(m)) for m in answer["members"]])
     return 0
 
 
@@ -174,36 +184,41 @@ def review(api: Api, args: argparse.Namespace, config: Config, output: Output) -
     namespace = namespace_of(args, config)
     if args.decision is None:
         return pending(api, namespace, args, output)
-    listed = api.get("/v1/pending-diffs", {"namespace": namespace})["pending_diffs"]
-    # A pending diff's id names the diff (and the record or block it changes); anything
-    # else, a draft record.
-    diff = next((d for d in listed if d["diff_id"] == args.target), None)
-    target: dict[str, Any] = {"record_id": args.target} if diff is None else {
-        "diff_id": diff["diff_id"],
-        **({"block": diff["block"]} if "block" in diff else {"record_id": diff["record_id"]})}
-    answer = api.post("/v1/reviews", {"namespace": namespace, "decision": args.decision,
-                                      **target, **({"note": args.note} if args.note else {})})
+    listed = api.get("/v1/review-queue", {"namespace": namespace,
+                                          "limit": REVIEW_LOOKUP_LIMIT})["items"]
+    # An item of the queue says how to decide it (a diff names its record or block); any
+    # other id, a draft record.
+    item = next((i for i in listed if i["id"] == args.target), None)
+    body = item["review"][args.decision] if item is not None else {
+        "namespace": namespace, "decision": args.decision, "record_id": args.target}
+    answer = api.post("/v1/reviews", {**body, **({"note": args.note} if args.note else {})})
     if output.as_json:
         output.json(answer)
     else:
-        what = "record" if diff is None else "diff"
+        what = "record" if item is None else REVIEWED[item["kind"]]
         output.line(f"{args.decision} of {what} {args.target} sent "
                     f"(event {answer.get('event_id')})")
     return 0
 
 
 def pending(api: Api, namespace: str, args: argparse.Namespace, output: Output) -> int:
-    answer = api.get("/v1/pending-diffs", {"namespace": namespace, "record_id": args.record,
-                                           "limit": args.limit})
+    answer = api.get("/v1/review-queue", {"namespace": namespace, "record_id": args.record,
+                                          "limit": args.limit})
     if output.as_json:
         output.json(answer)
         return 0
-    output.table(["diff", "of", "base", "proposer", "proposed at", "proposed"],
-                 [(d["diff_id"], d.get("record_id") or
-                   f"block {d['block']['agent_id']}/{d['block']['label']}", d["base_version"],
-                   d["proposer"], when(d["proposed_at"]), proposal(d["proposed"]))
-                  for d in answer["pending_diffs"]])
+    output.table(["kind", "id", "of", "proposer", "proposed at", "what"],
+                 [(i["kind"], i["id"], awaiting_of(i), i["proposer"], when(i["proposed_at"]),
+                   proposal(i["proposed"]) if i["kind"] == "pending_diff" else one_line(i))
+                  for i in answer["items"]])
     return 0
+
+
+def awaiting_of(item: dict[str, Any]) -> str:
+    """What a queue item would change: a diff's record or block, a merge's members."""
+    if item["kind"] == "draft_merge":
+        return f"merge of {len(item['members'])}"
+    return item.get("record_id") or f"block {item['block']['agent_id']}/{item['block']['label']}"
 
 
 def proposal(proposed: dict[str, Any]) -> str:
@@ -345,13 +360,15 @@ def parser() -> argparse.ArgumentParser:
     changes.add_argument("--from", dest="from_version", type=int)
     changes.add_argument("--to", dest="to_version", type=int)
 
-    reviews = command("review", "list the pending diffs, or approve or reject one (or a draft)")
-    reviews.add_argument("--record", help="the pending diffs of this record only")
+    reviews = command("review", "list what awaits review (pending diffs, draft merges), or "
+                                "approve or reject one (or a draft)")
+    reviews.add_argument("--record", help="what awaits review of this record only")
     reviews.add_argument("--limit", type=int)
     decisions = reviews.add_subparsers(dest="decision", metavar="approve|reject")
     for decision in ("approve", "reject"):
-        decided = command(decision, f"{decision} a pending diff or a draft record", decisions)
-        decided.add_argument("target", metavar="DIFF_ID_OR_RECORD_ID")
+        decided = command(decision, f"{decision} a pending diff, a draft merge or a draft record",
+                          decisions)
+        decided.add_argument("target", metavar="ID")
         decided.add_argument("--note")
 
     key_commands = command("keys", "API keys: list, create, revoke").add_subparsers(

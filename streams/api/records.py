@@ -127,10 +127,10 @@ async def pending_diffs(versions: RecordVersions, blocks: CoreBlocks, namespace:
     if limit > MAX_DIFFS_LIMIT:
         raise BadQuery(f"limit must be at most {MAX_DIFFS_LIMIT}")
     record_id = params.get("record_id") or None
-    found = [_diff_json(diff) for diff in
+    found = [diff_json(diff) for diff in
              await versions.pending_diffs(namespace, record_id, limit, reader)]
     if record_id is None:
-        found += [_block_diff_json(diff) for diff in
+        found += [block_diff_json(diff) for diff in
                   await blocks.pending_block_diffs(namespace, limit, reader)]
     found.sort(key=lambda diff: (diff["proposed_at"], diff["diff_id"]))
     return {"namespace": namespace, "pending_diffs": found[:limit]}
@@ -179,7 +179,7 @@ def _version_json(version: RecordVersion) -> dict[str, Any]:
             **version.fields}
 
 
-def _block_diff_json(diff: BlockDiff) -> dict[str, Any]:
+def block_diff_json(diff: BlockDiff) -> dict[str, Any]:
     return {"diff_id": diff.diff_id, "target": "block",
             "block": {"agent_id": diff.agent_id, "label": diff.label},
             "base_version": diff.base_version,
@@ -189,7 +189,7 @@ def _block_diff_json(diff: BlockDiff) -> dict[str, Any]:
             "state": diff.state}
 
 
-def _diff_json(diff: PendingDiff) -> dict[str, Any]:
+def diff_json(diff: PendingDiff) -> dict[str, Any]:
     return {"diff_id": diff.diff_id, "target": "record", "record_id": diff.record_id,
             "base_version": diff.base_version, "proposed": dict(diff.proposed),
             "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),

@@ -155,8 +155,8 @@ async def visible_ids(http: httpx.AsyncClient, vaults: Vaults, route: str,
             "record": f"/v1/records/{record_id}",
             "history": f"/v1/records/{record_id}/history",
             "diff": f"/v1/records/{record_id}/diff",
-            "pending": "/v1/pending-diffs", "changes": "/v1/changes",
-            "graph": "/v1/graph"}[route]
+            "pending": "/v1/pending-diffs", "queue": "/v1/review-queue",
+            "changes": "/v1/changes", "graph": "/v1/graph"}[route]
     answer = await http.get(path, params=params)
     if answer.status_code == 403:
         return None
@@ -173,6 +173,8 @@ async def visible_ids(http: httpx.AsyncClient, vaults: Vaults, route: str,
         return {change["record_id"] for change in body["changes"]}
     if route == "graph":
         return {node["record_id"] for node in body["nodes"]}
+    if route == "queue":
+        return {item["record_id"] for item in body["items"]}
     return {diff["record_id"] for diff in body["pending_diffs"]}
 
 
@@ -180,7 +182,7 @@ async def visible_ids(http: httpx.AsyncClient, vaults: Vaults, route: str,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(["agent:ann", "agent:bob", "agent:cy", "reader", "admin"]),
        route=st.sampled_from(["search", "context", "record", "history", "diff", "pending",
-                              "changes", "graph"]),
+                              "queue", "changes", "graph"]),
        requested=st.none() | st.sampled_from(AGENTS),
        owner=st.sampled_from(AGENTS), which=st.sampled_from([0, 1]))
 async def test_a_key_never_shows_personal_memories_it_may_not_read(

@@ -177,11 +177,11 @@ async def test_cli_reads_reviews_and_tails_a_memory(
         await announced(updates, record_id, [("created", 1), ("proposed", 1)])
     pending = run("review", "-n", namespace)
     assert pending.code == 0, pending.err
-    assert pending.out.splitlines()[0].split()[:2] == ["diff", "of"]
-    assert f"{diff_id}  {record_id}  1" in pending.out and "text=The billing deploy goes" \
-        in pending.out
-    assert [d["diff_id"] for d in run("review", "-n", namespace, "--json"
-                                      ).json()["pending_diffs"]] == [diff_id]
+    assert pending.out.splitlines()[0].split()[:3] == ["kind", "id", "of"]
+    assert pending.out.splitlines()[1].split()[:3] == ["pending_diff", diff_id, record_id]
+    assert "text=The billing deploy goes" in pending.out
+    assert [d["id"] for d in run("review", "-n", namespace, "--json"
+                                 ).json()["items"]] == [diff_id]
 
     before_review = run("tail", "-n", namespace, "--json")
     assert [(c["record_id"], c["version"], c["change"]) for c in before_review.json_lines()] \
@@ -215,7 +215,7 @@ async def test_cli_reads_reviews_and_tails_a_memory(
     (line,) = after.out.splitlines()
     assert record_id in line and " v2 " in line and "approved" in line and \
         "The billing deploy goes through" in line
-    assert run("review", "-n", namespace, "--json").json()["pending_diffs"] == []
+    assert run("review", "-n", namespace, "--json").json()["items"] == []
 
 
 def test_errors_are_one_line_with_their_exit_code(

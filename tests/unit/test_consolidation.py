@@ -10,6 +10,7 @@ from processors.consolidation import (
     ConsolidationCandidate,
     ConsolidationSettings,
     asks,
+    contradicts,
     find_clusters,
     locally_scaled,
     merge_cluster,
@@ -18,6 +19,7 @@ from processors.consolidation import (
     neighbour_cosines,
     partition_key,
     pending_supersessions,
+    polarity,
     reduce,
     restates,
     sentences,
@@ -563,6 +565,7 @@ def test_sentences_split_at_line_breaks_and_sentence_ends_only() -> None:
     ("Retry 10 times before giving up.", "Retry ten times before giving up.", True),
     ("Retry 10 times before giving up.", "Retry 12 times before giving up.", False),
     ("Memory writes are mandatory.", "Memory writes are not mandatory.", False),
+    ("Memory writes are mandatory.", "Memory writes are no longer mandatory.", False),
     ("Deploys to staging need the VPN.", "Deploys to production need a change ticket.", False),
 ])
 def test_near_duplicate_sentences(first: str, second: str, expected: bool) -> None:
@@ -594,3 +597,86 @@ def test_opposite_words_tell_two_facts_apart(first: str, second: str) -> None:
     a, b = candidate("a", first), candidate("b", second)
     assert not restates(a, b)
     assert restates(a, candidate("c", first.replace("The ", "the ", 1)))
+
+
+# ---------------------------------------------------------------------------- negation
+
+
+@pytest.mark.parametrize("first, second", [
+    # Issue 18: a draft merged these two.
+    ("Deploys need the VPN.",
+     "Deploys go through the bastion host; the VPN is no longer needed."),
+    ("The nightly export job runs on weekends.",
+     "The nightly export job does not run on weekends."),
+    ("Priya wants the weekly report as a PDF attachment.",
+     "Priya doesn\u2019t want the weekly report as a PDF attachment anymore."),
+    ("The CI pipeline caches Docker layers between builds.",
+     "The CI pipeline stopped caching Docker layers between builds."),
+    ("Customer exports include deleted accounts.",
+     "Customer exports never include deleted accounts."),
+    ("The mobile app sends analytics events only after the user consents.",
+     "The mobile app sends analytics events without the user's consent."),
+    ("The search index can be rebuilt without downtime.",
+     "The search index cannot be rebuilt without downtime."),
+    ("Sam wants code review comments in the pull request, not in chat.",
+     "Sam wants code review comments in chat, not in the pull request."),
+    ("Production allows root logins.",
+     "Neither staging nor production allows root logins."),
+])
+def test_a_text_that_denies_what_the_other_asserts_is_another_fact(first: str,
+                                                                  second: str) -> None:
+    a, b = candidate("a", first), candidate("b", second)
+    assert not restates(a, b) and not restates(b, a)
+    assert restates(a, candidate("c", first.replace(".", "!")))
+
+
+@pytest.mark.parametrize("first, second", [
+    # Both deny the same thing, in another word order.
+    ("The weekly sync is not held during the holiday freeze.",
+     "During the holiday freeze the weekly sync is not held."),
+    ("Guest users cannot export reports.", "Reports cannot be exported by guest users."),
+    ("Fatima stopped reviewing frontend pull requests.",
+     "Fatima no longer reviews frontend pull requests."),
+    # A denial of what the other does not say is a detail added.
+    ("Deploys need the VPN.", "Deploys need the VPN, not the bastion."),
+    # Absence said in two ways; a contrast that denies alike.
+    ("Re-embed any memory missing a usable vector before clustering.",
+     "Memories without a usable vector get embedded again before clustering."),
+    ("Memory retrieval stays semantic instead of exact string matching.",
+     "Memory retrieval is semantic, not exact string matching."),
+    # "not only" negates nothing; "no other" restates "only".
+    ("Not only staging but production needs the VPN.", "Staging needs the VPN."),
+    ("The staging database only accepts connections over the office VPN.",
+     "Over the office VPN only: the staging database accepts no other connections."),
+])
+def test_negations_that_deny_nothing_the_other_asserts_do_not_tell_facts_apart(
+        first: str, second: str) -> None:
+    assert restates(candidate("a", first), candidate("b", second))
+
+
+def test_a_negation_denies_what_follows_it_in_its_clause() -> None:
+    said = polarity("Deploys go through the bastion host; the VPN is no longer needed.")
+    assert said.denied == {"need"}, "the VPN is what it is about, not what it denies"
+    assert said.asserted == {"deploy", "go", "bastion", "host", "vpn"}
+    assert polarity("The search index cannot be rebuilt without downtime.") == polarity(
+        "The search index cannot be rebuilt without downtime!")
+    doubled = polarity("The search index cannot be rebuilt without downtime.")
+    assert doubled.denied == {"rebuilt"} and "downtim" in doubled.asserted
+    assert polarity("The VPN is needed for deploys, not for reads.").denied == {"read"}
+    assert polarity("Retries never reach 3.").denied == {"reach"}, "numbers are anchors"
+
+
+def test_a_denial_vetoes_only_a_text_it_mostly_restates() -> None:
+    affirmed = polarity("Deploys to staging need the VPN.")
+    negated = polarity("The VPN is no longer needed for staging deploys.")
+    assert contradicts(affirmed, negated, 0.8) and contradicts(negated, affirmed, 0.8)
+    # Most of what the longer text says is not in the denial: no veto.
+    longer = polarity("Deploys to staging need the VPN, a change ticket, two approvals and "
+                      "a green build on main.")
+    assert not contradicts(longer, negated, 0.8)
+    assert contradicts(longer, negated, 0.1)
+
+
+def test_the_negation_coverage_is_a_share() -> None:
+    with pytest.raises(ValueError, match="negation_coverage"):
+        ConsolidationSettings(negation_coverage=0)
