@@ -187,17 +187,25 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
                                                                        ["2", "approved"]]
         diff = wait_for(chrome, By.CSS_SELECTOR, "#diff pre.unified")
         assert f"-{VPN_V1}" in diff.text and f"+{VPN_V2}" in diff.text
-        assert chrome.find_element(By.CSS_SELECTOR,
-                                   f"article.diff[data-diff-id='{second}']").is_displayed()
+        # Its pending diff waits for review on its page.
+        waiting = chrome.find_element(
+            By.CSS_SELECTOR, f"#record-review article.review-item[data-item-id='{second}']")
+        assert waiting.get_attribute("data-kind") == "pending_diff"
+        assert [p.text for p in waiting.find_elements(By.CSS_SELECTOR, ".proposal p")] == [
+            VPN_V3]
         shot("03-record")
         chrome.execute_script("arguments[0].scrollIntoView({block: 'end'})", diff)
         shot("03-record-diff")
 
-        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=diffs]").click()
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=review]").click()
         card = wait_for(chrome, By.CSS_SELECTOR,
-                        f"[data-page=diffs] article.diff[data-diff-id='{second}']")
-        assert VPN_V3 in card.text
-        shot("04-pending-diffs")
+                        f"[data-page=review] article.review-item[data-item-id='{second}']")
+        assert card.find_element(By.CSS_SELECTOR, "a.record-link").text == "Staging deploys"
+        assert "on version 2" in card.find_element(By.TAG_NAME, "h3").text
+        # The queue shows the record's text as it is now above the proposed one.
+        assert [p.text for p in card.find_elements(By.CSS_SELECTOR, ".proposal p")] == [
+            VPN_V2, VPN_V3]
+        shot("04-review-queue")
         card.find_element(By.CSS_SELECTOR, "button[data-decision=approve]").click()
         outcome = card.find_element(By.CSS_SELECTOR, ".outcome")
         wait_until(chrome, lambda: "applied" in (outcome.get_attribute("class") or ""),
@@ -240,7 +248,7 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         (1, "created", "orchestrator"), (2, "approved", "ana"), (3, "approved", f"key:{key_id}")]
     assert sorted(p.name for p in screenshots.glob("0[1-8]-*.png")) == [
         "01-key.png", "02-search.png", "03-record-diff.png", "03-record.png",
-        "04-pending-diffs.png",
+        "04-review-queue.png",
         "05-approved.png", "06-reports.png", "07-graph.png", "08-graph-opens-a-record.png"]
 
 
@@ -265,13 +273,6 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
         for record_id in (*vpn, *approvals, vpn_merge, approvals_merge)}
     # A reviewer's key: it reads the shared memories, not Finn's.
     key = stack.make_key("--namespace", namespace, "--perm", "read,review")
-    later_routes = {}
-    async with httpx.AsyncClient(base_url=worker.base_url, timeout=10,
-                                 headers={"Authorization": f"Bearer {key}"}) as as_key:
-        for card, path in (("review-queue", "/v1/review-queue"),
-                           ("dead-letters", "/v1/dead-letters")):
-            answer = await as_key.get(path, params={"namespace": namespace})
-            later_routes[card] = answer.status_code != 404
 
     def links_named_by_text(scope: Any) -> list[tuple[str, str]]:
         """(record id, text) of the record links in `scope`, each checked to be named by
@@ -306,9 +307,16 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
             "1 succeeded", "1 failed", "1 unfinished"]
         assert [a.text for a in runs.find_elements(By.CSS_SELECTOR, "a.run-link")] == [
             going, fixed, failed]
-        for card, answers in later_routes.items():
-            assert bool(overview.find_elements(By.CSS_SELECTOR, f"[data-card={card}]")) \
-                == answers, card
+        # What awaits review: the two shared draft merges (Finn's is not this key's to see).
+        waiting = overview.find_element(By.CSS_SELECTOR, "[data-card=review-queue]")
+        assert waiting.find_element(By.CSS_SELECTOR, ".figure").text == "2"
+        assert waiting.find_element(By.CSS_SELECTOR, "[data-kind=draft_merge]").text \
+            == "2 draft merges"
+        assert sorted(record_id for record_id, _ in links_named_by_text(waiting)) == sorted(
+            [vpn_merge, approvals_merge])
+        # The dead letters are an admin's to read: the card says so, the page stands.
+        refused = overview.find_element(By.CSS_SELECTOR, "[data-card=dead-letters]").text
+        assert "Not readable with this key" in refused and "admin key" in refused
         shot("10-overview", whole_page=True)
 
         chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=runs]").click()
@@ -400,10 +408,69 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
         assert set(vpn) <= {record_id for record_id, _ in hits}
         shot("16-search-untitled")
 
+        # The draft merges wait in the review queue, each with its members: approve one there.
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=review]").click()
+        wait_for(chrome, By.CSS_SELECTOR, "[data-page=review] article.review-item")
+        items = chrome.find_elements(By.CSS_SELECTOR, "article.review-item")
+        assert sorted((i.get_attribute("data-kind"), i.get_attribute("data-item-id"))
+                      for i in items) == sorted([("draft_merge", vpn_merge),
+                                                 ("draft_merge", approvals_merge)])
+        assert text_of(chrome, "review-summary").startswith("2 draft merges, oldest first.")
+        for merge, members in ((vpn_merge, vpn), (approvals_merge, approvals)):
+            item = chrome.find_element(By.CSS_SELECTOR, f"article[data-item-id='{merge}']")
+            assert item.find_element(By.CSS_SELECTOR, ".text.proposed").text == texts[merge]
+            listed = {li.get_attribute("data-record-id"): li.find_element(
+                By.CSS_SELECTOR, ".excerpt").text for li in item.find_elements(
+                    By.CSS_SELECTOR, "ul.members > li")}
+            assert listed == {member: texts[member] for member in members}
+            assert set(dict(links_named_by_text(item))) == {merge, *members}
+        shot("17-review-queue", whole_page=True)
+        item = chrome.find_element(By.CSS_SELECTOR, f"article[data-item-id='{vpn_merge}']")
+        item.find_element(By.CSS_SELECTOR, "button[data-decision=approve]").click()
+        outcome = item.find_element(By.CSS_SELECTOR, ".outcome")
+        wait_until(chrome, lambda: "applied" in (outcome.get_attribute("class") or ""),
+                   explain=lambda: outcome.text)
+        assert outcome.text == (f"Approved: {vpn_merge} now stands for its 3 members, which "
+                                "search no longer shows.")
+        shot("18-review-approved", whole_page=True)
+
+        # The other draft's page lists its members and decides it too: rejected there.
+        chrome.find_element(By.CSS_SELECTOR,
+                            f"article[data-item-id='{approvals_merge}'] h3 a.record-link").click()
+        members = wait_for(chrome, By.CSS_SELECTOR, "#record-members ul.members")
+        assert sorted(li.get_attribute("data-record-id") for li in members.find_elements(
+            By.CSS_SELECTOR, "li")) == sorted(approvals)
+        assert {badge.text for badge in members.find_elements(By.CSS_SELECTOR, ".badge")} \
+            == {"approved"}, "the members stay live while the merge is a draft"
+        item = chrome.find_element(
+            By.CSS_SELECTOR, f"#record-review article[data-item-id='{approvals_merge}']")
+        item.find_element(By.CSS_SELECTOR, "input[name=note]").send_keys("two rules, not one")
+        item.find_element(By.CSS_SELECTOR, "button[data-decision=reject]").click()
+        outcome = item.find_element(By.CSS_SELECTOR, ".outcome")
+        wait_until(chrome, lambda: "applied" in (outcome.get_attribute("class") or ""),
+                   explain=lambda: outcome.text)
+        assert outcome.text == (f"Rejected: {approvals_merge} is deprecated; its members stay "
+                                "as they were.")
+        shot("19-draft-merge-rejected", whole_page=True)
+
+        chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=review]").click()
+        wait_until(chrome, lambda: text_of(chrome, "review-summary")
+                   == "Nothing waits for review.")
+
     await asyncio.to_thread(drive)
-    assert sorted(p.name for p in screenshots.glob("1[0-6]-*.png")) == [
+    assert sorted(p.name for p in screenshots.glob("1[0-9]-*.png")) == [
         "10-overview.png", "11-runs.png", "12-run.png", "13-run-that-fixed.png",
-        "14-reports-merged.png", "15-graph-labels.png", "16-search-untitled.png"]
+        "14-reports-merged.png", "15-graph-labels.png", "16-search-untitled.png",
+        "17-review-queue.png", "18-review-approved.png", "19-draft-merge-rejected.png"]
+    # What the page decided is what is stored: the members of the approved merge superseded
+    # by it, those of the rejected one live.
+    for merge, members, state, by in ((vpn_merge, vpn, "approved", vpn_merge),
+                                      (approvals_merge, approvals, "deprecated", None)):
+        lineage = (await http.get(f"/v1/records/{merge}",
+                                  params={"namespace": namespace})).json()
+        assert lineage["record"]["review_state"] == state
+        assert sorted((m["record_id"], m["superseded_by"]) for m in lineage["members"]) == \
+            sorted((member, by) for member in members)
 
 
 @needs_chromium

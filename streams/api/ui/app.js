@@ -34,17 +34,14 @@ const OVERVIEW_SHOWN = 8;
 // The dead letters' reasons the overview names, the most frequent first.
 const OVERVIEW_REASONS = 4;
 const RUN_STATUSES = ["succeeded", "failed", "cancelled", "unfinished"];
+// The queue's items read at once: the route's largest page.
+const QUEUE_READ = 500;
 
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 
 class AuthError extends Error {}
-class ApiError extends Error {
-  constructor(message, status) {
-    super(message);
-    this.status = status;
-  }
-}
+class ApiError extends Error {}
 
 // -- elements ------------------------------------------------------------------------------
 
@@ -99,7 +96,7 @@ function recordList(ids, names) {
   return el("ul", { class: "links" }, ids.map((id) => el("li", {}, namedLink(id, names))));
 }
 
-const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const plural = (n, word, words = `${word}s`) => `${n} ${n === 1 ? word : words}`;
 const badge = (text, kind = "") => el("span", { class: `badge ${kind}` }, text);
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
 
@@ -137,8 +134,7 @@ async function api(path, params = {}, { method = "GET", body, everyNamespace = f
     throw new AuthError(answer.error || `refused (${response.status})`);
   }
   if (!response.ok) {
-    throw new ApiError(answer.error || `${response.status} ${response.statusText}`,
-      response.status);
+    throw new ApiError(answer.error || `${response.status} ${response.statusText}`);
   }
   return answer;
 }
@@ -177,7 +173,7 @@ $("forget-key").addEventListener("click", () => {
 // -- routes --------------------------------------------------------------------------------
 
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
-  runs: runsPage, run: runPage, diffs: diffsPage, reports: reportsPage, graph: graphPage,
+  runs: runsPage, run: runPage, review: reviewPage, reports: reportsPage, graph: graphPage,
   "dead-letters": deadLettersPage };
 // The menu entry a page is under, when it has none of its own.
 const UNDER = { run: "runs" };
@@ -292,26 +288,26 @@ function runsCard(listing) {
     el("p", {}, el("a", { href: "#/runs" }, "All runs")));
 }
 
-// The review queue is read from a route that other work adds: until it answers (404 before
-// it exists), its card is left out.
-function reviewQueueCard() {
-  return laterCard("review-queue", "/v1/review-queue", "Awaiting review",
-    (answer) => answer.items?.length);
-}
-
-async function laterCard(name, path, heading, count) {
-  let answer;
+async function reviewQueueCard() {
+  let items;
   try {
-    answer = await api(path);
+    ({ items } = await api("/v1/review-queue", { limit: String(QUEUE_READ) }));
   } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return null;
-    if (error instanceof AuthError) return refusedCard(name, heading, error);
+    if (error instanceof AuthError) return refusedCard("review-queue", "Awaiting review", error);
     throw error;
   }
-  const n = count(answer);
-  return card(name, el("h2", {}, heading),
-    Number.isInteger(n) ? el("p", { class: "figure" }, n)
-      : el("p", { class: "message error" }, `${path} answered without a count`));
+  const kinds = REVIEW_KINDS.map(([kind, word]) => [kind, word,
+    items.filter((item) => item.kind === kind).length]).filter(([, , n]) => n);
+  return card("review-queue", el("h2", {}, "Awaiting review"),
+    el("p", { class: "figure" }, items.length === QUEUE_READ ? `${items.length}+`
+      : items.length),
+    el("p", { class: "statuses" }, kinds.map(([kind, word, n]) => el("span", {
+      "data-kind": kind }, plural(n, word)))),
+    items.length ? el("ul", { class: "feed" }, items.slice(0, OVERVIEW_SHOWN).map((item) =>
+      el("li", {}, badge(item.kind === "draft_merge" ? "merge" : "diff"), " ",
+        itemSubject(item))))
+      : el("p", { class: "hint" }, "Nothing waits for review."),
+    el("p", {}, el("a", { href: "#/review" }, "Review them")));
 }
 
 // A card whose route the key may not read (the dead letters: admin keys only) says so, and
@@ -421,10 +417,11 @@ function emptyAnswer(answer, params) {
 // -- a record ------------------------------------------------------------------------------
 
 async function recordPage(recordId) {
-  const [lineage, history, pending] = await Promise.all([
+  const [lineage, history, queue] = await Promise.all([
     api(`/v1/records/${encodeURIComponent(recordId)}`),
     api(`/v1/records/${encodeURIComponent(recordId)}/history`),
-    api("/v1/pending-diffs", { record_id: recordId }),
+    // Its pending diffs, and the draft merge that is this record or merges it.
+    api("/v1/review-queue", { record_id: recordId }),
   ]);
   const record = lineage.record;
   const versions = history.versions;
@@ -435,6 +432,15 @@ async function recordPage(recordId) {
     lineage.superseded_by ? el("p", { class: "message" }, "Merged into ",
       recordLink(lineage.superseded_by), ": this record is kept, hidden from search.") : null,
     el("p", { class: "text", id: "record-text" }, record.text),
+    lineage.members.length ? el("section", { id: "record-members" },
+      el("h2", {}, `Members (${lineage.members.length})`),
+      el("p", { class: "hint" }, record.review_state === "draft"
+        ? "The memories this draft would replace, live until it is approved."
+        : "The memories this merge replaced."),
+      memberList(lineage.members)) : null,
+    queue.items.length ? el("section", { id: "record-review" },
+      el("h2", {}, "Awaiting review"),
+      el("div", {}, queue.items.map((item) => reviewCard(item, recordId)))) : null,
     el("div", { class: "columns" }, el("div", {}, el("h2", {}, "Fields"), fieldsTable([
       ["kind", record.record_kind], ["memory type", record.memory_type],
       ["review state", record.review_state], ["tier", record.tier],
@@ -449,9 +455,12 @@ async function recordPage(recordId) {
       ["expires", record.expires_at ? when(record.expires_at) : undefined],
     ])), el("div", {}, el("h2", {}, "Provenance"), fieldsTable(Object.entries(record.provenance)
       .map(([name, value]) => [name, String(value)])))));
-  if (lineage.supersedes.length) {
+  // A merge's members are listed above, superseded or not.
+  const merged = new Set(lineage.members.map((member) => member.record_id));
+  const superseded = lineage.supersedes.filter((member) => !merged.has(member.record_id));
+  if (superseded.length) {
     page.append(el("h2", {}, "Supersedes"), el("ul", { class: "supersedes" },
-      lineage.supersedes.map((member) => el("li", {}, recordLink(member.record_id,
+      superseded.map((member) => el("li", {}, recordLink(member.record_id,
         labelOf(member)), ` (v${member.version}) `,
       el("span", { class: "text" }, member.text)))));
   }
@@ -463,10 +472,6 @@ async function recordPage(recordId) {
         el("td", {}, v.actor), el("td", {}, when(v.changed_at)),
         el("td", {}, (v.changed || []).join(", ")), el("td", {}, v.reason || "")))));
   if (versions.length > 1) page.append(await diffSection(recordId, versions));
-  if (pending.pending_diffs.length) {
-    page.append(el("h2", {}, "Pending diffs"),
-      el("div", {}, pending.pending_diffs.map(diffCard)));
-  }
   return page;
 }
 
@@ -622,49 +627,93 @@ function eventsTable(events) {
       el("td", {}, event.type), el("td", { class: "what" }, eventSummary(event)))));
 }
 
-// -- pending diffs -------------------------------------------------------------------------
+// -- the review queue ----------------------------------------------------------------------
 
-async function diffsPage() {
-  const listed = await api("/v1/pending-diffs");
-  return el("section", { "data-page": "diffs" }, el("h1", {}, "Pending diffs"),
-    listed.pending_diffs.length
-      ? el("div", {}, listed.pending_diffs.map(diffCard))
-      : el("p", { class: "hint" }, "Nothing waits for review."));
+async function reviewPage() {
+  const { items } = await api("/v1/review-queue", { limit: String(QUEUE_READ) });
+  const kinds = REVIEW_KINDS.map(([kind, word]) => [word,
+    items.filter((item) => item.kind === kind).length]).filter(([, n]) => n);
+  return el("section", { "data-page": "review" }, el("h1", {}, `Review queue · ${namespace()}`),
+    el("p", { class: "hint", id: "review-summary" }, items.length
+      ? `${items.length === QUEUE_READ ? "The oldest " : ""}${kinds.map(([word, n]) =>
+        plural(n, word)).join(" and ")}, oldest first. Each decision is a memory.review `
+        + "event, applied by the worker."
+      : "Nothing waits for review."),
+    items.length ? el("div", {}, items.map((item) => reviewCard(item))) : null);
 }
 
-function diffCard(diff) {
-  const { text, ...others } = diff.proposed;
+// Each kind of item the queue holds, and what a person calls it.
+const REVIEW_KINDS = [["pending_diff", "pending diff"], ["draft_merge", "draft merge"]];
+
+// What an item is about: a record (named by its title or text as it is now), or a block.
+function itemSubject(item) {
+  if (item.record_id === null) return `block ${item.block.label} of ${item.block.agent_id}`;
+  return recordLink(item.record_id, labelOf(item));
+}
+
+// `onPage`: the record whose page shows the card; a draft merge's own page lists its text
+// and members above it.
+function reviewCard(item, onPage = null) {
   const note = el("input", { name: "note", placeholder: "note (optional)" });
   const outcome = el("p", { class: "outcome" });
   const buttons = ["approve", "reject"].map((decision) => el("button", {
     type: "button", class: decision, "data-decision": decision,
-    onclick: () => review(diff, decision, note.value.trim(), card, outcome),
+    onclick: () => decide(item, decision, note.value.trim(), card, outcome),
   }, decision === "approve" ? "Approve" : "Reject"));
-  const card = el("article", { class: "diff", "data-diff-id": diff.diff_id },
-    el("h3", {}, diff.target === "block"
-      ? `block ${diff.block.label} of ${diff.block.agent_id}`
-      : recordLink(diff.record_id), ` · on version ${diff.base_version}`),
-    el("p", { class: "hint" }, `proposed by ${diff.proposer}, ${when(diff.proposed_at)}`),
-    text !== undefined ? el("p", { class: "text proposed" }, text) : null,
-    Object.keys(others).length ? fieldsTable(Object.entries(others).map(([name, value]) =>
-      [name, typeof value === "string" ? value : JSON.stringify(value)])) : null,
-    el("div", { class: "actions" }, note, buttons), outcome);
+  const card = el("article", { class: `review-item ${item.kind}`, "data-kind": item.kind,
+    "data-item-id": item.id },
+  el("h3", {}, badge(item.kind === "draft_merge" ? "draft merge" : "pending diff", "kind"),
+    " ", itemSubject(item), item.kind === "pending_diff"
+      ? ` · on version ${item.base_version}` : null,
+    item.memory_type ? badge(item.memory_type, "type") : null),
+  el("p", { class: "hint" }, `proposed by ${item.proposer}, ${when(item.proposed_at)}`),
+  item.kind === "pending_diff" ? diffBody(item, item.record_id !== onPage)
+    : item.record_id === onPage ? null : mergeBody(item),
+  el("div", { class: "actions" }, note, buttons), outcome);
   return card;
 }
 
-async function review(diff, decision, note, card, outcome) {
+// A diff: the proposed text, below the text as it is now unless the page shows it.
+function diffBody(item, showNow) {
+  const { text, ...others } = item.proposed;
+  return el("div", {},
+    text !== undefined ? el("div", { class: "proposal" },
+      showNow && item.text !== null ? [el("span", { class: "hint" }, "now"),
+        el("p", { class: "text now" }, item.text)] : null,
+      el("span", { class: "hint" }, "proposed"), el("p", { class: "text proposed" }, text))
+      : null,
+    Object.keys(others).length ? fieldsTable(Object.entries(others).map(([name, value]) =>
+      [name, typeof value === "string" ? value : JSON.stringify(value)])) : null);
+}
+
+// A draft merge: the text it would stand for, and the memories it would replace.
+function mergeBody(item) {
+  return el("div", {}, el("p", { class: "text proposed" }, item.text),
+    el("p", { class: "hint" }, `Merges ${plural(item.members.length, "memory", "memories")}`
+      + " (approving it hides them from search; rejecting it leaves them as they are):"),
+    memberList(item.members));
+}
+
+function memberList(members) {
+  return el("ul", { class: "members" }, members.map((member) => el("li", {
+    "data-record-id": member.record_id },
+  recordLink(member.record_id, labelOf(member)),
+  member.superseded_by ? el("span", { class: "hint" }, " · superseded by ",
+    recordLink(member.superseded_by)) : badge(member.review_state),
+  el("span", { class: "text excerpt" }, member.excerpt))));
+}
+
+async function decide(item, decision, note, card, outcome) {
   for (const button of card.querySelectorAll("button")) button.disabled = true;
-  const target = diff.target === "block" ? { block: diff.block } : { record_id: diff.record_id };
+  // The item names the route and the body that decide it; the browser adds the note alone.
+  const [method, path] = item.review.route.split(" ");
   try {
-    const sent = await api("/v1/reviews", {}, { method: "POST", body: {
-      namespace: namespace(), decision, diff_id: diff.diff_id, ...target,
-      ...(note ? { note } : {}),
-    } });
+    const sent = await api(path, {}, { method, body: {
+      ...item.review[decision], ...(note ? { note } : {}) } });
     outcome.textContent = `${decision === "approve" ? "Approval" : "Rejection"} sent `
       + `(event ${sent.event_id}); waiting for it to be applied…`;
     outcome.className = "outcome waiting";
-    const applied = await waitApplied(diff, decision);
-    outcome.textContent = applied;
+    outcome.textContent = await waitApplied(item, decision);
     outcome.className = "outcome applied";
     card.classList.add("done");
   } catch (error) {
@@ -675,23 +724,38 @@ async function review(diff, decision, note, card, outcome) {
   }
 }
 
-// A review goes through Kafka: the diff leaves the pending list once it is applied, and an
-// approved one moves the record past the version it was made on.
-async function waitApplied(diff, decision) {
+// A decision goes through Kafka: the item leaves the queue once it is applied. Then an
+// approved diff has moved its record past the version it was made on, and a merge is approved
+// (its members superseded) or deprecated.
+async function waitApplied(item, decision) {
   const deadline = Date.now() + APPLY_TIMEOUT_MS;
-  const scope = diff.target === "record" ? { record_id: diff.record_id } : {};
+  const scope = item.record_id === null ? {} : { record_id: item.record_id };
   while (Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    const listed = await api("/v1/pending-diffs", scope);
-    if (listed.pending_diffs.some((pending) => pending.diff_id === diff.diff_id)) continue;
-    if (diff.target === "block") return `Applied: the block's diff was ${decision}d.`;
-    const lineage = await api(`/v1/records/${encodeURIComponent(diff.record_id)}`);
-    if (decision === "reject") return `Rejected: ${diff.record_id} stays at version ${lineage.version}.`;
-    if (lineage.version > diff.base_version) {
-      return `Applied: ${diff.record_id} is now at version ${lineage.version}.`;
-    }
+    const { items } = await api("/v1/review-queue", scope);
+    if (items.some((waiting) => waiting.kind === item.kind && waiting.id === item.id)) continue;
+    if (item.record_id === null) return `Applied: the block's diff was ${decision}d.`;
+    const lineage = await api(`/v1/records/${encodeURIComponent(item.record_id)}`);
+    const done = appliedOutcome(item, decision, lineage);
+    if (done) return done;
   }
   throw new ApiError(`Not applied within ${APPLY_TIMEOUT_MS / 1000}s: is the worker consuming?`);
+}
+
+function appliedOutcome(item, decision, { record, version, members }) {
+  const id = item.record_id;
+  if (item.kind === "pending_diff") {
+    if (decision === "reject") return `Rejected: ${id} stays at version ${version}.`;
+    return version > item.base_version ? `Applied: ${id} is now at version ${version}.` : null;
+  }
+  if (decision === "reject") {
+    return record.review_state === "deprecated"
+      ? `Rejected: ${id} is deprecated; its members stay as they were.` : null;
+  }
+  const replaced = members.filter((member) => member.superseded_by === id).length;
+  return record.review_state === "approved" && replaced === members.length
+    ? `Approved: ${id} now stands for its ${plural(replaced, "member")}, which search no `
+      + "longer shows." : null;
 }
 
 // -- dead letters --------------------------------------------------------------------------
