@@ -1,10 +1,11 @@
 """The memory browser in a real headless Chromium (the Debian package, driven through its own
 chromedriver, so that nothing is downloaded) against the real stack: the key form, search,
-a record with two versions and their diff, a pending diff approved and seen applied,
-the consolidation reports and the graph; the overview, the runs and a run, the reports of a
-consolidation that merged, and records named by their text. Each step is saved as a
-screenshot, in `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is
-printed)."""
+a record with two versions and their diff, a pending diff approved in the review queue and
+seen applied, the consolidation reports and the graph; the overview, the runs and a run, the
+reports of a consolidation that merged, records named by their text, and its draft merges
+approved in the review queue and rejected on a record's page; the dead letters of events
+sent raw, and why a search found nothing. Each step is saved as a screenshot, in
+`MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
 
 from __future__ import annotations
 
@@ -193,7 +194,7 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         assert waiting.get_attribute("data-kind") == "pending_diff"
         assert [p.text for p in waiting.find_elements(By.CSS_SELECTOR, ".proposal p")] == [
             VPN_V3]
-        shot("03-record")
+        shot("03-record", whole_page=True)
         chrome.execute_script("arguments[0].scrollIntoView({block: 'end'})", diff)
         shot("03-record-diff")
 
@@ -434,9 +435,16 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
                                 "search no longer shows.")
         shot("18-review-approved", whole_page=True)
 
-        # The other draft's page lists its members and decides it too: rejected there.
-        chrome.find_element(By.CSS_SELECTOR,
-                            f"article[data-item-id='{approvals_merge}'] h3 a.record-link").click()
+        # A member's page offers the draft that would replace it; the draft's own page lists
+        # its members and decides it too: rejected there.
+        chrome.find_element(By.CSS_SELECTOR, f"article[data-item-id='{approvals_merge}'] "
+                            f"ul.members a[href='#/record/{approvals[0]}']").click()
+        offered = wait_for(chrome, By.CSS_SELECTOR,
+                           f"#record-review article[data-item-id='{approvals_merge}']")
+        assert chrome.find_element(By.TAG_NAME, "h1").text == label_of(texts[approvals[0]])
+        assert offered.find_elements(By.CSS_SELECTOR, "button[data-decision]")
+        assert chrome.find_elements(By.ID, "record-members") == [], "a member merges nothing"
+        offered.find_element(By.CSS_SELECTOR, "h3 a.record-link").click()
         members = wait_for(chrome, By.CSS_SELECTOR, "#record-members ul.members")
         assert sorted(li.get_attribute("data-record-id") for li in members.find_elements(
             By.CSS_SELECTOR, "li")) == sorted(approvals)
