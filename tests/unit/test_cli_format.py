@@ -11,9 +11,9 @@ from client.cli.commands import change_line, parser
 from client.cli.config import DEFAULT_URL, load_config
 from client.cli.errors import CliError
 from client.cli.tables import cell, column_widths, table, truncate
+from processors.parameters import InvalidValue
 from stores.record_versions import ChangePosition
 from streams.api.changes import cursor_position, encode_cursor
-from streams.api.params import BadQuery
 
 
 def test_truncate_marks_a_cut() -> None:
@@ -118,8 +118,13 @@ def test_a_cursor_stands_for_its_position_to_the_microsecond() -> None:
     assert encode_cursor(later) != encode_cursor(position)
 
 
-@pytest.mark.parametrize("cursor", ["***", "bm90IGEgY3Vyc29y", encode_cursor(
-    ChangePosition(datetime(2026, 1, 1), "mem_a", 1))])
+@pytest.mark.parametrize("cursor", ["***", "bm90IGEgY3Vyc29y", "é", *(encode_cursor(position)
+    for position in (ChangePosition(datetime(2026, 1, 1), "mem_a", 1),
+                     ChangePosition(datetime(2026, 1, 1, tzinfo=UTC), "mem_\x00", 1),
+                     ChangePosition(datetime(2026, 1, 1, tzinfo=UTC), "mem_a", 2**31),
+                     ChangePosition(datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
+                                    "mem_a", 1)))])
 def test_a_cursor_the_feed_did_not_give_is_refused(cursor: str) -> None:
-    with pytest.raises(BadQuery):
+    # A record id, version or time the feed cannot have given would reach Postgres.
+    with pytest.raises(InvalidValue, match="not a cursor this feed gave"):
         cursor_position(cursor)
