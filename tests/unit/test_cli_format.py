@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from client.cli.commands import change_line, parser
+from client.cli.commands import parser
 from client.cli.config import DEFAULT_URL, load_config
 from client.cli.errors import CliError
 from client.cli.tables import cell, column_widths, table, truncate
@@ -55,16 +55,6 @@ def test_the_widest_flexible_column_is_cut_first() -> None:
     # Then both, evenly, down to the minimum; ids stay whole even if the line overflows.
     assert column_widths([30, 40, 30], 20, flexible=(1, 2)) == [30, 8, 8]
     assert column_widths([5, 6], 100, flexible=(-1,)) == [5, 6]
-
-
-def test_a_change_is_one_line_in_fixed_columns() -> None:
-    change = {"changed_at": "2026-11-21T10:00:00.123456+00:00", "record_id": "mem_1",
-              "version": 2, "change": "approved", "actor": "key:0123456789ab",
-              "title": "Billing", "excerpt": "Deploys need the VPN " * 10}
-    line = change_line(change, 120)
-    assert line.startswith("2026-11-21 10:00:00  mem_1" + " " * 23 + "  v2    approved    "
-                           "key:0123456789ab  Billing: Deploys need the VPN")
-    assert len(line) == 120 and line.endswith("…")
 
 
 def test_settings_come_from_flags_then_environment_then_file(tmp_path: Path) -> None:
