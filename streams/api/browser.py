@@ -12,7 +12,6 @@ from pathlib import Path
 
 from faust.web import Request, Response, View
 
-from processors.parameters import storable
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS, Param
 
@@ -49,7 +48,8 @@ def wire_browser(pages: Pages) -> None:
     async def ui_index(web: View, request: Request) -> Response:
         return serve(web, "index.html")
 
-    @pages.page("/ui/{name}", public=True, params={"name": Param(storable)})
+    # Any name: it only picks one of the files, and any other is 404.
+    @pages.page("/ui/{name}", public=True, params={"name": Param(str)})
     async def ui_file(web: View, request: Request, name: str) -> Response:
         return serve(web, name)
 
