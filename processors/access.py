@@ -28,7 +28,9 @@ PERMISSIONS: tuple[Permission, ...] = get_args(Permission)
 Failure = Literal["missing", "malformed", "unknown", "revoked", "forbidden", "unavailable"]
 
 TOKEN_PREFIX = "msk_"
-_TOKEN = re.compile(r"msk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
+# A key's id, as its token carries it and as it is listed and revoked.
+KEY_ID = re.compile(r"[0-9a-f]{12}")
+_TOKEN = re.compile(rf"msk_({KEY_ID.pattern})_([A-Za-z0-9_-]{{43}})")
 
 
 class AccessDenied(Exception):

@@ -147,15 +147,22 @@ def _storable(text: str) -> tuple[str, int]:
     return _UNSTORABLE.sub(replace, text), count
 
 
+def unstorable_character(text: str) -> str | None:
+    """What `text` holds that Postgres cannot store ("U+0000", "a lone surrogate"), if any."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    return "U+0000" if found.group() == "\x00" else "a lone surrogate"
+
+
 def _refuse_unstorable_text(document: Any) -> None:
     """Reject the event if any string or key still holds text Postgres cannot store."""
     pending: list[tuple[str, Any]] = [("", document)]
     while pending:  # a loop, not recursion: documents may nest as deep as the parser allows
         path, value = pending.pop()
         if isinstance(value, str):
-            found = _UNSTORABLE.search(value)
-            if found is not None:
-                what = "U+0000" if found.group() == "\x00" else "a lone surrogate"
+            what = unstorable_character(value)
+            if what is not None:
                 raise Rejected("invalid_text", f"{path or '<root>'} holds {what}, which cannot "
                                                "be stored; only prose fields are cleaned")
         elif isinstance(value, dict):

@@ -80,6 +80,10 @@ def create_app(settings: Settings, role: Role) -> faust.App:
         datadir=str(faust_dir(settings, role)),
         web_host=settings.web_host,
         web_port=settings.web_port,
+        # Faust's own routes serve tables, which these apps have none of, and would answer
+        # without a key: every route is ours (streams/api/).
+        web_router_enabled=False,
+        web_tables_enabled=False,
         # Topics are declared once in infra/kafka/topics.json and created before start.
         topic_disable_leader=True,
         topic_allow_declare=False,

@@ -15,7 +15,16 @@ from typing import Any, TextIO
 from client.cli.api import Api
 from client.cli.config import Config, load_config
 from client.cli.errors import EXIT_OTHER, EXIT_USAGE, CliError
-from client.cli.tables import cell, fields, table, truncate, when
+from client.cli.tables import (
+    aligned,
+    cell,
+    column_widths,
+    fields,
+    prose,
+    table,
+    when,
+    wrapped,
+)
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0
@@ -24,6 +33,10 @@ REVIEW_LOOKUP_LIMIT = 500
 # What `review approve|reject` says it decided, by the queue item's kind.
 REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge"}
 EXIT_INTERRUPTED = 130
+# `tail` prints each change as it comes, so its columns are as wide as their values may be
+# (a record id, the longest change kind), not as the rows seen so far; the actor is cut first.
+TAIL_HEADERS = ("changed at", "record", "v", "change", "actor")
+TAIL_WIDTHS = (19, 28, 3, 10, 20)
 
 
 class Output:
@@ -43,9 +56,9 @@ class Output:
         self.line(json.dumps(value, ensure_ascii=False, indent=None if compact else 2))
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[object]],
-              flexible: Sequence[int] = (-1,)) -> None:
+              flexible: Sequence[int] = (-1,), texts: Sequence[object] = ()) -> None:
         # Headers over no rows read as a broken answer.
-        self.line(table(headers, rows, self.width, flexible) if rows else "(none)")
+        self.line(table(headers, rows, self.width, flexible, texts) if rows else "(none)")
 
 
 Command = Callable[[Api, argparse.Namespace, Config, Output], int]
@@ -73,9 +86,9 @@ def search(api: Api, args: argparse.Namespace, config: Config, output: Output) -
         output.json(answer)
         return 0
     hits = answer["hits"]
-    output.table(["#", "record", "kind", "relevance", "text"],
-                 [(rank, hit["record_id"], hit["kind"], hit["relevance"], one_line(hit))
-                  for rank, hit in enumerate(hits, 1)])
+    output.table(["#", "record", "kind", "relevance"],
+                 [(rank, hit["record_id"], hit["kind"], hit["relevance"])
+                  for rank, hit in enumerate(hits, 1)], texts=[one_line(hit) for hit in hits])
     note_empty_namespace(answer, output)
     if answer.get("degraded"):
         output.note("degraded: the index is down, these come from Postgres")
@@ -98,10 +111,12 @@ def context(api: Api, args: argparse.Namespace, config: Config, output: Output) 
     if output.as_json:
         output.json(answer)
         return 0
-    output.table(["section", "record", "kind", "tokens", "source", "text"],
+    packed = [(section, item) for section, items in answer.get("sections", {}).items()
+              for item in items]
+    output.table(["section", "record", "kind", "tokens", "source"],
                  [(section, item["record_id"], item["kind"], item.get("token_cost"),
-                   item.get("source"), one_line(item))
-                  for section, items in answer.get("sections", {}).items() for item in items])
+                   item.get("source")) for section, item in packed],
+                 texts=[one_line(item) for _, item in packed])
     note_empty_namespace(answer, output)
     budget = answer.get("budget_tokens")
     output.note(f"{answer.get('tokens', 0)} tokens" + (f" of {budget}" if budget else "")
@@ -129,23 +144,26 @@ def show(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
         ("created", when(record.get("created_at"))), ("superseded by", answer.get("superseded_by")),
     ], output.width))
     output.line()
-    output.line(record["text"])
-    if answer.get("versions"):
+    output.line(prose(record["text"], output.width))
+    # What each version changed is in its history.
+    versions = api.get(f"/v1/records/{args.record_id}/history",
+                       {"namespace": namespace_of(args, config)})["versions"]
+    if versions:
         output.line()
-        output.table(["version", "changed at", "event", "text"],
-                     [(v["version"], when(v["changed_at"]), v["event_id"], v["text"])
-                      for v in answer["versions"]])
+        versions_table(versions, output)
     if answer.get("supersedes"):
         output.line()
         output.line("supersedes:")
-        output.table(["record", "version", "text"],
-                     [(m["record_id"], m["version"], one_line(m)) for m in answer["supersedes"]])
+        output.table(["record", "version"],
+                     [(m["record_id"], m["version"]) for m in answer["supersedes"]],
+                     texts=[one_line(m) for m in answer["supersedes"]])
     if answer.get("members"):
         output.line()
         output.line("merges:")
-        output.table(["record", "version", "review", "superseded by", "text"],
-                     [(m["record_id"], m["version"], m["review_state"], m["superseded_by"],
-                       one_line(m)) for m in answer["members"]])
+        output.table(["record", "version", "review", "superseded by"],
+                     [(m["record_id"], m["version"], m["review_state"], m["superseded_by"])
+                      for m in answer["members"]],
+                     texts=[one_line(m) for m in answer["members"]])
     return 0
 
 
@@ -155,10 +173,17 @@ def history(api: Api, args: argparse.Namespace, config: Config, output: Output) 
     if output.as_json:
         output.json(answer)
         return 0
-    output.table(["version", "changed at", "change", "actor", "changed", "reason", "text"],
-                 [(v["version"], when(v["changed_at"]), v["change"], v["actor"], v["changed"],
-                   v["reason"], v["text"]) for v in answer["versions"]], flexible=(5, 6))
+    versions_table(answer["versions"], output)
     return 0
+
+
+def versions_table(versions: Sequence[dict[str, Any]], output: Output) -> None:
+    """A record's versions as its history gives them: what changed in each, by whom and
+    why, and its text."""
+    output.table(["v", "changed at", "change", "actor", "changed", "reason"],
+                 [(v["version"], when(v["changed_at"]), v["change"], v["actor"], v["changed"],
+                   v["reason"]) for v in versions], flexible=(3, 4, 5),
+                 texts=[v["text"] for v in versions])
 
 
 def diff(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
@@ -257,6 +282,8 @@ def keys(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
 
 def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
     namespace, after = namespace_of(args, config), args.after
+    widths = column_widths(TAIL_WIDTHS, output.width, flexible=(4,))
+    headed = False
     try:
         while True:
             page = api.get("/v1/changes", {"namespace": namespace, "after": after,
@@ -265,7 +292,10 @@ def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
                 if output.as_json:
                     output.json(change, compact=True)
                 else:
-                    output.line(change_line(change, output.width))
+                    if not headed:
+                        output.line(aligned(TAIL_HEADERS, widths))
+                        headed = True
+                    output.line("\n".join(change_lines(change, widths, output.width)))
                 # Advanced with each change shown, so that an interrupt resumes after it.
                 after = change["cursor"]
             if len(page["changes"]) < args.limit:
@@ -279,12 +309,11 @@ def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
     return 0
 
 
-def change_line(change: dict[str, Any], width: int) -> str:
-    """One change a line, in fixed columns, since a tail cannot wait for all rows to align
-    them: time, record, version, change, actor, then as much of the title or text as fits."""
-    head = (f"{when(change['changed_at'])}  {change['record_id']:<28}  v{change['version']:<3}  "
-            f"{change['change']:<10}  {cell(change['actor']):<12}  ")
-    return truncate(head + cell(one_line(change)), width)
+def change_lines(change: dict[str, Any], widths: Sequence[int], width: int) -> list[str]:
+    """A change in the columns of `TAIL_HEADERS`, its title and text under it."""
+    return [aligned([cell(value) for value in (
+        when(change["changed_at"]), change["record_id"], change["version"], change["change"],
+        change["actor"])], widths), *wrapped(one_line(change), width)]
 
 
 def dead_letters(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:

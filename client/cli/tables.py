@@ -1,14 +1,20 @@
-"""Plain text for people: aligned columns cut to the terminal's width, one line per row."""
+"""Plain text for people: aligned columns cut to the terminal's width, one line per row, and
+a row's text (a memory's, a version's) on its own lines under it, wrapped to the width, so
+that the text has the whole line however many columns its row has."""
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 ELLIPSIS = "…"
 GAP = "  "
 # A column is never cut narrower than this (or its header, if shorter).
 MIN_COLUMN = 8
+# A row's text is indented under it, and shown in at most so many lines (--json has it all).
+TEXT_INDENT = "    "
+TEXT_LINES = 4
 _SPACES = re.compile(r"\s+")
 
 
@@ -56,15 +62,33 @@ def column_widths(natural: Sequence[int], width: int, flexible: Sequence[int]) -
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], width: int,
-          flexible: Sequence[int] = (-1,)) -> str:
+          flexible: Sequence[int] = (-1,), texts: Sequence[object] = ()) -> str:
     """Rows under their headers, columns aligned, the `flexible` ones (by default the last)
-    cut so that a line fits in `width` characters."""
+    cut so that a line fits in `width` characters; the text of each row, when `texts` has
+    one per row, under it (`wrapped`)."""
     cells = [[cell(value) for value in row] for row in rows]
     natural = [max([len(header), *(len(row[i]) for row in cells)])
                for i, header in enumerate(headers)]
     widths = column_widths(natural, width, flexible)
-    lines = [_line(headers, widths), *(_line(row, widths) for row in cells)]
+    lines = [aligned(headers, widths)]
+    for i, row in enumerate(cells):
+        lines += [aligned(row, widths), *(wrapped(texts[i], width) if texts else [])]
     return "\n".join(lines)
+
+
+def prose(text: str, width: int) -> str:
+    """Text shown whole, each of its lines wrapped to `width`."""
+    return "\n".join(textwrap.fill(part, max(width, MIN_COLUMN)) if part.strip() else ""
+                     for part in text.splitlines())
+
+
+def wrapped(text: object, width: int) -> list[str]:
+    """A row's text under it: on one line, indented, wrapped to `width`, in at most
+    `TEXT_LINES` lines, the last ending with '…' when cut."""
+    return textwrap.wrap(cell(text) if text is not None else "",
+                         max(width, len(TEXT_INDENT) + MIN_COLUMN), max_lines=TEXT_LINES,
+                         initial_indent=TEXT_INDENT, subsequent_indent=TEXT_INDENT,
+                         placeholder=f" {ELLIPSIS}")
 
 
 def when(timestamp: str | None) -> str | None:
@@ -72,13 +96,16 @@ def when(timestamp: str | None) -> str | None:
     return None if timestamp is None else timestamp[:19].replace("T", " ")
 
 
-def _line(values: Sequence[str], widths: Sequence[int]) -> str:
+def aligned(values: Sequence[str], widths: Sequence[int]) -> str:
+    """One row: each value cut to its column's width, the columns aligned."""
     return GAP.join(truncate(value, w).ljust(w) for value, w in zip(values, widths, strict=True)
                     ).rstrip()
 
 
 def fields(pairs: Sequence[tuple[str, object]], width: int) -> str:
-    """`name: value` lines, names aligned, values cut to `width`."""
+    """`name: value` lines, names aligned, a long value wrapped under itself."""
     pad = max((len(name) for name, _ in pairs), default=0) + 2
-    return "\n".join(truncate(f"{name + ':':<{pad}}{cell(value)}", width)
-                     for name, value in pairs)
+    return "\n".join(
+        textwrap.fill(f"{name + ':':<{pad}}{cell(value)}", max(width, pad + MIN_COLUMN),
+                      subsequent_indent=" " * pad)
+        for name, value in pairs)

@@ -21,10 +21,11 @@ from processors.access import (
     parse_token,
     same_hash,
 )
+from processors.parameters import IDENTIFIER, NAMESPACE
 from stores.api_keys import ApiKeys
 from stores.record_versions import PersonalReader
 from stores.records import Records
-from streams.api.params import required
+from streams.api.params import optional, required
 
 log = logging.getLogger(__name__)
 
@@ -72,20 +73,20 @@ class Authenticator:
 def granted_namespace(caller: Caller, params: Mapping[str, str],
                       permission: Permission = "read") -> str:
     """The request's namespace, once the caller's key may do `permission` in it."""
-    namespace = required(params, "namespace")
+    namespace = required(params, "namespace", NAMESPACE)
     caller.check(permission, namespace)
     return namespace
 
 
 def reader_of(caller: Caller, params: Mapping[str, str]) -> str | None:
     """The agent whose personal memories a search returns: the key's, never another."""
-    return caller.reader_of(params.get("agent_id") or None)
+    return caller.reader_of(optional(params, "agent_id", IDENTIFIER))
 
 
 def personal_reader(caller: Caller, params: Mapping[str, str]) -> PersonalReader:
     """Whose personal records a listing shows: a key bound to an agent, its agent's; an admin
     key bound to none, every agent's, or the one agent the request names."""
-    requested = params.get("agent_id") or None
+    requested = optional(params, "agent_id", IDENTIFIER)
     return PersonalReader(caller.reader_of(requested),
                           every_agent=caller.oversees_agents and requested is None)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from faust.web import Request, Response, View
 
 from streams.api.pages import Pages
+from streams.api.params import NO_PARAMS, Param
 
 UI_DIR = Path(__file__).with_name("ui")
 UI_FILES = {
@@ -38,16 +39,17 @@ def wire_browser(pages: Pages) -> None:
         # In the headers: aiohttp's content_type argument refuses a charset.
         return web.bytes(files[name], headers={"Content-Type": UI_FILES[name], **HEADERS})
 
-    @pages.page("/ui", public=True)
+    @pages.page("/ui", public=True, params=NO_PARAMS)
     async def ui_root(web: View, request: Request) -> Response:
         # The app's files are named relative to /ui/.
         return web.text("", status=308, headers={"Location": "/ui/"})
 
-    @pages.page("/ui/", public=True)
+    @pages.page("/ui/", public=True, params=NO_PARAMS)
     async def ui_index(web: View, request: Request) -> Response:
         return serve(web, "index.html")
 
-    @pages.page("/ui/{name}", public=True)
+    # Any name: it only picks one of the files, and any other is 404.
+    @pages.page("/ui/{name}", public=True, params={"name": Param(str)})
     async def ui_file(web: View, request: Request, name: str) -> Response:
         return serve(web, name)
 

@@ -9,32 +9,33 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from faust.web import Request, Response, View
 
 from processors.access import Caller
+from processors.parameters import IDENTIFIER, VERSION, InvalidValue, instant, integer
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, bounded_limit, moment
+from streams.api.params import READER_PARAMS, BadQuery, Param, Params, optional, value
 from streams.plumbing.runtime import Runtime
 
 # Changes answered per request, by default and at most.
 CHANGES_LIMIT = 100
 MAX_CHANGES_LIMIT = 1000
+LIMIT = integer(1, MAX_CHANGES_LIMIT)
 
 
 def wire_changes(pages: Pages, runtime: Runtime) -> None:
     versions = runtime.stores.versions
 
-    @pages.page("/v1/changes")
+    @pages.page("/v1/changes", params=CHANGES_PARAMS)
     async def changes_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         after = start_position(request.query)
-        limit = bounded_limit(request.query.get("limit", str(CHANGES_LIMIT)),
-                              MAX_CHANGES_LIMIT)
+        limit = value(request.query, "limit", LIMIT, CHANGES_LIMIT)
         found = await versions.changes(namespace, after, limit,
                                        personal_reader(caller, request.query))
         return web.json({
@@ -53,30 +54,37 @@ def encode_cursor(position: ChangePosition) -> str:
 def start_position(params: Mapping[str, str]) -> ChangePosition | None:
     """Where a request reads the feed from: after its cursor `after`, or from the time
     `since`; from the first version with neither."""
-    after = cursor_position(params.get("after", ""))
-    since = moment(params, "since")
+    after = optional(params, "after", cursor_position)
+    since = optional(params, "since", instant)
     if since is None:
         return after
     if after is not None:
         raise BadQuery("give after or since, not both")
-    return ChangePosition(datetime.fromtimestamp(since, UTC), "", 0)
+    return ChangePosition(since, "", 0)
 
 
 def cursor_position(cursor: str) -> ChangePosition | None:
-    """The position a cursor of `encode_cursor` stands for; None for no cursor."""
+    """The position a cursor of `encode_cursor` stands for (its time in UTC); None for no
+    cursor. Its parts follow the rules of the values they are (processors/parameters.py)."""
     cursor = cursor.strip()
     if not cursor:
         return None
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         changed_at, version, record_id = raw.split("|", 2)
-        position = ChangePosition(datetime.fromisoformat(changed_at), record_id, int(version))
+        # The feed's times carry their offset. A version's position names its record; a
+        # time's (from `since`), none and version 0.
+        if datetime.fromisoformat(changed_at).tzinfo is not None:
+            if not record_id and version == "0":
+                return ChangePosition(instant(changed_at), "", 0)
+            return ChangePosition(instant(changed_at), IDENTIFIER(record_id), VERSION(version))
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadQuery("after is not a cursor this feed gave") from None
-    # A version's position names its record; a time's (from `since`), none and version 0.
-    if position.changed_at.tzinfo is None or (not record_id) != (position.version == 0):
-        raise BadQuery("after is not a cursor this feed gave")
-    return position
+        pass
+    raise InvalidValue("not a cursor this feed gave")
+
+
+CHANGES_PARAMS: Params = {**READER_PARAMS, "after": Param(cursor_position),
+                          "since": Param(instant), "limit": Param(LIMIT)}
 
 
 def change_json(change: VersionChange) -> dict[str, Any]:

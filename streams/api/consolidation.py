@@ -12,29 +12,32 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.consolidation_trigger import skip_reason, window_start
+from processors.parameters import integer
 from stores.consolidations import MaintenanceReport
 from stores.records import Records
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
-from streams.api.params import bounded_limit
+from streams.api.params import NAMESPACE_PARAMS, Param, Params, value
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
 # Maintenance reports listed per request, by default and at most.
 REPORTS_LIMIT = 20
 MAX_REPORTS_LIMIT = 200
+REPORTS = integer(1, MAX_REPORTS_LIMIT)
+REPORTS_PARAMS: Params = {**NAMESPACE_PARAMS, "limit": Param(REPORTS)}
 
 
 def wire_consolidation(pages: Pages, runtime: Runtime) -> None:
-    @pages.page("/v1/consolidation/counts")
+    @pages.page("/v1/consolidation/counts", params=NAMESPACE_PARAMS)
     async def counts_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         return web.json(jsonable(await consolidation_counts(runtime, namespace)))
 
-    @pages.page("/v1/consolidation/reports")
+    @pages.page("/v1/consolidation/reports", params=REPORTS_PARAMS)
     async def reports_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
-        limit = bounded_limit(request.query.get("limit", str(REPORTS_LIMIT)), MAX_REPORTS_LIMIT)
+        limit = value(request.query, "limit", REPORTS, REPORTS_LIMIT)
         reports = await runtime.stores.consolidations.reports(namespace, limit)
         return web.json({"namespace": namespace, "reports": jsonable(reports),
                          "records": await report_records(runtime.stores.records, caller,

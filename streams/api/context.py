@@ -26,21 +26,24 @@ from processors.access import Caller
 from processors.context_pack import Candidate, pack
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
+from processors.parameters import IDENTIFIER, NAMESPACE, integer
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
 from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace, reader_of
+from streams.api.fix_patterns import ERROR
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, required
+from streams.api.params import BadQuery, Param, Params, optional, required, value
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.search import (
     DEFAULT_MIN_SCORE,
+    MIN_SCORE,
+    SEARCH_FILTERS,
     Found,
     Hit,
     budget_exhausted,
     holds_records,
     hybrid_search,
-    limits,
     profile_of,
     scope_of,
     spend_search,
@@ -51,17 +54,20 @@ from streams.plumbing.runtime import Runtime
 log = logging.getLogger(__name__)
 
 MAX_BUDGET_TOKENS = 32_000
-MAX_ERROR_CHARS = 32_000
 # Candidates searched per part; the budget decides how many are kept.
 DIGESTS = 5
 FIX_PATTERNS = 5
 MEMORIES = 30
 
+BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
+CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS),
+                          "error": Param(ERROR)}
+
 
 def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                  flags: MemoryFlags, max_searches_per_run: int,
                  retrievals: RetrievalLog) -> None:
-    @pages.page("/v1/context")
+    @pages.page("/v1/context", params=CONTEXT_PARAMS)
     async def context_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         query = ContextQuery.from_params(request.query, flags, reader_of(caller, request.query))
@@ -92,24 +98,17 @@ class ContextQuery:
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags,
                     agent_id: str | None) -> ContextQuery:
-        namespace = required(params, "namespace")
+        namespace = required(params, "namespace", NAMESPACE)
         query = params.get("query", params.get("q", "")).strip()
         if not query:
             raise BadQuery("query is required")
-        _, min_score = limits(params, 1, DEFAULT_MIN_SCORE)
-        try:
-            budget = int(params.get("budget_tokens", flags.context_budget_tokens))
-        except ValueError:
-            raise BadQuery("budget_tokens must be an integer") from None
-        if not 0 <= budget <= MAX_BUDGET_TOKENS:
-            raise BadQuery(f"budget_tokens must be between 0 and {MAX_BUDGET_TOKENS}")
-        error = params.get("error", "").strip() or None
-        if error is not None and len(error) > MAX_ERROR_CHARS:
-            raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
+        min_score = value(params, "min_score", MIN_SCORE, DEFAULT_MIN_SCORE)
+        budget = value(params, "budget_tokens", BUDGET_TOKENS, flags.context_budget_tokens)
+        error = (optional(params, "error", ERROR) or "").strip() or None
         profile = profile_of(params)
         return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
                                        agent_id), profile,
-                   budget, params.get("run_id") or None, error)
+                   budget, optional(params, "run_id", IDENTIFIER), error)
 
 
 @dataclass

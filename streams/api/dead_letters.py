@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from faust.web import Request, Response, View
@@ -23,26 +23,30 @@ from processors.dead_letters import (
     dead_letter_scope,
     may_see,
 )
+from processors.parameters import IDENTIFIER, NAMESPACE, InvalidValue, instant, integer, one_of
 from schemas.topics import INPUT_TOPICS, dead_letter_topic
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, DeadLetters
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, bounded_limit, moment, repeated
+from streams.api.params import Param, Params, optional, repeated, value
 from streams.plumbing.dead_letters import replay_command
 
 # Dead letters answered per request, by default and at most.
 DEAD_LETTERS_LIMIT = 50
 MAX_DEAD_LETTERS_LIMIT = 500
+LIMIT = integer(1, MAX_DEAD_LETTERS_LIMIT)
+REASON = one_of(REASONS)
+ERROR_CLASS = one_of(ERROR_CLASSES)
+TOPIC = one_of(INPUT_TOPICS)
 
 
 def wire_dead_letters(pages: Pages, dead_letters: DeadLetters) -> None:
-    @pages.page("/v1/dead-letters")
+    @pages.page("/v1/dead-letters", params=DEAD_LETTERS_PARAMS)
     async def dead_letters_view(web: View, request: Request, caller: Caller) -> Response:
         query = request.query
-        namespace = dead_letter_scope(caller, query.get("namespace", "").strip() or None)
+        namespace = dead_letter_scope(caller, optional(query, "namespace", NAMESPACE))
         wanted = dead_letter_filter(namespace, query)
-        before = cursor_position(query.get("before", ""))
-        limit = bounded_limit(query.get("limit", str(DEAD_LETTERS_LIMIT)),
-                              MAX_DEAD_LETTERS_LIMIT)
+        before = optional(query, "before", cursor_position)
+        limit = value(query, "limit", LIMIT, DEAD_LETTERS_LIMIT)
         # One more than asked: whether there is a next page.
         found = await dead_letters.dead_letters(wanted, before, limit + 1)
         by_reason = await dead_letters.dead_letter_counts(wanted)
@@ -55,7 +59,7 @@ def wire_dead_letters(pages: Pages, dead_letters: DeadLetters) -> None:
             "next": encode_cursor(shown[-1]) if len(found) > limit else None,
         })
 
-    @pages.page("/v1/dead-letters/{dead_letter_id}")
+    @pages.page("/v1/dead-letters/{dead_letter_id}", params=DEAD_LETTER_PARAMS)
     async def dead_letter_view(web: View, request: Request, caller: Caller,
                                dead_letter_id: str) -> Response:
         found = await dead_letters.dead_letter(dead_letter_id)
@@ -67,19 +71,18 @@ def wire_dead_letters(pages: Pages, dead_letters: DeadLetters) -> None:
 def dead_letter_filter(namespace: str | None, query: Any) -> DeadLetterFilter:
     """The filters of a listing: `reason` and `error_class` (each repeatable; a dead letter
     of both kinds asked), source `topic`, `since` (an ISO 8601 time)."""
-    reasons = set(repeated(query, "reason", frozenset(REASONS)))
-    classes = repeated(query, "error_class", frozenset(ERROR_CLASSES))
+    reasons = set(repeated(query, "reason", REASON))
+    classes = repeated(query, "error_class", ERROR_CLASS)
     wanted_reasons: frozenset[str] | None = None
     if reasons or classes:
         of_classes = set().union(*(ERROR_CLASSES[name] for name in classes))
         wanted_reasons = frozenset(reasons & of_classes if reasons and classes
                                    else reasons or of_classes)
-    topics = repeated(query, "topic", frozenset(INPUT_TOPICS))
-    since = moment(query, "since")
+    topics = repeated(query, "topic", TOPIC)
     return DeadLetterFilter(
         namespace=namespace, reasons=wanted_reasons,
         dlq_topics=frozenset(dead_letter_topic(topic) for topic in topics),
-        since=None if since is None else datetime.fromtimestamp(since, UTC))
+        since=optional(query, "since", instant))
 
 
 def dead_letter_json(entry: DeadLetterEntry) -> dict[str, Any]:
@@ -110,16 +113,24 @@ def encode_cursor(entry: DeadLetterEntry) -> str:
 
 
 def cursor_position(cursor: str) -> DeadLetterPosition | None:
-    """The position a cursor of `encode_cursor` stands for; None for no cursor."""
+    """The position a cursor of `encode_cursor` stands for (its time in UTC); None for no
+    cursor. Its parts follow the rules of the values they are (processors/parameters.py)."""
     cursor = cursor.strip()
     if not cursor:
         return None
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         at, dead_letter_id = raw.split("|", 1)
-        position = DeadLetterPosition(datetime.fromisoformat(at), dead_letter_id)
+        # The listing's times carry their offset.
+        if datetime.fromisoformat(at).tzinfo is not None:
+            return DeadLetterPosition(instant(at), IDENTIFIER(dead_letter_id))
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise BadQuery("before is not a cursor this listing gave") from None
-    if position.dead_lettered_at.tzinfo is None or not dead_letter_id:
-        raise BadQuery("before is not a cursor this listing gave")
-    return position
+        pass
+    raise InvalidValue("not a cursor this listing gave")
+
+
+DEAD_LETTERS_PARAMS: Params = {
+    "namespace": Param(NAMESPACE), "reason": Param(REASON, repeats=True),
+    "error_class": Param(ERROR_CLASS, repeats=True), "topic": Param(TOPIC, repeats=True),
+    "since": Param(instant), "before": Param(cursor_position), "limit": Param(LIMIT)}
+DEAD_LETTER_PARAMS: Params = {"dead_letter_id": Param(IDENTIFIER)}

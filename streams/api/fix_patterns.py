@@ -15,15 +15,18 @@ from faust.web import Request, Response, View
 from processors.access import Caller
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
+from processors.parameters import NAMESPACE, text
 from processors.retrieval import PROFILES
 from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, required
+from streams.api.params import NAMESPACE_PARAMS, Param, Params, required
 from streams.api.search import (
     DEFAULT_LIMIT,
     DEFAULT_MIN_SCORE,
+    LIMIT,
+    MIN_SCORE,
     hit_view,
     hybrid_search,
     limits,
@@ -31,11 +34,14 @@ from streams.api.search import (
 from streams.plumbing.runtime import Runtime
 
 MAX_ERROR_CHARS = 32000
+ERROR = text(MAX_ERROR_CHARS)
+FIX_PATTERN_PARAMS: Params = {**NAMESPACE_PARAMS, "error": Param(ERROR), "limit": Param(LIMIT),
+                              "min_score": Param(MIN_SCORE)}
 
 
 def wire_fix_patterns(pages: Pages, runtime: Runtime, index: SearchIndex,
                       fallback: SearchIndex) -> None:
-    @pages.page("/v1/fix-patterns")
+    @pages.page("/v1/fix-patterns", params=FIX_PATTERN_PARAMS)
     async def fix_patterns_view(web: View, request: Request, caller: Caller) -> Response:
         granted_namespace(caller, request.query)
         query = FixPatternQuery.from_params(request.query)
@@ -51,10 +57,9 @@ class FixPatternQuery:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> FixPatternQuery:
-        namespace = required(params, "namespace")
-        error = required(params, "error", ": the error message or traceback to look up")
-        if len(error) > MAX_ERROR_CHARS:
-            raise BadQuery(f"error is longer than {MAX_ERROR_CHARS} characters")
+        namespace = required(params, "namespace", NAMESPACE)
+        error = required(params, "error", ERROR,
+                         ": the error message or traceback to look up").strip()
         return cls(namespace, error, *limits(params, cls.limit, cls.min_score))
 
 

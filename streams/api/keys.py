@@ -10,27 +10,30 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller, Forbidden, parse_permissions
 from processors.intake import json_object
+from processors.parameters import IDENTIFIER, NAMESPACE, api_key_id, text
 from stores.api_keys import ApiKeys, KeyGrant, StoredKey
 from streams.api.pages import Pages
-from streams.api.params import BadQuery
+from streams.api.params import NAMESPACE_PARAMS, BadQuery, Param, Params, optional, parsed
 
 # A key's grant is a few short fields.
 MAX_BODY_BYTES = 4096
+LABEL = text(200)
+KEY_PARAMS: Params = {"key_id": Param(api_key_id)}
 
 
 def wire_keys(pages: Pages, keys: ApiKeys) -> None:
-    @pages.page("/v1/keys", methods=("GET", "POST"))
+    @pages.page("/v1/keys", params=NAMESPACE_PARAMS, methods=("GET", "POST"))
     async def keys_view(web: View, request: Request, caller: Caller) -> Response:
         if request.method == "POST":
             grant = grant_of(json_object(await request.read(), MAX_BODY_BYTES))
             admin_over(caller, grant.namespace)
             made = await keys.make_key(grant)
             return web.json({**key_json(made.key), "token": made.token}, status=201)
-        namespace = request.query.get("namespace") or None
+        namespace = optional(request.query, "namespace", NAMESPACE)
         admin_over(caller, namespace)
         return web.json({"keys": [key_json(key) for key in await keys.keys(namespace)]})
 
-    @pages.page("/v1/keys/{key_id}", methods=("GET", "DELETE"))
+    @pages.page("/v1/keys/{key_id}", params=KEY_PARAMS, methods=("GET", "DELETE"))
     async def key_view(web: View, request: Request, caller: Caller, key_id: str) -> Response:
         found = await keys.key(key_id)
         # A key of another namespace is answered as no key: its id tells nothing.
@@ -58,10 +61,13 @@ def grant_of(body: dict[str, Any]) -> KeyGrant:
         raise BadQuery("expected {namespace: string or null, permissions: [read, write, "
                        "review, admin], agent_id?: string, label?: string}")
     try:
-        return KeyGrant(namespace or None, parse_permissions(permissions), agent_id or None,
-                        label)
+        granted = parse_permissions(permissions)
     except ValueError as exc:
         raise BadQuery(str(exc)) from None
+    # The same rules as the namespace and agent of an event, and of a read.
+    return KeyGrant(parsed("namespace", NAMESPACE, namespace) if namespace else None, granted,
+                    parsed("agent_id", IDENTIFIER, agent_id) if agent_id else None,
+                    parsed("label", LABEL, label))
 
 def key_json(key: StoredKey) -> dict[str, Any]:
     """A key as listed: its grants, never its token or hash."""

@@ -3,6 +3,7 @@ and answered alike on errors, whichever module of the HTTP face it comes from.""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import wraps
@@ -12,20 +13,26 @@ import faust
 from faust.web import Request, Response, View
 
 from processors.access import AccessDenied
-from processors.errors import Rejected
+from processors.errors import Refused, Rejected
 from streams.api.auth import Authenticator
-from streams.api.params import BadQuery
+from streams.api.params import BadQuery, Params, check, path_names
+from streams.plumbing.failures import classify
 from streams.plumbing.metrics import Metrics
+
+log = logging.getLogger(__name__)
 
 ViewHandler = Callable[..., Awaitable[Response]]
 
 
 def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
-                  authenticator: Authenticator | None) -> ViewHandler:
+                  authenticator: Authenticator | None, params: Params) -> ViewHandler:
     """The handler, given the request's `caller` unless the route is public (no
-    `authenticator`), with a `BadQuery` answered as 400, an `AccessDenied` as 401 or 403 and
-    counted, a `Rejected` body as 400 with its dead-letter reason, and its latency observed
-    by route template and status code."""
+    `authenticator`), once its path segments and query parameters are those of `params`
+    (streams/api/params.py), with a `BadQuery` answered as 400, an `AccessDenied` as 401 or
+    403 and counted, a `Rejected` body as 400 with its dead-letter reason, data a store
+    refuses as 400 with the store's reason, and its latency observed by route template and
+    status code."""
+    segments = path_names(route)
 
     @wraps(handler)
     async def observed(web: View, request: Request, **kwargs: Any) -> Response:
@@ -36,6 +43,7 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
                 if authenticator is not None:
                     kwargs["caller"] = await authenticator.caller(
                         request.headers.get("Authorization"))
+                check(params, {name: kwargs[name] for name in segments}, request.query)
                 response = await handler(web, request, **kwargs)
             except BadQuery as exc:
                 response = web.json({"error": str(exc)}, status=400)
@@ -47,6 +55,16 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
                 response = web.json({"error": str(exc)}, status=exc.status, headers=(
                     {"WWW-Authenticate": 'Bearer realm="memstream"'} if exc.status == 401
                     else None))
+            except Exception as exc:
+                error = classify(exc)
+                if not isinstance(error, Refused):
+                    raise
+                # What a view gives a store comes from the request: a value the rules of
+                # streams/api/params.py let through, the request's fault, and a rule to add.
+                log.warning("%s: a store refused the request's data: %s", route, error.detail,
+                            exc_info=exc)
+                response = web.json({"error": error.detail, "reason": error.reason},
+                                    status=400)
             status = response.status
             return response
         finally:
@@ -64,14 +82,18 @@ class Pages:
         self._metrics = metrics
         self._authenticator = authenticator
 
-    def page(self, route: str, *, public: bool = False,
+    def page(self, route: str, *, params: Params, public: bool = False,
              methods: Sequence[str] = ("GET",)) -> Callable[[ViewHandler], ViewHandler]:
         """Serve the decorated handler at `route` for `methods` (others answer 405), given
-        the caller unless `public`."""
+        the caller unless `public`, for requests whose path segments and query parameters
+        are those of `params`, which names every segment of `route`."""
+        unruled = [name for name in path_names(route) if name not in params]
+        if unruled:
+            raise ValueError(f"{route}: no rule for its path segments {unruled}")
 
         def register(handler: ViewHandler) -> ViewHandler:
             observed = observed_view(route, handler, self._metrics,
-                                     None if public else self._authenticator)
+                                     None if public else self._authenticator, params)
             # Faust's own function views answer GET only.
             view = type(handler.__name__, (View,), {
                 "__doc__": handler.__doc__, "__module__": handler.__module__,

@@ -1,54 +1,114 @@
-"""A request's query parameters, read and checked: what is missing or unusable is a
-`BadQuery`, which every view answers 400 with its message (streams/api/pages.py)."""
+"""A request's path segments and query parameters: each route declares the parameters it
+takes and the rule of each (processors/parameters.py), and the page frame checks them all
+before its view runs (streams/api/pages.py). A parameter the route does not take, one given
+twice that takes one value, a value its rule refuses, or a required one missing is a
+`BadQuery`, which every view answers 400 with its message.
+
+An empty value is a parameter not given. Views read values through the same rules
+(`value`, `optional`, `repeated`), so that what they read is what was checked."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from processors.parameters import IDENTIFIER, NAMESPACE, InvalidValue, Parser, instant, shown
+
+T = TypeVar("T")
 
 
 class BadQuery(ValueError):
     """The request's parameters are unusable; the message says which and why."""
 
 
-def required(params: Mapping[str, str], name: str, what: str = "") -> str:
-    value = params.get(name, "").strip()
-    if not value:
+@dataclass(frozen=True)
+class Param:
+    """One parameter's rule, and whether it may be given more than once, each time a
+    comma-separated list."""
+
+    rule: Parser[object]
+    repeats: bool = False
+
+
+Params = Mapping[str, Param]
+
+# A route that takes no query parameters (a write's values are in its body).
+NO_PARAMS: Params = {}
+# What every read of a namespace takes: the namespace, and (where a read shows personal
+# records) the agent whose personal records it shows (streams/api/auth.py).
+NAMESPACE_PARAMS: Params = {"namespace": Param(NAMESPACE)}
+READER_PARAMS: Params = {**NAMESPACE_PARAMS, "agent_id": Param(IDENTIFIER)}
+
+_PATH_NAME = re.compile(r"\{(\w+)\}")
+
+
+def path_names(route: str) -> list[str]:
+    """The names of a route's path segments (`/v1/records/{record_id}`: record_id)."""
+    return _PATH_NAME.findall(route)
+
+
+def check(params: Params, path: Mapping[str, str], query: Any) -> None:
+    """Refuse a request whose path segments or query parameters (a multidict) are not those
+    of `params` or break their rules."""
+    for name, segment in path.items():
+        parsed(name, params[name].rule, segment)
+    taken = sorted(name for name in params if name not in path)
+    for name in dict.fromkeys(query.keys()):
+        param = None if name in path else params.get(name)
+        if param is None:
+            raise BadQuery(f"unknown parameter {shown(name)}; " + (
+                f"this route takes {', '.join(taken)}" if taken
+                else "this route takes no query parameters"))
+        given = query.getall(name)
+        if len(given) > 1 and not param.repeats:
+            raise BadQuery(f"{name} is given {len(given)} times; it takes one value")
+        for item in _items(given) if param.repeats else given:
+            if item:
+                parsed(name, param.rule, item)
+
+
+def required(params: Mapping[str, str], name: str, rule: Parser[T], what: str = "") -> T:
+    raw = params.get(name, "")
+    if not raw.strip():
         raise BadQuery(f"{name} is required{what}")
-    return value
+    return parsed(name, rule, raw)
 
 
-def bounded_limit(raw: str, maximum: int) -> int:
-    """A list's `limit` as asked, an integer from 1 to `maximum`."""
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= maximum:
-        raise BadQuery(f"limit must be an integer between 1 and {maximum}")
-    return limit
+def optional(params: Mapping[str, str], name: str, rule: Parser[T]) -> T | None:
+    """A parameter read by its rule; None when it is not given."""
+    raw = params.get(name, "")
+    return parsed(name, rule, raw) if raw else None
 
 
-def repeated(params: Any, name: str, known: frozenset[str] | None) -> list[str]:
-    """A parameter that may repeat or hold a comma-separated list, checked against `known`."""
+def value(params: Mapping[str, str], name: str, rule: Parser[T], default: T) -> T:
+    """A parameter read by its rule; `default` when it is not given."""
+    found = optional(params, name, rule)
+    return default if found is None else found
+
+
+def repeated(params: Any, name: str, rule: Parser[T]) -> list[T]:
+    """A parameter that may repeat or hold a comma-separated list, each item read by its
+    rule, once each, in order."""
     values = params.getall(name, []) if hasattr(params, "getall") else (
         [params[name]] if name in params else [])
-    found = list(dict.fromkeys(v.strip() for item in values for v in item.split(",")
-                               if v.strip()))
-    unknown = set(found) - known if known is not None else set()
-    if unknown:
-        raise BadQuery(f"unknown {name} {sorted(unknown)}; known: {sorted(known or ())}")
-    return found
+    return list(dict.fromkeys(parsed(name, rule, item) for item in _items(values) if item))
 
 
 def moment(params: Mapping[str, str], name: str) -> float | None:
-    """An ISO 8601 time (a date alone is its midnight, UTC), as epoch seconds."""
-    raw = params.get(name, "").strip()
-    if not raw:
-        return None
+    """An ISO 8601 time (`processors.parameters.instant`), as epoch seconds."""
+    found = optional(params, name, instant)
+    return None if found is None else found.timestamp()
+
+
+def parsed(name: str, rule: Parser[T], raw: str) -> T:
+    """`raw` read by its rule, refused as the value of `name`."""
     try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        raise BadQuery(f"{name} must be an ISO 8601 date or time, got {raw!r}") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+        return rule(raw)
+    except InvalidValue as exc:
+        raise BadQuery(f"{name}: {exc}") from None
+
+
+def _items(values: list[str]) -> list[str]:
+    return [item.strip() for value in values for item in value.split(",")]

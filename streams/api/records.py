@@ -12,12 +12,21 @@ from faust.web import Request, Response, View
 from processors.access import Caller
 from processors.blocks import BlockDiff, usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
+from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer
 from stores.core_blocks import CoreBlocks
 from stores.record_versions import PersonalReader, RecordVersions
 from stores.vector_index import VectorIndex
 from streams.api.auth import granted_namespace, may_see, personal_reader, reader_of
 from streams.api.pages import Pages, ViewHandler, no_record
-from streams.api.params import BadQuery
+from streams.api.params import (
+    NAMESPACE_PARAMS,
+    READER_PARAMS,
+    BadQuery,
+    Param,
+    Params,
+    optional,
+    value,
+)
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -26,6 +35,12 @@ BLOCK_VERSIONS_SHOWN = 20
 # Pending diffs listed per request, by default and at most.
 DIFFS_LIMIT = 50
 MAX_DIFFS_LIMIT = 500
+DIFFS = integer(1, MAX_DIFFS_LIMIT)
+RECORD_PARAMS: Params = {**NAMESPACE_PARAMS, "record_id": Param(IDENTIFIER)}
+DIFF_PARAMS: Params = {**RECORD_PARAMS, "from": Param(VERSION), "to": Param(VERSION)}
+BLOCK_PARAMS: Params = {**READER_PARAMS, "label": Param(BLOCK_LABEL)}
+PENDING_DIFF_PARAMS: Params = {**READER_PARAMS, "record_id": Param(IDENTIFIER),
+                               "limit": Param(DIFFS)}
 
 
 def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_chars: int,
@@ -35,7 +50,7 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
     records, versions, blocks = runtime.stores.records, runtime.stores.versions, \
         runtime.stores.blocks
 
-    @pages.page("/v1/records/{record_id}")
+    @pages.page("/v1/records/{record_id}", params=RECORD_PARAMS)
     async def record_view(web: View, request: Request, caller: Caller,
                           record_id: str) -> Response:
         namespace = granted_namespace(caller, request.query)
@@ -44,7 +59,7 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
             return no_record(web, record_id, namespace)
         return web.json(jsonable(lineage))
 
-    @pages.page("/v1/records/{record_id}/history")
+    @pages.page("/v1/records/{record_id}/history", params=RECORD_PARAMS)
     async def history_view(web: View, request: Request, caller: Caller,
                            record_id: str) -> Response:
         namespace = granted_namespace(caller, request.query)
@@ -54,7 +69,7 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
             return no_record(web, record_id, namespace)
         return web.json(history)
 
-    @pages.page("/v1/records/{record_id}/diff")
+    @pages.page("/v1/records/{record_id}/diff", params=DIFF_PARAMS)
     async def diff_view(web: View, request: Request, caller: Caller,
                         record_id: str) -> Response:
         namespace = granted_namespace(caller, request.query)
@@ -64,7 +79,7 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
             return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
 
-    @pages.page("/v1/blocks/{label}", methods=("GET", "POST"))
+    @pages.page("/v1/blocks/{label}", params=BLOCK_PARAMS, methods=("GET", "POST"))
     async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
         if request.method == "POST":
             return await edit_block(web, request, caller=caller, label=label)
@@ -78,13 +93,13 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
                             status=404)
         return web.json(shown)
 
-    @pages.page("/v1/pending-diffs")
+    @pages.page("/v1/pending-diffs", params=PENDING_DIFF_PARAMS)
     async def pending_diffs_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         return web.json(await pending_diffs(versions, blocks, namespace, request.query,
                                             personal_reader(caller, request.query)))
 
-    @pages.page("/v1/stats")
+    @pages.page("/v1/stats", params=NAMESPACE_PARAMS)
     async def stats_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         return web.json({
@@ -110,8 +125,8 @@ async def record_diff(versions: RecordVersions, namespace: str, record_id: str,
     if history is None:
         return None
     by_number = {version.version: version for version in history}
-    newer = _version_param(params, "to", history[-1].version)
-    older = _version_param(params, "from", max(newer - 1, 1))
+    newer = value(params, "to", VERSION, history[-1].version)
+    older = value(params, "from", VERSION, max(newer - 1, 1))
     missing = [str(n) for n in (older, newer) if n not in by_number]
     if missing:
         raise BadQuery(f"{record_id} has no version {', '.join(missing)} "
@@ -123,10 +138,8 @@ async def pending_diffs(versions: RecordVersions, blocks: CoreBlocks, namespace:
                         params: Mapping[str, str], reader: PersonalReader) -> dict[str, Any]:
     """Diffs waiting for review, of records and of core blocks, oldest first, of what
     `reader` may see; `record_id` keeps a record's alone."""
-    limit = _version_param(params, "limit", DIFFS_LIMIT)
-    if limit > MAX_DIFFS_LIMIT:
-        raise BadQuery(f"limit must be at most {MAX_DIFFS_LIMIT}")
-    record_id = params.get("record_id") or None
+    limit = value(params, "limit", DIFFS, DIFFS_LIMIT)
+    record_id = optional(params, "record_id", IDENTIFIER)
     found = [diff_json(diff) for diff in
              await versions.pending_diffs(namespace, record_id, limit, reader)]
     if record_id is None:
@@ -157,19 +170,6 @@ async def core_block(blocks: CoreBlocks, namespace: str, agent_id: str, label: s
                       "usage_before_rotation": round(v.usage, 3),
                       "archived_record_id": v.archived_record_id} for v in versions],
     }
-
-
-def _version_param(params: Mapping[str, str], name: str, default: int) -> int:
-    raw = params.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise BadQuery(f"{name} must be a positive integer")
-    return value
 
 
 def _version_json(version: RecordVersion) -> dict[str, Any]:

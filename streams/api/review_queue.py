@@ -16,11 +16,12 @@ from faust.web import Request, Response, View
 from processors.access import Caller
 from processors.blocks import BlockDiff
 from processors.lifecycle import PendingDiff
+from processors.parameters import IDENTIFIER, integer
 from stores.record_versions import DraftMerge
 from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
-from streams.api.params import bounded_limit
+from streams.api.params import READER_PARAMS, Param, Params, optional, value
 from streams.api.records import block_diff_json, diff_json
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
@@ -28,6 +29,8 @@ from streams.plumbing.runtime import Runtime
 # Items listed per request, by default and at most (as for /v1/pending-diffs).
 QUEUE_LIMIT = 50
 MAX_QUEUE_LIMIT = 500
+LIMIT = integer(1, MAX_QUEUE_LIMIT)
+QUEUE_PARAMS: Params = {**READER_PARAMS, "record_id": Param(IDENTIFIER), "limit": Param(LIMIT)}
 # Where every item of the queue is decided.
 REVIEW_ROUTE = "POST /v1/reviews"
 
@@ -37,13 +40,12 @@ ReviewKind = Literal["pending_diff", "draft_merge"]
 def wire_review_queue(pages: Pages, runtime: Runtime) -> None:
     stores = runtime.stores
 
-    @pages.page("/v1/review-queue")
+    @pages.page("/v1/review-queue", params=QUEUE_PARAMS)
     async def review_queue_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         params = request.query
-        limit = bounded_limit(params.get("limit", "").strip() or str(QUEUE_LIMIT),
-                              MAX_QUEUE_LIMIT)
-        record_id = params.get("record_id", "").strip() or None
+        limit = value(params, "limit", LIMIT, QUEUE_LIMIT)
+        record_id = optional(params, "record_id", IDENTIFIER)
         reader = personal_reader(caller, params)
         diffs = await stores.versions.pending_diffs(namespace, record_id, limit, reader)
         # A block's diffs are no record's.

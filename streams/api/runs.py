@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, get_args
 
 from faust.web import Request, Response, View
@@ -19,12 +18,13 @@ from faust.web import Request, Response, View
 from processors.access import Caller
 from processors.fix_patterns import RunError, run_errors
 from processors.ids import digest_record_id, fix_pattern_record_id
+from processors.parameters import IDENTIFIER, instant, integer, one_of
 from schemas.events import RunStatus
 from stores.records import FoundRecord
 from stores.runs import UNFINISHED, LedgerEntry, RunQuery
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
-from streams.api.params import bounded_limit, moment, repeated
+from streams.api.params import NAMESPACE_PARAMS, Param, Params, optional, repeated, value
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -34,10 +34,16 @@ MAX_RUNS_LIMIT = 500
 # A run's events shown with it, the first ones: a long run's ledger can hold thousands.
 EVENTS_SHOWN = 500
 RUN_STATUSES = frozenset({*get_args(RunStatus), UNFINISHED})
+STATUS = one_of(RUN_STATUSES)
+LIMIT = integer(1, MAX_RUNS_LIMIT)
+RUNS_PARAMS: Params = {**NAMESPACE_PARAMS, "status": Param(STATUS, repeats=True),
+                       "agent": Param(IDENTIFIER), "since": Param(instant),
+                       "limit": Param(LIMIT)}
+RUN_PARAMS: Params = {**NAMESPACE_PARAMS, "run_id": Param(IDENTIFIER)}
 
 
 def wire_runs(pages: Pages, runtime: Runtime) -> None:
-    @pages.page("/v1/runs")
+    @pages.page("/v1/runs", params=RUNS_PARAMS)
     async def runs_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         query = run_query(request.query)
@@ -47,7 +53,7 @@ def wire_runs(pages: Pages, runtime: Runtime) -> None:
         return web.json({"namespace": namespace, "truncated": len(found) > query.limit,
                          "runs": jsonable(found[:query.limit])})
 
-    @pages.page("/v1/runs/{run_id}")
+    @pages.page("/v1/runs/{run_id}", params=RUN_PARAMS)
     async def run_view(web: View, request: Request, caller: Caller, run_id: str) -> Response:
         namespace = granted_namespace(caller, request.query)
         shown = await run_history(runtime, caller, namespace, run_id)
@@ -59,12 +65,11 @@ def wire_runs(pages: Pages, runtime: Runtime) -> None:
 def run_query(params: Mapping[str, str]) -> RunQuery:
     """The listing a request asks for: `status` (repeated or comma-separated), `agent`,
     `since` (ISO 8601), `limit`."""
-    since = moment(params, "since")
     return RunQuery(
-        limit=bounded_limit(params.get("limit", "").strip() or str(RUNS_LIMIT), MAX_RUNS_LIMIT),
-        statuses=tuple(repeated(params, "status", RUN_STATUSES)),
-        agent=params.get("agent", "").strip() or None,
-        since=None if since is None else datetime.fromtimestamp(since, UTC),
+        limit=value(params, "limit", LIMIT, RUNS_LIMIT),
+        statuses=tuple(repeated(params, "status", STATUS)),
+        agent=optional(params, "agent", IDENTIFIER),
+        since=optional(params, "since", instant),
     )
 
 

@@ -33,6 +33,7 @@ from processors.lexical import (
     query_vector,
     term_presence,
 )
+from processors.parameters import IDENTIFIER, NAMESPACE, TAG, instant, integer, number, one_of, text
 from processors.retrieval import (
     PROFILES,
     Fused,
@@ -49,7 +50,17 @@ from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope, TermCounts
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, moment, repeated, required
+from streams.api.params import (
+    READER_PARAMS,
+    BadQuery,
+    Param,
+    Params,
+    moment,
+    optional,
+    repeated,
+    required,
+    value,
+)
 from streams.api.retrieval_log import RetrievalLog
 from streams.plumbing.runtime import Runtime
 
@@ -64,11 +75,32 @@ RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
 # index); a longer dense one costs the graph search more.
 DENSE_CANDIDATES = 50
 LEXICAL_CANDIDATES = 100
+# As long as a memory's text.
+MAX_QUERY_CHARS = 8000
+
+QUERY = text(MAX_QUERY_CHARS)
+LIMIT = integer(1, MAX_LIMIT)
+MIN_SCORE = number(-1.0, 1.0)
+PROFILE = one_of(PROFILES)
+KIND = one_of(RECORD_KINDS)
+MEMORY_TYPE = one_of(get_args(MemoryType))
+TIER = one_of(get_args(Tier))
+REVIEW_STATE = one_of(get_args(ReviewState))
+# A search's query, filters and scoring, which a context pack takes too.
+SEARCH_FILTERS: Params = {
+    **READER_PARAMS, "query": Param(QUERY), "q": Param(QUERY), "profile": Param(PROFILE),
+    "run_id": Param(IDENTIFIER), "min_score": Param(MIN_SCORE),
+    "kind": Param(KIND, repeats=True), "memory_type": Param(MEMORY_TYPE, repeats=True),
+    "tag": Param(TAG, repeats=True), "tier": Param(TIER, repeats=True),
+    "review_state": Param(REVIEW_STATE, repeats=True), "related_id": Param(IDENTIFIER),
+    "since": Param(instant), "until": Param(instant),
+}
+SEARCH_PARAMS: Params = {**SEARCH_FILTERS, "limit": Param(LIMIT)}
 
 
 def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                 max_searches_per_run: int, retrievals: RetrievalLog) -> None:
-    @pages.page("/v1/search")
+    @pages.page("/v1/search", params=SEARCH_PARAMS)
     async def search_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         query = SearchQuery.from_params(request.query, reader_of(caller, request.query))
@@ -94,7 +126,7 @@ class SearchQuery:
     def from_params(cls, params: Any, agent_id: str | None) -> SearchQuery:
         """From the query string (a multidict: repeatable parameters may repeat), for a
         caller who reads `agent_id`'s personal memories (or none)."""
-        namespace = required(params, "namespace")
+        namespace = required(params, "namespace", NAMESPACE)
         query = params.get("query", params.get("q", "")).strip()
         if not query:
             raise BadQuery("query is required")
@@ -102,48 +134,35 @@ class SearchQuery:
         profile = profile_of(params)
         return cls(query, scope_of(params, namespace, limit, min_score, profile, agent_id),
                    profile,
-                   params.get("run_id") or None)
+                   optional(params, "run_id", IDENTIFIER))
 
 
 def profile_of(params: Mapping[str, str]) -> Profile:
-    name = params.get("profile", "default")
-    if name not in PROFILES:
-        raise BadQuery(f"unknown profile {name!r}; known: {sorted(PROFILES)}")
-    return PROFILES[name]
+    return PROFILES[value(params, "profile", PROFILE, "default")]
 
 
 def scope_of(params: Any, namespace: str, limit: int, min_score: float,
              profile: Profile, agent_id: str | None) -> SearchScope:
     """The scope of a search from its parameters, narrowed by the profile; personal
     memories of `agent_id` only (the caller's key decides which agent, not the request)."""
-    kinds = repeated(params, "kind", RECORD_KINDS) or profile.record_kinds
-    memory_types = repeated(params, "memory_type", frozenset(get_args(MemoryType))) \
-        or profile.memory_types
+    kinds = repeated(params, "kind", KIND) or profile.record_kinds
+    memory_types = repeated(params, "memory_type", MEMORY_TYPE) or profile.memory_types
     return SearchScope(
         namespace, limit, min_score, tuple(kinds),
-        related_id=params.get("related_id") or None,
+        related_id=optional(params, "related_id", IDENTIFIER),
         agent_id=agent_id,
-        tags=tuple(repeated(params, "tag", None)),
+        tags=tuple(repeated(params, "tag", TAG)),
         memory_types=tuple(memory_types),
-        tiers=tuple(repeated(params, "tier", frozenset(get_args(Tier)))),
-        review_states=tuple(repeated(params, "review_state",
-                                     frozenset(get_args(ReviewState))) or ("approved",)),
+        tiers=tuple(repeated(params, "tier", TIER)),
+        review_states=tuple(repeated(params, "review_state", REVIEW_STATE) or ("approved",)),
         since=moment(params, "since"), until=moment(params, "until"),
     )
 
 
 def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int, float]:
-    """`limit` and `min_score` from the request, checked, with these defaults."""
-    try:
-        limit = int(params.get("limit", limit))
-        min_score = float(params.get("min_score", min_score))
-    except ValueError as exc:
-        raise BadQuery(f"limit and min_score must be numbers: {exc}") from None
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadQuery(f"limit must be between 1 and {MAX_LIMIT}")
-    if not -1.0 <= min_score <= 1.0:
-        raise BadQuery("min_score must be between -1 and 1")
-    return limit, min_score
+    """`limit` and `min_score` from the request, with these defaults."""
+    return (value(params, "limit", LIMIT, limit),
+            value(params, "min_score", MIN_SCORE, min_score))
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from stores.vector_index import VectorIndex
 from streams.api.pages import Pages
+from streams.api.params import NO_PARAMS
 from streams.plumbing.health import Health
 from streams.plumbing.runtime import Runtime
 
 
 def wire_status(pages: Pages, runtime: Runtime, health: Health, index: VectorIndex | None,
                 role: str) -> None:
-    @pages.page("/healthz", public=True)
+    @pages.page("/healthz", public=True, params=NO_PARAMS)
     async def health_view(web: View, request: Request) -> Response:
         checks: dict[str, Any] = {}
         try:
@@ -38,7 +39,7 @@ def wire_status(pages: Pages, runtime: Runtime, health: Health, index: VectorInd
         return web.json({"status": status, "role": role, **checks, **problems},
                         status=200 if healthy else 503)
 
-    @pages.page("/metrics", public=True)
+    @pages.page("/metrics", public=True, params=NO_PARAMS)
     async def metrics_view(web: View, request: Request) -> Response:
         # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
         return web.bytes(

@@ -33,6 +33,7 @@ from processors.access import Caller, Permission
 from processors.errors import Unavailable
 from processors.ids import memory_record_id
 from processors.intake import Parsed, json_object, parse_event
+from processors.parameters import IDENTIFIER
 from schemas.events import (
     RUN_EVENT_TYPES,
     MemoryBlock,
@@ -47,6 +48,7 @@ from schemas.events import (
 from schemas.topics import destination
 from streams.api.auth import may_see
 from streams.api.pages import Pages, ViewHandler, no_record
+from streams.api.params import NO_PARAMS, Param, Params
 from streams.plumbing.failures import classify
 from streams.plumbing.messages import Outbound
 from streams.plumbing.runtime import Producer, Runtime
@@ -60,6 +62,8 @@ PUBLISH_TIMEOUT_S = 10.0
 # Body fields that belong to the envelope, not to the payload.
 ENVELOPE_FIELDS = frozenset({"namespace", "event_id"})
 POST = ("POST",)
+# A change of a stored memory names it in its path.
+CHANGE_PARAMS: Params = {"record_id": Param(IDENTIFIER)}
 
 
 class NotPublished(Exception):
@@ -262,13 +266,13 @@ def wire_writes(pages: Pages, runtime: Runtime) -> ViewHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
     to answer its POST."""
     views = WriteViews(runtime)
-    pages.page("/v1/memories", methods=POST)(answering(views.write))
-    pages.page("/v1/memories/{record_id}/update", methods=POST)(
+    pages.page("/v1/memories", params=NO_PARAMS, methods=POST)(answering(views.write))
+    pages.page("/v1/memories/{record_id}/update", params=CHANGE_PARAMS, methods=POST)(
         answering(views.change("memory.update", MemoryUpdate)))
-    pages.page("/v1/memories/{record_id}/deprecate", methods=POST)(
+    pages.page("/v1/memories/{record_id}/deprecate", params=CHANGE_PARAMS, methods=POST)(
         answering(views.change("memory.deprecate", MemoryDeprecate)))
-    pages.page("/v1/memories/{record_id}/restore", methods=POST)(
+    pages.page("/v1/memories/{record_id}/restore", params=CHANGE_PARAMS, methods=POST)(
         answering(views.change("memory.restore", MemoryRestore)))
-    pages.page("/v1/reviews", methods=POST)(answering(views.review))
-    pages.page("/v1/runs/events", methods=POST)(answering(views.run_event))
+    pages.page("/v1/reviews", params=NO_PARAMS, methods=POST)(answering(views.review))
+    pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST)(answering(views.run_event))
     return answering(views.edit_block)

@@ -145,9 +145,10 @@ async def test_cli_reads_reviews_and_tails_a_memory(
         table = run("search", "does the billing deploy need the VPN?", "-n", namespace)
         assert table.code == 0, table.err
         header, *rows = table.out.splitlines()
-        assert header.split() == ["#", "record", "kind", "relevance", "text"]
+        assert header.split() == ["#", "record", "kind", "relevance"]
         assert rows[0].split()[:3] == ["1", record_id, "memory"]
-        assert "Billing deploys: The billing deploy needs" in rows[0]
+        # The text under its row.
+        assert rows[1].startswith("    Billing deploys: The billing deploy needs")
 
         found = run("--json", "search", "billing VPN", "-n", namespace, "--tag", "ops")
         assert [hit["record_id"] for hit in found.json()["hits"]] == [record_id]
@@ -200,7 +201,8 @@ async def test_cli_reads_reviews_and_tails_a_memory(
     # The reviewer is the key the CLI used.
     assert versions[1]["actor"].startswith("key:")
     history_table = run("history", record_id, "-n", namespace)
-    assert [line.split()[0] for line in history_table.out.splitlines()[1:]] == ["1", "2"]
+    assert [line.split()[0] for line in history_table.out.splitlines()[1:]
+            if not line.startswith(" ")] == ["1", "2"]
 
     diffed = run("diff", record_id, "-n", namespace)
     assert diffed.out.splitlines()[0] == f"{record_id}: version 1 to 2"
@@ -212,9 +214,10 @@ async def test_cli_reads_reviews_and_tails_a_memory(
     # Only what came after the cursor: the approval.
     after = run("tail", "-n", namespace, "--after", cursor)
     assert after.code == 0, after.err
-    (line,) = after.out.splitlines()
-    assert record_id in line and " v2 " in line and "approved" in line and \
-        "The billing deploy goes through" in line
+    header, row, text = after.out.splitlines()
+    assert header.split() == ["changed", "at", "record", "v", "change", "actor"]
+    assert row.split()[2:5] == [record_id, "2", "approved"]
+    assert "The billing deploy goes through" in text
     assert run("review", "-n", namespace, "--json").json()["items"] == []
 
 

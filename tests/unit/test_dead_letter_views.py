@@ -13,6 +13,7 @@ from multidict import MultiDict
 from client.cli.commands import Output, dead_letters, parser
 from client.cli.config import Config
 from processors.dead_letters import DeadLetterHeaders, dead_letter_entry
+from processors.parameters import InvalidValue
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
 from streams.api.dead_letters import (
     cursor_position,
@@ -62,7 +63,7 @@ def test_a_cursor_resumes_after_its_dead_letter() -> None:
     assert cursor_position(encode_cursor(ENTRY)) == DeadLetterPosition(AT, ENTRY.dead_letter_id)
     assert cursor_position("") is None
     for bad in ("not-a-cursor", "MjAyNi0wNS0wMVQxMjowMDowMA"):
-        with pytest.raises(BadQuery):
+        with pytest.raises(InvalidValue, match="not a cursor this listing gave"):
             cursor_position(bad)
 
 

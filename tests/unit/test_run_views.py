@@ -14,6 +14,7 @@ from multidict import MultiDict
 from processors.access import Caller
 from processors.fix_patterns import ErrorOccurrence
 from processors.ids import digest_record_id, fix_pattern_record_id
+from processors.parameters import InvalidValue
 from processors.signatures import ErrorSignature
 from schemas.events import Provenance
 from stores.record_versions import ChangePosition
@@ -36,7 +37,7 @@ def test_a_listing_defaults_to_the_newest_fifty_of_every_status() -> None:
 
 def test_a_listing_takes_statuses_an_agent_a_time_and_a_limit() -> None:
     params = MultiDict([("status", "failed,unfinished"), ("status", "failed"),
-                        ("agent", " scout "), ("since", "2026-11-21"), ("limit", "7")])
+                        ("agent", "scout"), ("since", "2026-11-21"), ("limit", "7")])
     assert run_query(params) == RunQuery(limit=7, statuses=("failed", "unfinished"),
                                          agent="scout", since=datetime(2026, 11, 21, tzinfo=UTC))
 
@@ -62,7 +63,7 @@ def test_the_feed_starts_after_a_cursor_or_from_a_time_not_both() -> None:
 
 @pytest.mark.parametrize("mixed", [ChangePosition(T0, "", 3), ChangePosition(T0, "mem_a", 0)])
 def test_a_position_names_a_record_and_a_version_or_neither(mixed: ChangePosition) -> None:
-    with pytest.raises(BadQuery):
+    with pytest.raises(InvalidValue, match="not a cursor this feed gave"):
         cursor_position(encode_cursor(mixed))
 
 

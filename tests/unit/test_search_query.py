@@ -65,14 +65,14 @@ def test_a_profile_narrows_kinds_and_types_unless_the_request_does() -> None:
         ({"query": "q"}, "namespace is required"),
         ({"namespace": " ", "query": "q"}, "namespace is required"),
         ({"namespace": "a"}, "query is required"),
-        ({"namespace": "a", "query": "q", "limit": "0"}, "limit must be between"),
-        ({"namespace": "a", "query": "q", "limit": "x"}, "must be numbers"),
-        ({"namespace": "a", "query": "q", "min_score": "2"}, "min_score must be"),
-        ({"namespace": "a", "query": "q", "kind": "nonsense"}, "unknown kind"),
-        ({"namespace": "a", "query": "q", "memory_type": "gossip"}, "unknown memory_type"),
-        ({"namespace": "a", "query": "q", "review_state": "maybe"}, "unknown review_state"),
+        ({"namespace": "a", "query": "q", "limit": "0"}, "limit: must be an integer from 1"),
+        ({"namespace": "a", "query": "q", "limit": "x"}, "limit: must be an integer"),
+        ({"namespace": "a", "query": "q", "min_score": "2"}, "min_score: must be a number"),
+        ({"namespace": "a", "query": "q", "kind": "nonsense"}, "kind: unknown 'nonsense'"),
+        ({"namespace": "a", "query": "q", "memory_type": "gossip"}, "memory_type: unknown"),
+        ({"namespace": "a", "query": "q", "review_state": "maybe"}, "review_state: unknown"),
         ({"namespace": "a", "query": "q", "since": "last week"}, "ISO 8601"),
-        ({"namespace": "a", "query": "q", "profile": "brunch"}, "unknown profile"),
+        ({"namespace": "a", "query": "q", "profile": "brunch"}, "profile: unknown 'brunch'"),
     ],
 )
 def test_unusable_requests_say_why(values: dict[str, str], message: str) -> None:
@@ -92,7 +92,7 @@ def test_a_fix_pattern_lookup_takes_the_error_text_and_the_same_limits() -> None
         ({"error": "boom"}, "namespace is required"),
         ({"namespace": "a", "error": "  "}, "error is required"),
         ({"namespace": "a", "error": "x" * 40000}, "longer than"),
-        ({"namespace": "a", "error": "boom", "limit": "0"}, "limit must be between"),
+        ({"namespace": "a", "error": "boom", "limit": "0"}, "limit: must be an integer from 1"),
     ],
 )
 def test_a_fix_pattern_lookup_refuses_bad_parameters(params: dict[str, str], message: str) -> None:

@@ -1,0 +1,148 @@
+"""The rules of a request's parameters and path segments, so that a read takes what a write
+takes and refuses what a write refuses (streams/api/params.py says which parameter of which
+route follows which rule).
+
+- The name of something stored (a namespace, a record or agent id, a tag, a block label)
+  follows the rule of the event field it matches (schemas/events.py), and a key id is a key
+  id (processors/access.py).
+- No value may hold U+0000 or a lone surrogate, which Postgres cannot store: a write refuses
+  them in every field but prose, which it cleans so that no event is lost
+  (processors/intake.py). A read refuses them in its free text too (a query, an error): its
+  caller is there to correct the request.
+- A filter names one of its known values, a number is within its range, a time is ISO 8601
+  (a date alone is its midnight, a time without an offset is UTC) and has a UTC form.
+
+Each rule is a parser: it returns the value it read, or raises `InvalidValue` saying why.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Collection
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from processors.access import KEY_ID
+from processors.intake import unstorable_character
+from schemas.events import BlockLabel, Identifier, Instant, Namespace, Tag
+
+T = TypeVar("T")
+Parser = Callable[[str], T]
+
+# Digits enough for any limit, version or budget; more is no number a route takes.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+# Characters of a refused value repeated in the reason.
+_SHOWN_CHARS = 60
+
+
+class InvalidValue(ValueError):
+    """A value its rule refuses; the message says why."""
+
+
+def storable(text: str) -> str:
+    what = unstorable_character(text)
+    if what is not None:
+        raise InvalidValue(f"holds {what}, which no stored value may hold")
+    return text
+
+
+def _field(annotation: Any) -> Parser[str]:
+    """The rule of an event field of this type."""
+    adapter: TypeAdapter[str] = TypeAdapter(annotation)
+
+    def parse(value: str) -> str:
+        try:
+            return adapter.validate_python(storable(value))
+        except ValidationError as exc:
+            raise InvalidValue(f"{_reason(exc)} (got {shown(value)})") from None
+
+    return parse
+
+
+NAMESPACE = _field(Namespace)
+IDENTIFIER = _field(Identifier)
+TAG = _field(Tag)
+BLOCK_LABEL = _field(BlockLabel)
+
+
+def api_key_id(value: str) -> str:
+    if KEY_ID.fullmatch(value) is None:
+        raise InvalidValue(f"a key id is 12 hexadecimal digits (got {shown(value)})")
+    return value
+
+
+def text(max_chars: int) -> Parser[str]:
+    """Free text of at most `max_chars` characters."""
+
+    def parse(value: str) -> str:
+        if len(value) > max_chars:
+            raise InvalidValue(f"is longer than {max_chars} characters")
+        return storable(value)
+
+    return parse
+
+
+def one_of(known: Collection[str]) -> Parser[str]:
+    def parse(value: str) -> str:
+        if value not in known:
+            raise InvalidValue(f"unknown {shown(value)}; known: {', '.join(sorted(known))}")
+        return value
+
+    return parse
+
+
+def integer(low: int, high: int) -> Parser[int]:
+    def parse(value: str) -> int:
+        if _INTEGER.fullmatch(value.strip()) is None or not low <= int(value) <= high:
+            raise InvalidValue(f"must be an integer from {low} to {high}")
+        return int(value)
+
+    return parse
+
+
+# A record's version, which Postgres keeps as an integer.
+VERSION = integer(1, 2**31 - 1)
+
+
+def number(low: float, high: float) -> Parser[float]:
+    def parse(value: str) -> float:
+        try:
+            found = float(value)
+        except ValueError:
+            found = math.nan
+        # NaN fails the comparison too.
+        if not low <= found <= high:
+            raise InvalidValue(f"must be a number from {low:g} to {high:g}")
+        return found
+
+    return parse
+
+
+_INSTANT: TypeAdapter[datetime] = TypeAdapter(Instant)
+
+
+def instant(value: str) -> datetime:
+    """An ISO 8601 time, in UTC: a date alone is its midnight, a time without offset UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidValue(f"must be an ISO 8601 date or time (got {shown(value)})") from None
+    try:
+        return _INSTANT.validate_python(
+            parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+    except ValidationError as exc:
+        raise InvalidValue(_reason(exc)) from None
+
+
+def _reason(exc: ValidationError) -> str:
+    """The rule's own words, as pydantic relays them."""
+    return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+
+
+def shown(value: str) -> str:
+    """A value as a reason repeats it: quoted, and cut when long."""
+    quoted = repr(value)
+    return quoted if len(quoted) <= _SHOWN_CHARS else f"{quoted[:_SHOWN_CHARS]}…"

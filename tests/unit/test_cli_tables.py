@@ -1,0 +1,149 @@
+"""The CLI's tables at 80 columns, from answers shaped as the API gives them: every line fits,
+ids stay whole, and a record's text has the whole width, under its row."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from client.cli.commands import COMMANDS, Output, parser
+from client.cli.config import Config
+from client.cli.tables import TEXT_INDENT, TEXT_LINES, table, wrapped
+
+WIDTH = 80
+RECORD = "mem_0123456789abcdef01234567"
+FIX = "fix_0123456789abcdef01234567"
+TITLE = "Staging deploys"
+TEXT = ("Deploys to staging need the VPN; the bastion host rejects other traffic. Ask #ops "
+        "for a VPN profile before your first deploy, and keep it on until the smoke tests "
+        "pass.")
+NEW_TEXT = "Deploys to staging go through the bastion host; the VPN is no longer needed."
+SOURCE = "https://wiki.example.com/ops/deploys#staging-and-the-vpn-profile-for-new-people"
+
+VERSIONS = [
+    {"version": 1, "change": "created", "actor": "http:0123456789ab", "event_id": "e" * 32,
+     "changed_at": "2026-11-21T10:00:00.123456+00:00", "changed": [], "reason": None,
+     "text": TEXT},
+    {"version": 2, "change": "approved", "actor": "key:0123456789ab", "event_id": "f" * 32,
+     "changed_at": "2026-11-21T10:05:00+00:00", "changed": ["text", "tags"],
+     "reason": "checked with the ops team: the bastion replaced the VPN in November",
+     "text": NEW_TEXT},
+    {"version": 3, "change": "deprecated", "actor": "orchestrator", "event_id": "a" * 32,
+     "changed_at": "2026-11-22T09:00:00+00:00", "changed": ["review_state"],
+     "reason": "superseded by the runbook", "text": NEW_TEXT},
+]
+ANSWERS: dict[str, dict[str, Any]] = {
+    "/v1/search": {"hits": [
+        {"record_id": RECORD, "kind": "memory", "relevance": 1.0, "title": TITLE, "text": TEXT},
+        {"record_id": FIX, "kind": "fix_pattern", "relevance": 0.4312, "title": None,
+         "text": NEW_TEXT}]},
+    "/v1/context": {"tokens": 360, "budget_tokens": 2000, "degraded": [], "sections": {
+        "history": [{"record_id": FIX, "kind": "fix_pattern", "token_cost": 312,
+                     "source": "run:pay-2", "text": NEW_TEXT}],
+        "long_term": [{"record_id": RECORD, "kind": "memory", "token_cost": 48,
+                       "source": SOURCE, "title": TITLE, "text": TEXT}]}},
+    f"/v1/records/{RECORD}/history": {"namespace": "team-a", "record_id": RECORD,
+                                      "versions": VERSIONS},
+    f"/v1/records/{RECORD}": {
+        "record": {"record_id": RECORD, "record_kind": "memory", "title": TITLE,
+                   "memory_type": "fact", "scope": "shared", "agent_id": None,
+                   "tags": ["ops", "staging"], "tier": "active", "review_state": "deprecated",
+                   "trust_class": "raw", "source_ref": SOURCE,
+                   "provenance": {"producer": "orchestrator"},
+                   "created_at": "2026-11-21T10:00:00+00:00", "text": TEXT},
+        "version": 3, "superseded_by": None,
+        "versions": [{key: v[key] for key in ("version", "text", "event_id", "changed_at")}
+                     for v in VERSIONS],
+        "supersedes": [{"record_id": "mem_aaaaaaaaaaaaaaaaaaaaaaaa", "version": 2,
+                        "title": None, "text": TEXT}]},
+    "/v1/changes": {"namespace": "team-a", "next": "c3", "changes": [
+        {"changed_at": v["changed_at"], "record_id": RECORD, "version": v["version"],
+         "change": v["change"], "actor": v["actor"], "title": TITLE, "excerpt": v["text"],
+         "cursor": f"c{v['version']}"} for v in VERSIONS]},
+}
+
+
+class Answers:
+    """The worker's answers by path, as the CLI's `Api` returns them."""
+
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return ANSWERS[path]
+
+
+def shown(*argv: str) -> list[str]:
+    args = parser().parse_args([*argv, "-n", "team-a"])
+    out = io.StringIO()
+    output = Output(out, io.StringIO(), as_json=False)
+    output.width = WIDTH
+    assert COMMANDS[args.command](Answers(), args, Config("http://worker", None, "team-a"),
+                                  output) == 0  # type: ignore[arg-type]
+    return out.getvalue().splitlines()
+
+
+def texts_in(lines: list[str]) -> str:
+    """The texts under the rows, each made one line again."""
+    return " ".join(line.strip() for line in lines if line.startswith(TEXT_INDENT))
+
+
+@pytest.mark.parametrize(("argv", "header", "texts"), [
+    (("search", "vpn"), ["#", "record", "kind", "relevance"], [f"{TITLE}: {TEXT}", NEW_TEXT]),
+    (("context", "deploy"), ["section", "record", "kind", "tokens", "source"],
+     [NEW_TEXT, f"{TITLE}: {TEXT}"]),
+    (("history", RECORD), ["v", "changed", "at", "change", "actor", "changed", "reason"],
+     [TEXT, NEW_TEXT, NEW_TEXT]),
+    (("tail",), ["changed", "at", "record", "v", "change", "actor"],
+     [f"{TITLE}: {TEXT}", f"{TITLE}: {NEW_TEXT}", f"{TITLE}: {NEW_TEXT}"]),
+])
+def test_at_80_columns_every_text_is_whole_and_every_line_fits(
+        argv: tuple[str, ...], header: list[str], texts: list[str]) -> None:
+    lines = shown(*argv)
+    assert [len(line) for line in lines if len(line) > WIDTH] == []
+    assert lines[0].split() == header
+    assert texts_in(lines) == " ".join(texts)
+    rows = [line for line in lines[1:] if not line.startswith(TEXT_INDENT)]
+    assert len(rows) == len(texts)
+    if argv[0] != "history":
+        assert all(RECORD in row or FIX in row for row in rows), "ids are never cut"
+
+
+def test_history_and_tail_say_what_each_version_changed() -> None:
+    rows = [line.split() for line in shown("history", RECORD)[1:]
+            if not line.startswith(TEXT_INDENT)]
+    assert [(row[0], row[3]) for row in rows] == [
+        ("1", "created"), ("2", "approved"), ("3", "deprecated")]
+    assert "text, tags" in next(line for line in shown("history", RECORD) if line[:2] == "2 ")
+    tail_rows = [line for line in shown("tail")[1:] if not line.startswith(TEXT_INDENT)]
+    assert [row.split()[:5] for row in tail_rows] == [
+        ["2026-11-21", "10:00:00", RECORD, "1", "created"],
+        ["2026-11-21", "10:05:00", RECORD, "2", "approved"],
+        ["2026-11-22", "09:00:00", RECORD, "3", "deprecated"]]
+
+
+def test_show_has_the_fields_the_text_and_the_versions_with_their_changes() -> None:
+    lines = shown("show", RECORD)
+    assert [len(line) for line in lines if len(line) > WIDTH] == []
+    assert f"record:        {RECORD}" in lines
+    # A long value wraps under itself instead of being cut.
+    source = lines.index(next(line for line in lines if line.startswith("source:")))
+    assert (lines[source] + lines[source + 1].strip()).endswith(SOURCE)
+    assert " ".join(lines[lines.index("superseded by: -") + 2:][:3]) == TEXT
+    versions = lines.index(next(line for line in lines if line.startswith("v  changed at")))
+    assert lines[versions].split() == ["v", "changed", "at", "change", "actor", "changed",
+                                       "reason"]
+    assert [line.split()[3] for line in lines[versions + 1:] if line[:1].isdigit()] == [
+        "created", "approved", "deprecated"]
+    assert lines[lines.index("supersedes:") + 2].startswith("mem_aaaaaaaaaaaaaaaaaaaaaaaa  2")
+    assert texts_in(lines[lines.index("supersedes:"):]) == TEXT
+
+
+def test_a_long_text_is_cut_after_its_last_line_and_a_narrow_terminal_still_wraps() -> None:
+    lines = wrapped("word " * 500, WIDTH)
+    assert len(lines) == TEXT_LINES and lines[-1].endswith("…")
+    assert all(len(line) <= WIDTH and line.startswith(TEXT_INDENT) for line in lines)
+    assert wrapped(None, WIDTH) == wrapped("", WIDTH) == []
+    narrow = table(["#", "record"], [(1, RECORD)], 20, flexible=(), texts=[TEXT]).splitlines()
+    assert narrow[1] == f"1  {RECORD}"
+    assert texts_in(narrow[2:]).replace(" …", "") in TEXT
