@@ -133,16 +133,18 @@ async def test_a_key_of_another_namespace_is_forbidden(stack: Stack, worker: Wor
     asked = {"namespace": "team-a", "query": "q", "agent_id": "ann"}
     async with client(worker, token) as other:
         for route in authenticated_routes():
-            # What each route takes: a key's own route takes no namespace.
-            answer = await other.get(concrete(route), params={} if "{key_id}" in route
+            # What each route takes: a key's or a dead letter's own route takes no namespace.
+            by_id = "{key_id}" in route or "{dead_letter_id}" in route
+            answer = await other.get(concrete(route), params={} if by_id
                                      else {"namespace": asked["namespace"]})
             if answer.status_code == 405:
                 answer = await other.post(concrete(route), json={
                     **asked, "text": "a note", "expected_version": 1, "reason": "r",
                     "version": 1, "decision": "approve", "type": "run.started",
                     "payload": {"run_id": "r1"}})
-            # A key of another namespace is answered as not found: its id says nothing.
-            assert answer.status_code in ((403, 404) if "{key_id}" in route else (403,)), \
+            # A key or a dead letter of another namespace is answered as not found: its id
+            # says nothing.
+            assert answer.status_code in ((403, 404) if by_id else (403,)), \
                 (route, answer.text)
         metrics = (await other.get("/metrics")).text
     assert re.search(r'memstream_auth_failures_total\{failure="forbidden"\} [1-9]', metrics)

@@ -158,7 +158,7 @@ async def test_runs_are_listed_newest_first_and_filtered(
     cut = (await http.get("/v1/runs", params={"namespace": namespace, "limit": "1"})).json()
     assert ([run["run_id"] for run in cut["runs"]], cut["truncated"]) == ([going], True)
 
-    for params, reason in (({"status": "done"}, "unknown status"),
+    for params, reason in (({"status": "done"}, "status: unknown 'done'"),
                            ({"limit": "0"}, "limit"), ({"limit": "501"}, "limit"),
                            ({"since": "yesterday"}, "since")):
         refused = await http.get("/v1/runs", params={"namespace": namespace, **params})
