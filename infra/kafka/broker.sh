@@ -22,6 +22,7 @@
 #   KAFKA_CDS=0           do not use/create the class-data-sharing archive (.cache/kafka/cds)
 #   KAFKA_CONSOLE_LEVEL   `run`: lowest log level also shown on stdout (default WARN)
 #   KAFKA_START_TIMEOUT   seconds `start`/`wait` wait for the broker to answer (default 90)
+#   KAFKA_DRAIN_S         seconds `run` lets clients leave after SIGTERM before stopping (3)
 #
 # Opt-in secured listeners, beside the plaintext one (which stays the bootstrap above, the
 # controller's and the brokers' own), to test clients against what a managed cluster asks for:
@@ -575,6 +576,24 @@ cmd_start() {
   cat "$BOOTFILE"
 }
 
+# Clients connected to PORT: established TCP connections whose local end is PORT.
+client_connections() {
+  local port_hex
+  port_hex="$(printf '%04X' "$1")"
+  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null \
+    | awk -v local_end=":$port_hex" '$4 == "01" && substr($2, length($2) - 4) == local_end' \
+    | wc -l
+}
+
+# Wait until no client is connected to PORT, at most KAFKA_DRAIN_S seconds (default 3: a
+# process manager kills what is still running after 5).
+wait_for_clients_to_leave() {
+  local deadline=$((SECONDS + ${KAFKA_DRAIN_S:-3}))
+  while ((SECONDS < deadline)) && (($(client_connections "$1") > 0)); do
+    sleep 0.1
+  done
+}
+
 cmd_run() {
   lock_data_dir
   local pid
@@ -585,20 +604,26 @@ cmd_run() {
   cds_opts run
   java_cmd "${KAFKA_CONSOLE_LEVEL:-WARN}"
   echo "===== $(date -Is) run: ${JAVA_CMD[*]}" >>"$LOGFILE"
-  "${JAVA_CMD[@]}" </dev/null 9>&- &
+  # The JVM in a session of its own: honcho signals the whole process group at once, and a
+  # broker that stopped with its clients would leave them shouting on their way out. This
+  # shell takes the signal, lets the clients leave first, then stops the JVM.
+  setsid "${JAVA_CMD[@]}" </dev/null 9>&- &
   pid=$!
   echo "$pid" >"$PIDFILE"
   exec 9>&-  # release the lock: `stop`/`status` may take it
-  local stopping=0
-  # honcho sends SIGTERM to the whole process group (the JVM too); forward it anyway, for
-  # a plain `kill` of this shell
-  trap 'stopping=1; kill -TERM "$pid" 2>/dev/null || true' TERM INT HUP
+  local stopping=0 signalled=0
+  trap 'stopping=1' TERM INT HUP
   note "broker pid $pid on $(cat "$BOOTFILE") (log: ${LOGFILE#"$ROOT"/})"
   local rc=0
   while :; do
     rc=0
     wait "$pid" || rc=$?
     kill -0 "$pid" 2>/dev/null || break
+    if [[ $stopping -eq 1 && $signalled -eq 0 ]]; then
+      wait_for_clients_to_leave "$(cut -d: -f2 "$BOOTFILE")"
+      kill -TERM "$pid" 2>/dev/null || true
+      signalled=1
+    fi
   done
   rm -f "$PIDFILE"
   if [[ $stopping -eq 1 || $rc -eq 143 || $rc -eq 130 ]]; then
