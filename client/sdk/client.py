@@ -36,6 +36,7 @@ class Route(Generic[P, T]):
 
     def __init__(self, build: Build[P, T]) -> None:
         self._build = build
+        self._signature = signature_of(build)
 
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Self: ...
@@ -51,7 +52,7 @@ class Route(Generic[P, T]):
         def method(*args: P.args, **kwargs: P.kwargs) -> T:
             return client._send(build(client.config, *args, **kwargs))
 
-        return described(method, build)
+        return described(method, build, self._signature)
 
 
 class AsyncRoute(Generic[P, T]):
@@ -59,6 +60,7 @@ class AsyncRoute(Generic[P, T]):
 
     def __init__(self, build: Build[P, T]) -> None:
         self._build = build
+        self._signature = signature_of(build)
 
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Self: ...
@@ -76,20 +78,24 @@ class AsyncRoute(Generic[P, T]):
         async def method(*args: P.args, **kwargs: P.kwargs) -> T:
             return await client._send(build(client.config, *args, **kwargs))
 
-        return described(method, build)
+        return described(method, build, self._signature)
 
 
 M = TypeVar("M", bound=Callable[..., Any])
 
 
-def described(method: M, build: Callable[..., Any]) -> M:
-    """`method` named and documented as its route's function, and with its signature less
-    the settings, for help() and editors."""
+def signature_of(build: Callable[..., Any]) -> inspect.Signature:
+    """A route function's signature less the settings: its method's."""
     signature = inspect.signature(build)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+
+def described(method: M, build: Callable[..., Any], signature: inspect.Signature) -> M:
+    """`method` named, documented and signed as its route's function (less the settings),
+    for help() and editors."""
     method.__name__ = method.__qualname__ = build.__name__
     method.__doc__ = build.__doc__
-    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=list(signature.parameters.values())[1:])
+    method.__signature__ = signature  # type: ignore[attr-defined]
     return method
 
 
