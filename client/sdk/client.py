@@ -13,7 +13,17 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Self,
+    TypeVar,
+    get_args,
+    get_type_hints,
+    overload,
+)
 
 import httpx
 
@@ -85,9 +95,12 @@ M = TypeVar("M", bound=Callable[..., Any])
 
 
 def signature_of(build: Callable[..., Any]) -> inspect.Signature:
-    """A route function's signature less the settings: its method's."""
+    """A route function's signature less the settings, answering what its call is read
+    into: its method's."""
     signature = inspect.signature(build)
-    return signature.replace(parameters=list(signature.parameters.values())[1:])
+    (answer,) = get_args(get_type_hints(build)["return"])
+    return signature.replace(parameters=list(signature.parameters.values())[1:],
+                             return_annotation=answer)
 
 
 def described(method: M, build: Callable[..., Any], signature: inspect.Signature) -> M:

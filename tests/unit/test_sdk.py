@@ -34,7 +34,7 @@ from client.sdk._base import Call, answer_of
 from client.sdk.client import AsyncRoute, Route
 from client.sdk.config import Config
 from client.sdk.errors import Forbidden, Unauthorized, error_of
-from client.sdk.models import BlockRef, Stats
+from client.sdk.models import BlockRef, SearchAnswer, Stats
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Config("http://worker", "msk_k", "team-a")
@@ -128,7 +128,9 @@ def test_a_method_is_named_documented_and_signed_as_its_route() -> None:
     client = MemoryClient("http://worker", key="k", env={})
     assert client.search.__name__ == "search"
     assert client.search.__doc__ == routes.search.__doc__
-    assert list(inspect.signature(client.search).parameters)[:2] == ["query", "namespace"]
+    signature = inspect.signature(client.search)
+    assert list(signature.parameters)[:2] == ["query", "namespace"]
+    assert signature.return_annotation is SearchAnswer
 
 
 def test_a_read_names_its_parameters_once_each_and_leaves_out_the_rest() -> None:
