@@ -1,5 +1,5 @@
-"""The `memstream` command: its arguments, and each command as a call of the HTTP API whose
-answer is shown as a table (or, with `--json`, as the API's JSON)."""
+"""The `memstream` command: its arguments, and each command as a call of the SDK
+(client/sdk) whose answer is shown as a table (or, with `--json`, as the API's JSON)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from client.cli.api import Api
-from client.cli.config import Config, load_config
-from client.cli.errors import EXIT_OTHER, EXIT_USAGE, CliError
+from client.cli.errors import EXIT_OTHER, EXIT_USAGE, CliError, failure_of
 from client.cli.tables import (
     aligned,
     cell,
@@ -24,6 +22,14 @@ from client.cli.tables import (
     table,
     when,
     wrapped,
+)
+from client.sdk import Config, MemoryClient, MemstreamError, UnexpectedAnswer
+from client.sdk.models import (
+    Change,
+    ContextPack,
+    RecordVersion,
+    ReviewItem,
+    SearchAnswer,
 )
 
 # How often `tail --follow` asks for new changes.
@@ -61,7 +67,7 @@ class Output:
         self.line(table(headers, rows, self.width, flexible, texts) if rows else "(none)")
 
 
-Command = Callable[[Api, argparse.Namespace, Config, Output], int]
+Command = Callable[[MemoryClient, argparse.Namespace, Config, Output], int]
 
 
 def namespace_of(args: argparse.Namespace, config: Config) -> str:
@@ -71,234 +77,246 @@ def namespace_of(args: argparse.Namespace, config: Config) -> str:
     return config.namespace
 
 
-def one_line(item: dict[str, Any]) -> str:
-    """A record's title and text as one line: what a table shows of it."""
+def one_line(item: Mapping[str, Any]) -> str:
+    """A record's title and text, as an answer gives them, as one line: what a table shows
+    of it."""
     title, text = item.get("title"), item.get("text") or item.get("excerpt") or ""
     return f"{title}: {text}" if title and not str(text).startswith(str(title)) else str(text)
 
 
-def search(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    answer = api.get("/v1/search", {
-        "namespace": namespace_of(args, config), "query": args.query, "agent_id": args.agent,
-        "kind": args.kind, "tag": args.tag, "memory_type": args.type, "profile": args.profile,
-        "limit": args.limit, "min_score": args.min_score})
+def search(client: MemoryClient, args: argparse.Namespace, config: Config,
+           output: Output) -> int:
+    answer = client.search(
+        args.query, namespace=namespace_of(args, config), agent_id=args.agent, kind=args.kind,
+        tag=args.tag, memory_type=args.type, profile=args.profile, limit=args.limit,
+        min_score=args.min_score)
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
-    hits = answer["hits"]
+    hits = answer.hits
     output.table(["#", "record", "kind", "relevance"],
-                 [(rank, hit["record_id"], hit["kind"], hit["relevance"])
-                  for rank, hit in enumerate(hits, 1)], texts=[one_line(hit) for hit in hits])
+                 [(rank, hit.record_id, hit.kind, hit.relevance)
+                  for rank, hit in enumerate(hits, 1)], texts=[one_line(hit.raw) for hit in hits])
     note_empty_namespace(answer, output)
-    if answer.get("degraded"):
+    if answer.degraded:
         output.note("degraded: the index is down, these come from Postgres")
-    if answer.get("budget_exhausted"):
-        output.note(f"the search budget of run {answer.get('run_id')} is spent")
+    if answer.budget_exhausted:
+        output.note(f"the search budget of run {answer.run_id} is spent")
     return 0
 
 
-def note_empty_namespace(answer: dict[str, Any], output: Output) -> None:
-    if answer.get("namespace_holds_records") is False:
-        output.note(f"namespace {answer.get('namespace')!r} holds no records: is its name "
+def note_empty_namespace(answer: SearchAnswer | ContextPack, output: Output) -> None:
+    if answer.namespace_holds_records is False:
+        output.note(f"namespace {answer.namespace!r} holds no records: is its name "
                     "spelled right?")
 
 
-def context(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    answer = api.get("/v1/context", {
-        "namespace": namespace_of(args, config), "query": args.query, "agent_id": args.agent,
-        "budget_tokens": args.budget, "error": args.error, "run_id": args.run,
-        "profile": args.profile})
+def context(client: MemoryClient, args: argparse.Namespace, config: Config,
+            output: Output) -> int:
+    answer = client.context(
+        args.query, namespace=namespace_of(args, config), agent_id=args.agent,
+        budget_tokens=args.budget, error=args.error, run_id=args.run, profile=args.profile)
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
-    packed = [(section, item) for section, items in answer.get("sections", {}).items()
+    packed = [(section, item) for section, items in answer.sections.items()
               for item in items]
     output.table(["section", "record", "kind", "tokens", "source"],
-                 [(section, item["record_id"], item["kind"], item.get("token_cost"),
-                   item.get("source")) for section, item in packed],
-                 texts=[one_line(item) for _, item in packed])
+                 [(section, item.record_id, item.kind, item.token_cost, item.source)
+                  for section, item in packed],
+                 texts=[one_line(item.raw) for _, item in packed])
     note_empty_namespace(answer, output)
-    budget = answer.get("budget_tokens")
-    output.note(f"{answer.get('tokens', 0)} tokens" + (f" of {budget}" if budget else "")
-                + (f"; degraded: {', '.join(answer['degraded'])}"
-                   if answer.get("degraded") else ""))
+    budget = answer.budget_tokens
+    output.note(f"{answer.tokens} tokens" + (f" of {budget}" if budget else "")
+                + (f"; degraded: {', '.join(answer.degraded)}" if answer.degraded else ""))
     return 0
 
 
-def show(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    answer = api.get(f"/v1/records/{args.record_id}",
-                     {"namespace": namespace_of(args, config)})
+def show(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
+    namespace = namespace_of(args, config)
+    answer = client.record(args.record_id, namespace=namespace)
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
-    record = answer["record"]
-    provenance = record.get("provenance") or {}
+    record = answer.record
     output.line(fields([
-        ("record", record["record_id"]), ("kind", record["record_kind"]),
-        ("title", record.get("title")), ("version", answer["version"]),
-        ("type", record.get("memory_type")), ("scope", record["scope"]),
-        ("agent", record.get("agent_id")), ("tags", record.get("tags")),
-        ("tier", record.get("tier")), ("review", record.get("review_state")),
-        ("trust", record.get("trust_class")), ("source", record.get("source_ref")),
-        ("producer", provenance.get("producer")), ("event", provenance.get("event_id")),
-        ("created", when(record.get("created_at"))), ("superseded by", answer.get("superseded_by")),
+        ("record", record.record_id), ("kind", record.record_kind),
+        ("title", record.title), ("version", answer.version),
+        ("type", record.memory_type), ("scope", record.scope),
+        ("agent", record.agent_id), ("tags", record.tags),
+        ("tier", record.tier), ("review", record.review_state),
+        ("trust", record.trust_class), ("source", record.source_ref),
+        ("producer", record.provenance.producer),
+        ("event", record.provenance.source_event_id),
+        ("created", when(record.created_at)), ("superseded by", answer.superseded_by),
     ], output.width))
     output.line()
-    output.line(prose(record["text"], output.width))
+    output.line(prose(record.text, output.width))
     # What each version changed is in its history.
-    versions = api.get(f"/v1/records/{args.record_id}/history",
-                       {"namespace": namespace_of(args, config)})["versions"]
+    versions = client.record_history(args.record_id, namespace=namespace).versions
     if versions:
         output.line()
         versions_table(versions, output)
-    if answer.get("supersedes"):
+    if answer.supersedes:
         output.line()
         output.line("supersedes:")
         output.table(["record", "version"],
-                     [(m["record_id"], m["version"]) for m in answer["supersedes"]],
-                     texts=[one_line(m) for m in answer["supersedes"]])
-    if answer.get("members"):
+                     [(m.record_id, m.version) for m in answer.supersedes],
+                     texts=[one_line(m.raw) for m in answer.supersedes])
+    if answer.members:
         output.line()
         output.line("merges:")
         output.table(["record", "version", "review", "superseded by"],
-                     [(m["record_id"], m["version"], m["review_state"], m["superseded_by"])
-                      for m in answer["members"]],
-                     texts=[one_line(m) for m in answer["members"]])
+                     [(m.record_id, m.version, m.review_state, m.superseded_by)
+                      for m in answer.members],
+                     texts=[one_line(m.raw) for m in answer.members])
     return 0
 
 
-def history(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    answer = api.get(f"/v1/records/{args.record_id}/history",
-                     {"namespace": namespace_of(args, config)})
+def history(client: MemoryClient, args: argparse.Namespace, config: Config,
+            output: Output) -> int:
+    answer = client.record_history(args.record_id, namespace=namespace_of(args, config))
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
-    versions_table(answer["versions"], output)
+    versions_table(answer.versions, output)
     return 0
 
 
-def versions_table(versions: Sequence[dict[str, Any]], output: Output) -> None:
+def versions_table(versions: Sequence[RecordVersion], output: Output) -> None:
     """A record's versions as its history gives them: what changed in each, by whom and
     why, and its text."""
     output.table(["v", "changed at", "change", "actor", "changed", "reason"],
-                 [(v["version"], when(v["changed_at"]), v["change"], v["actor"], v["changed"],
-                   v["reason"]) for v in versions], flexible=(3, 4, 5),
-                 texts=[v["text"] for v in versions])
+                 [(v.version, when(v.changed_at), v.change, v.actor, v.changed, v.reason)
+                  for v in versions], flexible=(3, 4, 5),
+                 texts=[v.text for v in versions])
 
 
-def diff(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    answer = api.get(f"/v1/records/{args.record_id}/diff", {
-        "namespace": namespace_of(args, config), "from": args.from_version,
-        "to": args.to_version})
+def diff(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
+    answer = client.record_diff(args.record_id, namespace=namespace_of(args, config),
+                                from_version=args.from_version, to_version=args.to_version)
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
-    output.line(f"{answer['record_id']}: version {answer['from']} to {answer['to']}")
-    if answer["fields"]:
+    output.line(f"{answer.record_id}: version {answer.from_version} to {answer.to_version}")
+    if answer.fields:
         output.table(["field", "from", "to"],
-                     [(name, change["from"], change["to"])
-                      for name, change in answer["fields"].items()], flexible=(1, 2))
-    for line in answer["text"]:
+                     [(name, change.before, change.after)
+                      for name, change in answer.fields.items()], flexible=(1, 2))
+    for line in answer.text:
         output.line(line)
-    if not answer["fields"] and not answer["text"]:
+    if not answer.fields and not answer.text:
         output.line("no change")
     return 0
 
 
-def review(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
+def review(client: MemoryClient, args: argparse.Namespace, config: Config,
+           output: Output) -> int:
     namespace = namespace_of(args, config)
     if args.decision is None:
-        return pending(api, namespace, args, output)
-    listed = api.get("/v1/review-queue", {"namespace": namespace,
-                                          "limit": REVIEW_LOOKUP_LIMIT})["items"]
+        return pending(client, namespace, args, output)
+    listed = client.review_queue(namespace=namespace, limit=REVIEW_LOOKUP_LIMIT).items
     # An item of the queue says how to decide it (a diff names its record or block); any
     # other id, a draft record.
-    item = next((i for i in listed if i["id"] == args.target), None)
-    body = item["review"][args.decision] if item is not None else {
-        "namespace": namespace, "decision": args.decision, "record_id": args.target}
-    answer = api.post("/v1/reviews", {**body, **({"note": args.note} if args.note else {})})
-    if output.as_json:
-        output.json(answer)
+    item = next((i for i in listed if i.id == args.target), None)
+    note = args.note or None
+    if item is None:
+        answer = client.review(args.decision, namespace=namespace, record_id=args.target,
+                               note=note)
     else:
-        what = "record" if item is None else REVIEWED[item["kind"]]
-        output.line(f"{args.decision} of {what} {args.target} sent "
-                    f"(event {answer.get('event_id')})")
+        body = item.review.approve if args.decision == "approve" else item.review.reject
+        answer = client.review(args.decision, namespace=body.namespace,
+                               record_id=body.record_id, diff_id=body.diff_id,
+                               block=body.block, note=note)
+    if output.as_json:
+        output.json(answer.raw)
+    else:
+        what = "record" if item is None else REVIEWED[item.kind]
+        output.line(f"{args.decision} of {what} {args.target} sent (event {answer.event_id})")
     return 0
 
 
-def pending(api: Api, namespace: str, args: argparse.Namespace, output: Output) -> int:
-    answer = api.get("/v1/review-queue", {"namespace": namespace, "record_id": args.record,
-                                          "limit": args.limit})
+def pending(client: MemoryClient, namespace: str, args: argparse.Namespace,
+            output: Output) -> int:
+    answer = client.review_queue(namespace=namespace, record_id=args.record, limit=args.limit)
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
     output.table(["kind", "id", "of", "proposer", "proposed at", "what"],
-                 [(i["kind"], i["id"], awaiting_of(i), i["proposer"], when(i["proposed_at"]),
-                   proposal(i["proposed"]) if i["kind"] == "pending_diff" else one_line(i))
-                  for i in answer["items"]])
+                 [(i.kind, i.id, awaiting_of(i), i.proposer, when(i.proposed_at),
+                   proposal(i.proposed or {}) if i.kind == "pending_diff" else one_line(i.raw))
+                  for i in answer.items])
     return 0
 
 
-def awaiting_of(item: dict[str, Any]) -> str:
+def awaiting_of(item: ReviewItem) -> str:
     """What a queue item would change: a diff's record or block, a merge's members."""
-    if item["kind"] == "draft_merge":
-        return f"merge of {len(item['members'])}"
-    return item.get("record_id") or f"block {item['block']['agent_id']}/{item['block']['label']}"
+    if item.kind == "draft_merge":
+        return f"merge of {len(item.members)}"
+    if item.record_id:
+        return item.record_id
+    if item.block is None:
+        raise UnexpectedAnswer(f"review item {item.id} names neither a record nor a block")
+    return f"block {item.block.agent_id}/{item.block.label}"
 
 
-def proposal(proposed: dict[str, Any]) -> str:
+def proposal(proposed: Mapping[str, Any]) -> str:
     return "; ".join(f"{name}={cell(value)}" for name, value in proposed.items())
 
 
-def keys(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    if args.action == "create":
-        made = api.post("/v1/keys", {
-            "namespace": None if args.all_namespaces else namespace_of(args, config),
-            "permissions": args.perm, "agent_id": args.agent, "label": args.label})
-        if output.as_json:
-            output.json(made)
-        else:
-            output.line(made["token"])
-            output.note(f"key {made['key_id']} made; the token above is shown this once")
-        return 0
+def keys(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
     if args.action == "revoke":
-        revoked = api.delete(f"/v1/keys/{args.key_id}")
+        revoked = client.revoke_key(args.key_id)
         if output.as_json:
-            output.json(revoked)
+            output.json(revoked.raw)
         else:
-            output.line(f"key {revoked['key_id']} revoked at {revoked['revoked_at']}")
+            output.line(f"key {revoked.key_id} revoked at {when(revoked.revoked_at)}")
         return 0
-    listed = api.get("/v1/keys", {
-        "namespace": None if args.all_namespaces else namespace_of(args, config)})
+    namespace = None if args.all_namespaces else namespace_of(args, config)
+    if args.action == "create":
+        made = client.create_key(args.perm, namespace=namespace,
+                                 all_namespaces=args.all_namespaces, agent_id=args.agent,
+                                 label=args.label)
+        if output.as_json:
+            output.json(made.raw)
+        else:
+            output.line(made.token)
+            output.note(f"key {made.key_id} made; the token above is shown this once")
+        return 0
+    listed = client.keys(namespace=namespace, all_namespaces=args.all_namespaces)
     if output.as_json:
-        output.json(listed)
+        output.json(listed.raw)
         return 0
     output.table(["key", "namespace", "permissions", "agent", "label", "created", "revoked"],
-                 [(k["key_id"], k["namespace"] or "*", k["permissions"], k["agent_id"],
-                   k["label"], when(k["created_at"]), when(k["revoked_at"]))
-                  for k in listed["keys"]], flexible=(4,))
+                 [(k.key_id, k.namespace or "*", k.permissions, k.agent_id, k.label,
+                   when(k.created_at), when(k.revoked_at)) for k in listed.keys],
+                 flexible=(4,))
     return 0
 
 
-def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
+def tail(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
     namespace, after = namespace_of(args, config), args.after
     widths = column_widths(TAIL_WIDTHS, output.width, flexible=(4,))
     headed = False
     try:
         while True:
-            page = api.get("/v1/changes", {"namespace": namespace, "after": after,
-                                           "agent_id": args.agent, "limit": args.limit})
-            for change in page["changes"]:
+            page = client.changes(namespace=namespace, after=after, agent_id=args.agent,
+                                  limit=args.limit)
+            for change in page.changes:
                 if output.as_json:
-                    output.json(change, compact=True)
+                    output.json(change.raw, compact=True)
                 else:
                     if not headed:
                         output.line(aligned(TAIL_HEADERS, widths))
                         headed = True
                     output.line("\n".join(change_lines(change, widths, output.width)))
                 # Advanced with each change shown, so that an interrupt resumes after it.
-                after = change["cursor"]
-            if len(page["changes"]) < args.limit:
+                after = change.cursor
+            if len(page.changes) < args.limit:
                 if not args.follow:
                     break
                 time.sleep(FOLLOW_INTERVAL_S)
@@ -309,28 +327,29 @@ def tail(api: Api, args: argparse.Namespace, config: Config, output: Output) -> 
     return 0
 
 
-def change_lines(change: dict[str, Any], widths: Sequence[int], width: int) -> list[str]:
+def change_lines(change: Change, widths: Sequence[int], width: int) -> list[str]:
     """A change in the columns of `TAIL_HEADERS`, its title and text under it."""
     return [aligned([cell(value) for value in (
-        when(change["changed_at"]), change["record_id"], change["version"], change["change"],
-        change["actor"])], widths), *wrapped(one_line(change), width)]
+        when(change.changed_at), change.record_id, change.version, change.change,
+        change.actor)], widths), *wrapped(one_line(change.raw), width)]
 
 
-def dead_letters(api: Api, args: argparse.Namespace, config: Config, output: Output) -> int:
-    answer = api.get("/v1/dead-letters", {
-        "namespace": None if args.all_namespaces else config.namespace,
-        "reason": args.reason, "limit": args.limit, "before": args.before})
+def dead_letters(client: MemoryClient, args: argparse.Namespace, config: Config,
+                 output: Output) -> int:
+    answer = client.dead_letters(namespace=config.namespace,
+                                 all_namespaces=args.all_namespaces, reason=args.reason,
+                                 limit=args.limit, before=args.before)
     if output.as_json:
-        output.json(answer)
+        output.json(answer.raw)
         return 0
-    listed = answer["dead_letters"]
+    listed = answer.dead_letters
     # Time, topic and reason are never cut; the key and the bytes share what is left of 80
     # columns.
     output.table(["time", "topic", "reason", "key", "bytes"],
-                 [(when(d["dead_lettered_at"]), d["source"]["topic"] or d["dlq"]["topic"],
-                   d["reason"], d["key"], d["first_bytes"]) for d in listed], flexible=(3, 4))
-    output.note(f"{len(listed)} of {answer['total']} dead letters"
-                + (f"; older ones: --before {answer['next']}" if answer.get("next") else ""))
+                 [(when(d.dead_lettered_at), d.source.topic or d.dlq.topic, d.reason, d.key,
+                   d.first_bytes) for d in listed], flexible=(3, 4))
+    output.note(f"{len(listed)} of {answer.total} dead letters"
+                + (f"; older ones: --before {answer.next}" if answer.next else ""))
     return 0
 
 
@@ -434,14 +453,16 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
     out, err = out or sys.stdout, err or sys.stderr
     args = parser().parse_args(argv)
     output = Output(out, err, getattr(args, "json", False))
+    config: Config | None = None
     try:
-        config = load_config(os.environ, url=getattr(args, "url", None),
-                             namespace=getattr(args, "namespace", None))
-        api = Api(config.url, config.key)
-        try:
-            return COMMANDS[args.command](api, args, config, output)
-        finally:
-            api.close()
+        with MemoryClient(getattr(args, "url", None), namespace=getattr(args, "namespace", None),
+                          env=os.environ) as client:
+            config = client.config
+            return COMMANDS[args.command](client, args, config, output)
+    except MemstreamError as exc:
+        failure = failure_of(exc, key_given=config is not None and config.key is not None)
+        print(f"memstream: {failure}", file=err)
+        return failure.exit_code
     except CliError as exc:
         print(f"memstream: {exc}", file=err)
         return exc.exit_code

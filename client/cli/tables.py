@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
+from datetime import datetime
 
 ELLIPSIS = "…"
 GAP = "  "
@@ -91,9 +92,9 @@ def wrapped(text: object, width: int) -> list[str]:
                          placeholder=f" {ELLIPSIS}")
 
 
-def when(timestamp: str | None) -> str | None:
-    """An ISO 8601 time to the second, as a table shows it (its zone as given, UTC here)."""
-    return None if timestamp is None else timestamp[:19].replace("T", " ")
+def when(moment: datetime | None) -> str | None:
+    """A time to the second, as a table shows it (in its zone as given: UTC here)."""
+    return None if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def aligned(values: Sequence[str], widths: Sequence[int]) -> str:

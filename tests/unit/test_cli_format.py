@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from client.cli.commands import parser
-from client.cli.config import DEFAULT_URL, load_config
-from client.cli.errors import CliError
+from client.cli.errors import failure_of
 from client.cli.tables import cell, column_widths, table, truncate
+from client.sdk.config import DEFAULT_URL, load_config
+from client.sdk.errors import ConfigError
 from processors.parameters import InvalidValue
 from stores.record_versions import ChangePosition
 from streams.api.changes import cursor_position, encode_cursor
@@ -82,9 +83,9 @@ def test_a_broken_or_missing_named_file_is_a_usage_error(tmp_path: Path, content
     config.write_text(content)
     for env in ({"MEMSTREAM_CONFIG": str(config)},
                 {"MEMSTREAM_CONFIG": str(tmp_path / "missing.toml")}):
-        with pytest.raises(CliError) as refused:
+        with pytest.raises(ConfigError) as refused:
             load_config(env)
-        assert refused.value.exit_code == 2
+        assert failure_of(refused.value, key_given=False).exit_code == 2
 
 
 def test_flags_may_come_before_or_after_the_command() -> None:

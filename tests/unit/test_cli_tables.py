@@ -4,14 +4,14 @@ ids stay whole, and a record's text has the whole width, under its row."""
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
 from typing import Any
 
+import httpx
 import pytest
 
 from client.cli.commands import COMMANDS, Output, parser
-from client.cli.config import Config
 from client.cli.tables import TEXT_INDENT, TEXT_LINES, table, wrapped
+from client.sdk import MemoryClient
 
 WIDTH = 80
 RECORD = "mem_0123456789abcdef01234567"
@@ -35,42 +35,63 @@ VERSIONS = [
      "changed_at": "2026-11-22T09:00:00+00:00", "changed": ["review_state"],
      "reason": "superseded by the runbook", "text": NEW_TEXT},
 ]
+CREATED_AT = "2026-11-21T10:00:00+00:00"
+
+
+def hit(record_id: str, kind: str, relevance: float, title: str | None,
+        text: str) -> dict[str, Any]:
+    return {"record_id": record_id, "kind": kind, "relevance": relevance, "title": title,
+            "text": text, "score": relevance, "similarity": relevance,
+            "ranks": {"dense": 1, "lexical": None}, "created_at": CREATED_AT,
+            "source_ref": None, "member_source_refs": [], "scope": "shared",
+            "memory_type": "fact", "tags": [], "related_ids": [], "tier": "active",
+            "review_state": "approved", "trust_class": "raw"}
+
+
+def packed(record_id: str, kind: str, tokens: int, source: str, text: str,
+           **more: str) -> dict[str, Any]:
+    return {"record_id": record_id, "kind": kind, "token_cost": tokens, "source": source,
+            "text": text, "trust_class": "raw", "provenance": {},
+            "recency": {"created_at": CREATED_AT, "age_days": 1.0}, "score": 1.0, **more}
+
+
 ANSWERS: dict[str, dict[str, Any]] = {
-    "/v1/search": {"hits": [
-        {"record_id": RECORD, "kind": "memory", "relevance": 1.0, "title": TITLE, "text": TEXT},
-        {"record_id": FIX, "kind": "fix_pattern", "relevance": 0.4312, "title": None,
-         "text": NEW_TEXT}]},
-    "/v1/context": {"tokens": 360, "budget_tokens": 2000, "degraded": [], "sections": {
-        "history": [{"record_id": FIX, "kind": "fix_pattern", "token_cost": 312,
-                     "source": "run:pay-2", "text": NEW_TEXT}],
-        "long_term": [{"record_id": RECORD, "kind": "memory", "token_cost": 48,
-                       "source": SOURCE, "title": TITLE, "text": TEXT}]}},
+    "/v1/search": {"namespace": "team-a", "budget_exhausted": False, "hits": [
+        hit(RECORD, "memory", 1.0, TITLE, TEXT), hit(FIX, "fix_pattern", 0.4312, None, NEW_TEXT)]},
+    "/v1/context": {"namespace": "team-a", "tokens": 360, "budget_tokens": 2000,
+                    "degraded": [], "sections": {
+        "history": [packed(FIX, "fix_pattern", 312, "run:pay-2", NEW_TEXT)],
+        "long_term": [packed(RECORD, "memory", 48, SOURCE, TEXT, title=TITLE)]}},
     f"/v1/records/{RECORD}/history": {"namespace": "team-a", "record_id": RECORD,
                                       "versions": VERSIONS},
     f"/v1/records/{RECORD}": {
-        "record": {"record_id": RECORD, "record_kind": "memory", "title": TITLE,
-                   "memory_type": "fact", "scope": "shared", "agent_id": None,
-                   "tags": ["ops", "staging"], "tier": "active", "review_state": "deprecated",
-                   "trust_class": "raw", "source_ref": SOURCE,
-                   "provenance": {"producer": "orchestrator"},
-                   "created_at": "2026-11-21T10:00:00+00:00", "text": TEXT},
+        "record": {"record_id": RECORD, "namespace": "team-a", "record_kind": "memory",
+                   "title": TITLE, "memory_type": "fact", "scope": "shared", "agent_id": None,
+                   "tags": ["ops", "staging"], "related_ids": [], "tier": "active",
+                   "review_state": "deprecated", "trust_class": "raw", "source_ref": SOURCE,
+                   "run_ref": None, "body": {},
+                   "provenance": {"source_event_id": "e" * 32, "source_topic": "memory.events",
+                                  "source_partition": 0, "source_offset": 7,
+                                  "producer": "orchestrator"},
+                   "created_at": CREATED_AT, "expires_at": None, "text": TEXT},
         "version": 3, "superseded_by": None,
-        "versions": [{key: v[key] for key in ("version", "text", "event_id", "changed_at")}
-                     for v in VERSIONS],
+        "versions": [{**{key: v[key] for key in ("version", "text", "event_id", "changed_at")},
+                      "body": {}} for v in VERSIONS],
         "supersedes": [{"record_id": "mem_aaaaaaaaaaaaaaaaaaaaaaaa", "version": 2,
-                        "title": None, "text": TEXT}]},
+                        "title": None, "text": TEXT}],
+        "members": []},
     "/v1/changes": {"namespace": "team-a", "next": "c3", "changes": [
         {"changed_at": v["changed_at"], "record_id": RECORD, "version": v["version"],
-         "change": v["change"], "actor": v["actor"], "title": TITLE, "excerpt": v["text"],
-         "cursor": f"c{v['version']}"} for v in VERSIONS]},
+         "change": v["change"], "actor": v["actor"], "event_id": v["event_id"],
+         "changed": v["changed"], "reason": v["reason"], "record_kind": "memory",
+         "memory_type": "fact", "scope": "shared", "agent_id": None, "title": TITLE,
+         "excerpt": v["text"], "cursor": f"c{v['version']}"} for v in VERSIONS]},
 }
 
 
-class Answers:
-    """The worker's answers by path, as the CLI's `Api` returns them."""
-
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        return ANSWERS[path]
+def answering(request: httpx.Request) -> httpx.Response:
+    """The worker's answers by path."""
+    return httpx.Response(200, json=ANSWERS[request.url.path])
 
 
 def shown(*argv: str) -> list[str]:
@@ -78,8 +99,9 @@ def shown(*argv: str) -> list[str]:
     out = io.StringIO()
     output = Output(out, io.StringIO(), as_json=False)
     output.width = WIDTH
-    assert COMMANDS[args.command](Answers(), args, Config("http://worker", None, "team-a"),
-                                  output) == 0  # type: ignore[arg-type]
+    client = MemoryClient("http://worker", key="k", namespace="team-a", env={},
+                          transport=httpx.MockTransport(answering))
+    assert COMMANDS[args.command](client, args, client.config, output) == 0
     return out.getvalue().splitlines()
 
 

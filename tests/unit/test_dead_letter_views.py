@@ -7,11 +7,12 @@ import io
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 from multidict import MultiDict
 
 from client.cli.commands import Output, dead_letters, parser
-from client.cli.config import Config
+from client.sdk import MemoryClient
 from processors.dead_letters import DeadLetterHeaders, dead_letter_entry
 from processors.parameters import InvalidValue
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
@@ -90,30 +91,36 @@ def test_a_dead_letter_as_json() -> None:
 
 
 class Answering:
-    """An Api that answers every GET with `answer` and remembers what it was asked."""
+    """A worker that answers every request with `answer`, and remembers what it was asked
+    (path, query pairs)."""
 
     def __init__(self, answer: dict[str, Any]) -> None:
         self.answer = answer
-        self.asked: list[tuple[str, Any]] = []
+        self.asked: list[tuple[str, list[tuple[str, str]]]] = []
 
-    def get(self, path: str, params: Any = None) -> dict[str, Any]:
-        self.asked.append((path, params))
-        return self.answer
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.asked.append((request.url.path, request.url.params.multi_items()))
+        return httpx.Response(200, json=self.answer)
+
+    def client(self) -> MemoryClient:
+        return MemoryClient("http://x", key="k", namespace="team-a", env={},
+                            transport=httpx.MockTransport(self))
 
 
 def test_the_cli_lists_dead_letters_in_80_columns() -> None:
     slow = {**dead_letter_json(ENTRY), "reason": "invalid_transition",
             "source": {"topic": "memory.consolidate", "partition": 0, "offset": 1},
             "key": "a-rather-long-namespace-key", "first_bytes": "{" + "x" * 600}
-    api = Answering({"dead_letters": [dead_letter_json(ENTRY), slow], "total": 12,
-                     "by_reason": {}, "next": "abc"})
+    api = Answering({"namespace": "team-a", "dead_letters": [dead_letter_json(ENTRY), slow],
+                     "total": 12, "by_reason": {}, "next": "abc"})
     out, err = io.StringIO(), io.StringIO()
     output = Output(out, err, as_json=False)
     output.width = 80
     args = parser().parse_args(["dead-letters", "--limit", "2", "--reason", "unknown_type"])
-    assert dead_letters(api, args, Config("http://x", "k", "team-a"), output) == 0  # type: ignore[arg-type]
-    assert api.asked == [("/v1/dead-letters", {
-        "namespace": "team-a", "reason": ["unknown_type"], "limit": 2, "before": None})]
+    client = api.client()
+    assert dead_letters(client, args, client.config, output) == 0
+    assert api.asked == [("/v1/dead-letters", [
+        ("namespace", "team-a"), ("reason", "unknown_type"), ("limit", "2")])]
     lines = out.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines), lines
     assert lines[0].split() == ["time", "topic", "reason", "key", "bytes"]
@@ -122,5 +129,5 @@ def test_the_cli_lists_dead_letters_in_80_columns() -> None:
     assert "memory.consolidate  invalid_transition" in lines[2] and lines[2].endswith("…")
     assert err.getvalue() == "2 of 12 dead letters; older ones: --before abc\n"
     everyone = parser().parse_args(["dead-letters", "--all-namespaces"])
-    dead_letters(api, everyone, Config("http://x", "k", "team-a"), output)  # type: ignore[arg-type]
-    assert api.asked[-1][1]["namespace"] is None
+    dead_letters(client, everyone, client.config, output)
+    assert "namespace" not in dict(api.asked[-1][1])

@@ -4,9 +4,9 @@ each with the review bodies that decide it, and how the CLI names what an item c
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from client.cli.commands import awaiting_of
+from client.sdk.models import ReviewItem
 from processors.blocks import BlockDiff
 from processors.lifecycle import PendingDiff
 from schemas.events import MemoryBlockPayload
@@ -89,7 +89,8 @@ def test_a_draft_merge_lists_its_members_and_is_reviewed_by_its_record_id() -> N
 
 
 def test_the_cli_names_what_an_item_would_change() -> None:
-    items: list[dict[str, Any]] = queue_items(
-        "team-a", [diff("upd-1", "mem_a", 0)], [block_diff(1)], [merge("mem_m", 2)], {})
+    # As the SDK reads the route's answer.
+    items = [ReviewItem.model_validate(item) for item in queue_items(
+        "team-a", [diff("upd-1", "mem_a", 0)], [block_diff(1)], [merge("mem_m", 2)], {})]
     assert [awaiting_of(item) for item in items] == [
         "mem_a", "block finn/human", "merge of 2"]

@@ -1,7 +1,8 @@
-"""Where the CLI finds the worker, its key and the default namespace: flags first, then the
-environment (`MEMSTREAM_URL`, `MEMSTREAM_API_KEY`, `MEMSTREAM_NAMESPACE`), then a TOML file
-(`$MEMSTREAM_CONFIG`, else `~/.config/memstream/config.toml`) with `url`, `key` and
-`namespace`."""
+"""Where a client finds the worker, its key and the default namespace: what the caller gives
+first (the SDK's arguments, the CLI's flags), then the environment (`MEMSTREAM_URL`,
+`MEMSTREAM_API_KEY`, `MEMSTREAM_NAMESPACE`), then a TOML file (`$MEMSTREAM_CONFIG`, else
+`$XDG_CONFIG_HOME/memstream/config.toml`, by default `~/.config/memstream/config.toml`) with
+`url`, `key` and `namespace`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.cli.errors import EXIT_USAGE, CliError
+from client.sdk.errors import ConfigError
 
 DEFAULT_URL = "http://127.0.0.1:6066"
+SETTINGS = ("url", "key", "namespace")
 
 
 @dataclass(frozen=True)
@@ -37,30 +39,31 @@ def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:
 def read_file(path: Path, required: bool) -> dict[str, Any]:
     if not path.is_file():
         if required:
-            raise CliError(EXIT_USAGE, f"config file {path} does not exist")
+            raise ConfigError(f"config file {path} does not exist")
         return {}
     try:
         settings = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CliError(EXIT_USAGE, f"cannot read config file {path}: {exc}") from None
-    for name in ("url", "key", "namespace"):
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    for name in SETTINGS:
         if name in settings and not isinstance(settings[name], str):
-            raise CliError(EXIT_USAGE, f"{path}: {name} must be a string")
+            raise ConfigError(f"{path}: {name} must be a string")
     return settings
 
 
-def load_config(env: Mapping[str, str], *, url: str | None = None,
+def load_config(env: Mapping[str, str], *, url: str | None = None, key: str | None = None,
                 namespace: str | None = None) -> Config:
+    """The settings: each given one, else its variable in `env`, else the file's."""
     path, required = config_path(env)
     settings = read_file(path, required)
 
-    def setting(flag: str | None, variable: str, name: str) -> str | None:
-        value = flag or env.get(variable) or settings.get(name)
+    def setting(given: str | None, variable: str, name: str) -> str | None:
+        value = given or env.get(variable) or settings.get(name)
         return value.strip() if value else None
 
     return Config(
         url=(setting(url, "MEMSTREAM_URL", "url") or DEFAULT_URL).rstrip("/"),
-        key=setting(None, "MEMSTREAM_API_KEY", "key"),
+        key=setting(key, "MEMSTREAM_API_KEY", "key"),
         namespace=setting(namespace, "MEMSTREAM_NAMESPACE", "namespace"),
         source=path if settings else None,
     )

@@ -1,0 +1,38 @@
+"""The Python SDK of memstream's HTTP API: `MemoryClient` and `AsyncMemoryClient`, typed
+answers (client/sdk/models.py), errors that carry the HTTP status, the dead-letter reason and
+whether to retry (client/sdk/errors.py), and the settings the CLI shares
+(client/sdk/config.py). docs/sdk.md shows it in ten lines."""
+
+from client.sdk._base import Retries
+from client.sdk.client import AsyncMemoryClient, MemoryClient
+from client.sdk.config import Config, load_config
+from client.sdk.errors import (
+    BadRequest,
+    ConfigError,
+    Forbidden,
+    MemstreamError,
+    NotFound,
+    TimedOut,
+    Unauthorized,
+    Unavailable,
+    UnexpectedAnswer,
+    Unreachable,
+)
+
+__all__ = [
+    "AsyncMemoryClient",
+    "BadRequest",
+    "Config",
+    "ConfigError",
+    "Forbidden",
+    "MemoryClient",
+    "MemstreamError",
+    "NotFound",
+    "Retries",
+    "TimedOut",
+    "Unauthorized",
+    "Unavailable",
+    "UnexpectedAnswer",
+    "Unreachable",
+    "load_config",
+]

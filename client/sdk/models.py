@@ -1,0 +1,670 @@
+"""The API's answers as typed, frozen models (docs/http-api.md says what each field means).
+
+Each keeps what the worker sent: a field these models do not name yet is kept and readable
+as an attribute (`extra="allow"`), and `raw` is the JSON object as received, so an answer of
+a newer worker still parses. Values of a closed set (kinds, review states, statuses) are
+plain strings here for the same reason: a worker that learns a new one breaks no client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    model_validator,
+)
+
+
+class Answer(BaseModel):
+    """An answer of the API, or a part of one."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    _raw: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_raw(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        parsed = handler(data)
+        if isinstance(data, dict):
+            parsed._raw = data
+        return parsed
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The JSON object as the worker sent it."""
+        return self._raw
+
+
+# Search and the context pack.
+
+class Ranks(Answer):
+    dense: int | None
+    lexical: int | None
+
+
+class SearchHit(Answer):
+    record_id: str
+    kind: str
+    title: str | None
+    text: str
+    # Fused and weighed by the profile: what ranks.
+    score: float
+    similarity: float
+    # What `min_score` is a floor on.
+    relevance: float
+    ranks: Ranks
+    created_at: datetime
+    source_ref: str | None
+    member_source_refs: list[str]
+    scope: str
+    memory_type: str | None
+    tags: list[str]
+    related_ids: list[str]
+    tier: str
+    review_state: str
+    trust_class: str
+
+
+class SearchAnswer(Answer):
+    namespace: str
+    hits: list[SearchHit]
+    budget_exhausted: bool
+    # The rest is absent when the run's search budget is spent.
+    namespace_holds_records: bool | None = None
+    query: str | None = None
+    profile: str | None = None
+    degraded: bool = False
+    run_id: str | None = None
+    max_searches_per_run: int | None = None
+
+
+class Recency(Answer):
+    created_at: datetime
+    age_days: float
+
+
+class ContextItem(Answer):
+    record_id: str
+    kind: str
+    text: str
+    source: str
+    trust_class: str
+    provenance: dict[str, Any]
+    recency: Recency
+    score: float
+    token_cost: int
+
+
+class ContextPack(Answer):
+    namespace: str
+    # `sections` by name, in order: history, then long_term.
+    sections: dict[str, list[ContextItem]]
+    tokens: int
+    # The parts left out because their store failed (`index`: Postgres answered instead).
+    degraded: list[str]
+    # False when the worker runs with MEMORY_ENABLED off: then nothing else is given.
+    enabled: bool = True
+    budget_exhausted: bool = False
+    namespace_holds_records: bool | None = None
+    query: str | None = None
+    profile: str | None = None
+    budget_tokens: int | None = None
+    # Candidates left out, by why: budget, duplicate.
+    dropped: dict[str, int] = Field(default_factory=dict)
+    run_id: str | None = None
+    max_searches_per_run: int | None = None
+
+
+class ErrorSignature(Answer):
+    signature_id: str
+    dialect: str
+    exception_type: str | None
+    template: str
+    frames: list[str]
+
+
+class FixPattern(Answer):
+    """A fix pattern as a lookup finds it; its body's fields (occurrences, fixes, success
+    count, example, …) beside the record's."""
+
+    record_id: str
+    # `exact` (the error's own signature) or `similar`.
+    match: str
+    kind: str
+    title: str | None
+    text: str
+    # None for the exact match.
+    score: float | None
+    created_at: datetime
+    source_ref: str | None
+    scope: str
+    tags: list[str]
+    related_ids: list[str]
+    version: int
+    occurrences: dict[str, Any] = Field(default_factory=dict)
+    fixes: list[dict[str, Any]] = Field(default_factory=list)
+    success_count: int = 0
+
+
+class FixPatterns(Answer):
+    namespace: str
+    signature: ErrorSignature
+    degraded: bool
+    fix_patterns: list[FixPattern]
+
+
+# Records, their versions and their lineage.
+
+class Provenance(Answer):
+    source_event_id: str
+    source_topic: str
+    source_partition: int
+    source_offset: int
+    producer: str
+
+
+class Record(Answer):
+    record_id: str
+    namespace: str
+    record_kind: str
+    scope: str
+    agent_id: str | None
+    title: str | None
+    text: str
+    body: dict[str, Any]
+    memory_type: str | None
+    tags: list[str]
+    related_ids: list[str]
+    tier: str
+    review_state: str
+    trust_class: str
+    source_ref: str | None
+    run_ref: str | None
+    thread: str | None = None
+    provenance: Provenance
+    created_at: datetime
+    expires_at: datetime | None
+
+
+class LineageVersion(Answer):
+    version: int
+    text: str
+    body: dict[str, Any]
+    event_id: str
+    changed_at: datetime
+
+
+class SupersededMember(Answer):
+    record_id: str
+    version: int
+    title: str | None
+    text: str
+
+
+class MergeMember(Answer):
+    record_id: str
+    version: int
+    title: str | None
+    # The start of its text.
+    excerpt: str
+    review_state: str
+    superseded_by: str | None
+
+
+class RecordLineage(Answer):
+    record: Record
+    version: int
+    superseded_by: str | None
+    versions: list[LineageVersion]
+    supersedes: list[SupersededMember]
+    # A merge's members, as they are now.
+    members: list[MergeMember]
+
+
+class RecordVersion(Answer):
+    """One version as history keeps it; its versioned fields (title, memory_type, tags,
+    related_ids, review_state, tier) are attributes too."""
+
+    version: int
+    change: str
+    actor: str | None
+    event_id: str
+    changed_at: datetime
+    # The fields this version changed.
+    changed: list[str]
+    reason: str | None
+    text: str
+
+
+class RecordHistory(Answer):
+    namespace: str
+    record_id: str
+    versions: list[RecordVersion]
+
+
+class FieldChange(Answer):
+    before: Any = Field(alias="from")
+    after: Any = Field(alias="to")
+
+
+class RecordDiff(Answer):
+    namespace: str
+    record_id: str
+    from_version: int = Field(alias="from")
+    to_version: int = Field(alias="to")
+    fields: dict[str, FieldChange]
+    # The text as a unified diff, line by line.
+    text: list[str]
+
+
+# Core blocks and what waits for review.
+
+class BlockVersion(Answer):
+    version: int
+    actor: str | None
+    event_id: str
+    changed: list[str]
+    changed_at: datetime
+    usage_before_rotation: float
+    archived_record_id: str | None
+
+
+class CoreBlock(Answer):
+    namespace: str
+    agent_id: str
+    label: str
+    version: int
+    text: str
+    fields: dict[str, str | list[str]]
+    chars: int
+    max_chars: int
+    usage: float
+    strategy: str | None
+    threshold: float | None
+    versions: list[BlockVersion]
+
+
+class BlockRef(Answer):
+    agent_id: str
+    label: str
+
+
+class PendingDiff(Answer):
+    diff_id: str
+    # `record` or `block`.
+    target: str
+    base_version: int
+    proposed: dict[str, Any]
+    proposer: str
+    proposed_at: datetime
+    state: str
+    record_id: str | None = None
+    block: BlockRef | None = None
+
+
+class PendingDiffs(Answer):
+    namespace: str
+    pending_diffs: list[PendingDiff]
+
+
+class ReviewBody(Answer):
+    """A `POST /v1/reviews` body as a queue item gives it, ready to send."""
+
+    namespace: str
+    decision: str
+    record_id: str | None = None
+    diff_id: str | None = None
+    block: BlockRef | None = None
+
+
+class ReviewBodies(Answer):
+    route: str
+    approve: ReviewBody
+    reject: ReviewBody
+
+
+class ReviewItem(Answer):
+    """A pending diff (with the fields of `PendingDiff`) or a draft merge (with its version,
+    memory type, scope, agent and `members`)."""
+
+    # `pending_diff` or `draft_merge`.
+    kind: str
+    # What a review decides: the diff's id, or the merge's record id.
+    id: str
+    record_id: str | None
+    title: str | None
+    text: str | None
+    proposer: str
+    proposed_at: datetime
+    review: ReviewBodies
+    diff_id: str | None = None
+    target: str | None = None
+    block: BlockRef | None = None
+    base_version: int | None = None
+    proposed: dict[str, Any] | None = None
+    state: str | None = None
+    version: int | None = None
+    memory_type: str | None = None
+    scope: str | None = None
+    agent_id: str | None = None
+    members: list[MergeMember] = Field(default_factory=list)
+
+
+class ReviewQueue(Answer):
+    namespace: str
+    items: list[ReviewItem]
+
+
+# A namespace's state.
+
+class Stats(Answer):
+    namespace: str
+    # Live records by kind, in Postgres.
+    records: dict[str, int]
+    index_points: int
+
+
+class Change(Answer):
+    record_id: str
+    version: int
+    change: str
+    actor: str | None
+    event_id: str
+    changed_at: datetime
+    changed: list[str]
+    reason: str | None
+    record_kind: str
+    memory_type: str | None
+    scope: str
+    agent_id: str | None
+    title: str | None
+    excerpt: str
+    # Resumes the feed after this change.
+    cursor: str
+
+
+class Changes(Answer):
+    namespace: str
+    changes: list[Change]
+    # Resumes after the last change (where the request started, when none came).
+    next: str
+
+
+class GraphNode(Answer):
+    record_id: str
+    title: str | None
+    excerpt: str
+    memory_type: str | None
+    kind: str
+    review_state: str
+
+
+class GraphEdge(Answer):
+    source: str
+    target: str
+    # `related` or `wiki_link`.
+    relation: str
+
+
+class MemoryGraph(Answer):
+    namespace: str
+    truncated: bool
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    unresolved_links: int
+    related_outside: int
+
+
+class CountWindow(Answer):
+    window_start: datetime
+    memories: int
+
+
+class CurrentWindow(Answer):
+    start: datetime
+    memories: int
+
+
+class CountedRequest(Answer):
+    request_id: str
+    basis: str
+    new_memories: int
+    claimed_at: datetime
+    sent_at: datetime | None
+
+
+class TriggerRules(Answer):
+    min_new_memories: int
+    once_per_day: bool
+
+
+class ConsolidationCounts(Answer):
+    namespace: str
+    window_s: float
+    current_window: CurrentWindow
+    # Newest first.
+    windows: list[CountWindow]
+    new_since_report: int
+    reports_today: int
+    last_report_id: str | None
+    # Why no request is due (`report_today`, `too_few_new_memories`); None: one is.
+    skip_reason: str | None
+    last_request: CountedRequest | None
+    rules: TriggerRules
+
+
+class MaintenanceReport(Answer):
+    report_id: str
+    namespace: str
+    reason: str
+    started_at: datetime
+    finished_at: datetime
+    memories: int
+    clusters: list[dict[str, Any]]
+    merged_ids: list[str]
+    new_ids: list[str]
+    # Seconds by phase.
+    timings: dict[str, float]
+    announced_at: datetime | None
+
+
+class ReportRecord(Answer):
+    record_kind: str
+    title: str | None
+    excerpt: str
+
+
+class ConsolidationReports(Answer):
+    namespace: str
+    # Newest first.
+    reports: list[MaintenanceReport]
+    # What names each record the reports list, of those the key may see.
+    records: dict[str, ReportRecord]
+
+
+# Runs.
+
+class RunSummary(Answer):
+    run_id: str
+    # succeeded, failed, cancelled, or unfinished.
+    status: str
+    task_key: str | None
+    repo: str | None
+    agent: str | None
+    intent: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    event_count: int
+    # Distinct error signatures met.
+    error_count: int
+
+
+class RunList(Answer):
+    namespace: str
+    truncated: bool
+    # Newest first.
+    runs: list[RunSummary]
+
+
+class RunEvent(Answer):
+    event_id: str
+    type: str
+    occurred_at: datetime
+    producer: str
+    payload: dict[str, Any]
+
+
+class RunDigest(Answer):
+    record_id: str
+    title: str | None
+    text: str
+    version: int
+    review_state: str
+    body: dict[str, Any]
+
+
+class ErrorFixPattern(Answer):
+    record_id: str
+    title: str | None
+    text: str
+    version: int
+    review_state: str
+    occurrences: dict[str, Any] | None
+    fixes: list[dict[str, Any]]
+    success_count: int
+
+
+class RunError(Answer):
+    signature_id: str
+    dialect: str
+    exception_type: str | None
+    template: str
+    frames: list[str]
+    count: int
+    first_seen: datetime
+    example: str
+    fix_pattern: ErrorFixPattern | None
+
+
+class FixedPattern(Answer):
+    record_id: str
+    title: str | None
+    signature_id: str | None
+    after_runs: list[str]
+
+
+class RunHistory(Answer):
+    namespace: str
+    run: RunSummary
+    # The first 500, oldest first.
+    events: list[RunEvent]
+    # None until the run finishes.
+    digest: RunDigest | None
+    errors: list[RunError]
+    fixed: list[FixedPattern]
+
+
+# Dead letters.
+
+class TopicPosition(Answer):
+    topic: str | None
+    partition: int | None
+    offset: int | None
+
+
+class DeadLetter(Answer):
+    dead_letter_id: str
+    dead_lettered_at: datetime
+    namespace: str | None
+    source: TopicPosition
+    dlq: TopicPosition
+    key: str | None
+    reason: str
+    error: str
+    error_class: str | None
+    retriable: bool | None
+    first_bytes: str
+    first_bytes_utf8: bool
+    size: int
+    truncated: bool
+    replay_command: str | None
+
+
+class DeadLetterList(Answer):
+    # None: every namespace's, and those of none.
+    namespace: str | None
+    # Newest first.
+    dead_letters: list[DeadLetter]
+    # How many the filters select in all, and by reason.
+    total: int
+    by_reason: dict[str, int]
+    # Lists the older ones (`before`); None on the last page.
+    next: str | None
+
+
+# Keys.
+
+class ApiKey(Answer):
+    key_id: str
+    # None: every namespace (an operator's key).
+    namespace: str | None
+    permissions: list[str]
+    agent_id: str | None
+    label: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class MadeKey(ApiKey):
+    # Shown in this answer only.
+    token: str
+
+
+class KeyList(Answer):
+    keys: list[ApiKey]
+
+
+# Writes: accepted (202), published to Kafka, not applied yet.
+
+class MemoryWritten(Answer):
+    # The id the memory will have once the worker stores it.
+    record_id: str
+    event_id: str
+    topic: str
+
+
+class ChangeAccepted(Answer):
+    """An update, deprecation, restore or review, accepted. An update of a protected record
+    waits for review: its event id is the pending diff's id."""
+
+    record_id: str | None
+    event_id: str
+
+
+class BlockEditAccepted(Answer):
+    agent_id: str
+    label: str
+    event_id: str
+
+
+class RunEventAccepted(Answer):
+    event_id: str
+    run_id: str
+
+
+class Health(Answer):
+    """`ok`, `degraded` (the index is down; searches answer from Postgres), `stalled` or
+    `down`, with what was checked and what is wrong (crashed agents, stalled partitions)."""
+
+    status: str
+    role: str
+    postgres: str
+    index: str | None = None
+    agents: dict[str, str] = Field(default_factory=dict)
+    stalled: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,405 @@
+"""Every route of the HTTP API as a call (docs/http-api.md): each function takes the client's
+settings (the namespace a call names when it names none) and the route's parameters, and
+returns the `Call` that both clients send, with the model its answer is read into. A client's
+method of the same name is this function without its first argument (client/sdk/client.py).
+
+A write carries an event id, a new one unless given, so that sending it again (a retry after
+a 503 or a lost answer) is the same event, which the worker applies once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from client.sdk._base import Call, QueryValue, body_of, query_of, segment
+from client.sdk.config import Config
+from client.sdk.errors import ConfigError
+from client.sdk.models import (
+    ApiKey,
+    BlockEditAccepted,
+    BlockRef,
+    ChangeAccepted,
+    Changes,
+    ConsolidationCounts,
+    ConsolidationReports,
+    ContextPack,
+    CoreBlock,
+    DeadLetter,
+    DeadLetterList,
+    FixPatterns,
+    Health,
+    KeyList,
+    MadeKey,
+    MemoryGraph,
+    MemoryWritten,
+    PendingDiffs,
+    RecordDiff,
+    RecordHistory,
+    RecordLineage,
+    ReviewQueue,
+    RunEventAccepted,
+    RunHistory,
+    RunList,
+    SearchAnswer,
+    Stats,
+)
+from processors.errors import DeadLetterReason
+from schemas.events import (
+    MemoryType,
+    RecordKind,
+    ReviewDecision,
+    ReviewState,
+    RotationStrategy,
+    RunStatus,
+    Scope,
+    Tier,
+    TrustClass,
+)
+
+M = TypeVar("M", bound=BaseModel)
+# One value, or several (a parameter that repeats).
+Some = str | Sequence[str]
+Moment = datetime | str
+RunEventType = Literal["run.started", "run.step", "run.artifact", "run.finished"]
+# A run that has not finished yet, as the run listing names its status.
+RunListStatus = RunStatus | Literal["unfinished"]
+ACCEPTED = frozenset({202})
+CREATED = frozenset({201})
+# /healthz answers an unhealthy worker 503, with the same body.
+HEALTH_ANSWERS = frozenset({200, 503})
+
+
+def namespace_of(config: Config, namespace: str | None) -> str:
+    """The namespace a call names, else the client's."""
+    found = namespace or config.namespace
+    if not found:
+        raise ConfigError("no namespace: give namespace=…, set MEMSTREAM_NAMESPACE or "
+                          "`namespace` in the config file")
+    return found
+
+
+def get(path: str, model: type[M], **params: QueryValue) -> Call[M]:
+    return Call("GET", path, model.model_validate, query_of(**params))
+
+
+def post(path: str, model: type[M], body: dict[str, Any],
+         answered_by: frozenset[int] = ACCEPTED) -> Call[M]:
+    return Call("POST", path, model.model_validate, body=body, answered_by=answered_by)
+
+
+def event_id_of(event_id: str | None) -> str:
+    return event_id or uuid.uuid4().hex
+
+
+# Reads.
+
+def search(config: Config, query: str, *, namespace: str | None = None,
+           agent_id: str | None = None, profile: str | None = None,
+           run_id: str | None = None, min_score: float | None = None,
+           limit: int | None = None, kind: RecordKind | Sequence[RecordKind] | None = None,
+           memory_type: MemoryType | Sequence[MemoryType] | None = None,
+           tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
+           review_state: ReviewState | Sequence[ReviewState] | None = None,
+           related_id: str | None = None, since: Moment | None = None,
+           until: Moment | None = None) -> Call[SearchAnswer]:
+    """Hybrid search of a namespace (`GET /v1/search`): the hits that reach `min_score`
+    (0.5), best first, at most `limit` (5)."""
+    return get("/v1/search", SearchAnswer, namespace=namespace_of(config, namespace),
+               query=query, agent_id=agent_id, profile=profile, run_id=run_id,
+               min_score=min_score, limit=limit, kind=kind, memory_type=memory_type, tag=tag,
+               tier=tier, review_state=review_state, related_id=related_id, since=since,
+               until=until)
+
+
+def context(config: Config, query: str, *, namespace: str | None = None,
+            agent_id: str | None = None, run_id: str | None = None, error: str | None = None,
+            budget_tokens: int | None = None, profile: str | None = None,
+            min_score: float | None = None,
+            kind: RecordKind | Sequence[RecordKind] | None = None,
+            memory_type: MemoryType | Sequence[MemoryType] | None = None,
+            tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
+            review_state: ReviewState | Sequence[ReviewState] | None = None,
+            related_id: str | None = None, since: Moment | None = None,
+            until: Moment | None = None) -> Call[ContextPack]:
+    """The context pack for a task (`GET /v1/context`): history (fix patterns of `error`, or
+    of the errors `run_id` met; run digests), then long-term memories, in `budget_tokens`."""
+    return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
+               query=query, agent_id=agent_id, run_id=run_id, error=error,
+               budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
+               memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
+               related_id=related_id, since=since, until=until)
+
+
+def fix_patterns(config: Config, error: str, *, namespace: str | None = None,
+                 limit: int | None = None,
+                 min_score: float | None = None) -> Call[FixPatterns]:
+    """What fixed this error before (`GET /v1/fix-patterns`): its signature, the fix
+    pattern of that very signature, then the nearest others."""
+    return get("/v1/fix-patterns", FixPatterns, namespace=namespace_of(config, namespace),
+               error=error, limit=limit, min_score=min_score)
+
+
+def record(config: Config, record_id: str, *,
+           namespace: str | None = None) -> Call[RecordLineage]:
+    """One record, its versions and its lineage (`GET /v1/records/{record_id}`)."""
+    return get(f"/v1/records/{segment(record_id)}", RecordLineage,
+               namespace=namespace_of(config, namespace))
+
+
+def record_history(config: Config, record_id: str, *,
+                   namespace: str | None = None) -> Call[RecordHistory]:
+    """Every version of a record: what changed, who, why (`…/history`)."""
+    return get(f"/v1/records/{segment(record_id)}/history", RecordHistory,
+               namespace=namespace_of(config, namespace))
+
+
+def record_diff(config: Config, record_id: str, *, namespace: str | None = None,
+                from_version: int | None = None,
+                to_version: int | None = None) -> Call[RecordDiff]:
+    """What changed between two versions (`…/diff`; by default the current and the one
+    before)."""
+    return get(f"/v1/records/{segment(record_id)}/diff", RecordDiff,
+               namespace=namespace_of(config, namespace),
+               **{"from": from_version, "to": to_version})
+
+
+def block(config: Config, label: str, *, namespace: str | None = None,
+          agent_id: str | None = None) -> Call[CoreBlock]:
+    """An agent's core memory block (`GET /v1/blocks/{label}`; the key's agent unless
+    `agent_id` names one)."""
+    return get(f"/v1/blocks/{segment(label)}", CoreBlock,
+               namespace=namespace_of(config, namespace), agent_id=agent_id)
+
+
+def pending_diffs(config: Config, *, namespace: str | None = None,
+                  agent_id: str | None = None, record_id: str | None = None,
+                  limit: int | None = None) -> Call[PendingDiffs]:
+    """Changes proposed to protected records and blocks, oldest first."""
+    return get("/v1/pending-diffs", PendingDiffs, namespace=namespace_of(config, namespace),
+               agent_id=agent_id, record_id=record_id, limit=limit)
+
+
+def review_queue(config: Config, *, namespace: str | None = None,
+                 agent_id: str | None = None, record_id: str | None = None,
+                 limit: int | None = None) -> Call[ReviewQueue]:
+    """Everything waiting for a reviewer (pending diffs, draft merges), oldest first; each
+    item's `review` holds the bodies that decide it."""
+    return get("/v1/review-queue", ReviewQueue, namespace=namespace_of(config, namespace),
+               agent_id=agent_id, record_id=record_id, limit=limit)
+
+
+def stats(config: Config, *, namespace: str | None = None) -> Call[Stats]:
+    """Live records by kind, and points in the index."""
+    return get("/v1/stats", Stats, namespace=namespace_of(config, namespace))
+
+
+def changes(config: Config, *, namespace: str | None = None, after: str | None = None,
+            since: Moment | None = None, agent_id: str | None = None,
+            limit: int | None = None) -> Call[Changes]:
+    """Record versions in the order they were made, after the cursor `after` (or from
+    `since`); `next` resumes after the last."""
+    return get("/v1/changes", Changes, namespace=namespace_of(config, namespace),
+               after=after, since=since, agent_id=agent_id, limit=limit)
+
+
+def graph(config: Config, *, namespace: str | None = None, agent_id: str | None = None,
+          limit: int | None = None) -> Call[MemoryGraph]:
+    """The memory graph: live memories and the links between them."""
+    return get("/v1/graph", MemoryGraph, namespace=namespace_of(config, namespace),
+               agent_id=agent_id, limit=limit)
+
+
+def consolidation_counts(config: Config, *,
+                         namespace: str | None = None) -> Call[ConsolidationCounts]:
+    """What the consolidation trigger sees of a namespace."""
+    return get("/v1/consolidation/counts", ConsolidationCounts,
+               namespace=namespace_of(config, namespace))
+
+
+def consolidation_reports(config: Config, *, namespace: str | None = None,
+                          limit: int | None = None) -> Call[ConsolidationReports]:
+    """Maintenance reports, newest first, with what names the records they list."""
+    return get("/v1/consolidation/reports", ConsolidationReports,
+               namespace=namespace_of(config, namespace), limit=limit)
+
+
+def runs(config: Config, *, namespace: str | None = None,
+         status: RunListStatus | Sequence[RunListStatus] | None = None,
+         agent: str | None = None, since: Moment | None = None,
+         limit: int | None = None) -> Call[RunList]:
+    """The namespace's runs, newest first."""
+    return get("/v1/runs", RunList, namespace=namespace_of(config, namespace), status=status,
+               agent=agent, since=since, limit=limit)
+
+
+def run(config: Config, run_id: str, *, namespace: str | None = None) -> Call[RunHistory]:
+    """One run: its ledger, digest, the errors it met with their fix patterns, and the fix
+    patterns it fixed."""
+    return get(f"/v1/runs/{segment(run_id)}", RunHistory,
+               namespace=namespace_of(config, namespace))
+
+
+def dead_letters(config: Config, *, namespace: str | None = None,
+                 all_namespaces: bool = False,
+                 reason: DeadLetterReason | Sequence[DeadLetterReason] | None = None,
+                 error_class: Some | None = None, topic: Some | None = None,
+                 since: Moment | None = None, before: str | None = None,
+                 limit: int | None = None) -> Call[DeadLetterList]:
+    """Events no stage could use, newest first (an admin key bound to no agent): the
+    namespace's, or the key's when none is set, or with `all_namespaces` (an operator's
+    key) every namespace's and those of none."""
+    return get("/v1/dead-letters", DeadLetterList,
+               namespace=None if all_namespaces else namespace or config.namespace,
+               reason=reason, error_class=error_class, topic=topic, since=since,
+               before=before, limit=limit)
+
+
+def dead_letter(config: Config, dead_letter_id: str) -> Call[DeadLetter]:
+    """One dead letter."""
+    return get(f"/v1/dead-letters/{segment(dead_letter_id)}", DeadLetter)
+
+
+def keys(config: Config, *, namespace: str | None = None,
+         all_namespaces: bool = False) -> Call[KeyList]:
+    """The namespace's keys (never their tokens), or every namespace's (an operator's
+    key)."""
+    return get("/v1/keys", KeyList,
+               namespace=None if all_namespaces else namespace_of(config, namespace))
+
+
+def key(config: Config, key_id: str) -> Call[ApiKey]:
+    """One key."""
+    return get(f"/v1/keys/{segment(key_id)}", ApiKey)
+
+
+def health(config: Config) -> Call[Health]:
+    """Whether the worker can serve (`GET /healthz`, public), healthy or not."""
+    return Call("GET", "/healthz", Health.model_validate, answered_by=HEALTH_ANSWERS)
+
+
+# Keys: made by an admin, answered at once.
+
+def create_key(config: Config, permissions: str | Sequence[str], *,
+               namespace: str | None = None, all_namespaces: bool = False,
+               agent_id: str | None = None, label: str = "") -> Call[MadeKey]:
+    """Make a key (`read`, `write`, `review`, `admin`) for the namespace, or every one (an
+    operator's key), bound to `agent_id` if given; its token is in this answer only."""
+    # Made twice if sent twice: sent again only if it never reached the worker.
+    return Call("POST", "/v1/keys", MadeKey.model_validate, body=body_of(
+        namespace=None if all_namespaces else namespace_of(config, namespace),
+        permissions=permissions if isinstance(permissions, str) else list(permissions),
+        agent_id=agent_id, label=label), answered_by=CREATED, repeatable=False)
+
+
+def revoke_key(config: Config, key_id: str) -> Call[ApiKey]:
+    """Revoke a key: it stops working at once, on every worker."""
+    return Call("DELETE", f"/v1/keys/{segment(key_id)}", ApiKey.model_validate)
+
+
+# Writes: published to Kafka and answered 202, applied by the worker after.
+
+def write_memory(config: Config, text: str, *, namespace: str | None = None,
+                 title: str | None = None, memory_type: MemoryType | None = None,
+                 tags: Sequence[str] | None = None, related_ids: Sequence[str] | None = None,
+                 scope: Scope | None = None, agent_id: str | None = None,
+                 tier: Tier | None = None, review_state: ReviewState | None = None,
+                 trust_class: TrustClass | None = None, source_ref: str | None = None,
+                 thread: str | None = None, expires_at: datetime | None = None,
+                 event_id: str | None = None) -> Call[MemoryWritten]:
+    """Write a memory (a `memory.write`); the answer names the record id it will have."""
+    return post("/v1/memories", MemoryWritten, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id), text=text,
+        title=title, memory_type=memory_type, tags=_listed(tags),
+        related_ids=_listed(related_ids), scope=scope, agent_id=agent_id, tier=tier,
+        review_state=review_state, trust_class=trust_class, source_ref=source_ref,
+        thread=thread, expires_at=expires_at))
+
+
+def update_memory(config: Config, record_id: str, *, expected_version: int,
+                  namespace: str | None = None, text: str | None = None,
+                  title: str | None = None, memory_type: MemoryType | None = None,
+                  tags: Sequence[str] | None = None, related_ids: Sequence[str] | None = None,
+                  event_id: str | None = None) -> Call[ChangeAccepted]:
+    """Change the fields given of the version the caller saw (a `memory.update`); a protected
+    record's update waits for review, as the pending diff named by the event id."""
+    return post(f"/v1/memories/{segment(record_id)}/update", ChangeAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        expected_version=expected_version, text=text, title=title, memory_type=memory_type,
+        tags=_listed(tags), related_ids=_listed(related_ids)))
+
+
+def deprecate_memory(config: Config, record_id: str, *, reason: str,
+                     namespace: str | None = None, expected_version: int | None = None,
+                     event_id: str | None = None) -> Call[ChangeAccepted]:
+    """Deprecate a memory, saying why (a `memory.deprecate`)."""
+    return post(f"/v1/memories/{segment(record_id)}/deprecate", ChangeAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        reason=reason, expected_version=expected_version))
+
+
+def restore_memory(config: Config, record_id: str, *, version: int,
+                   namespace: str | None = None, expected_version: int | None = None,
+                   event_id: str | None = None) -> Call[ChangeAccepted]:
+    """Bring back the content of `version`, as the memory's next version (a
+    `memory.restore`)."""
+    return post(f"/v1/memories/{segment(record_id)}/restore", ChangeAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        version=version, expected_version=expected_version))
+
+
+def review(config: Config, decision: ReviewDecision, *, namespace: str | None = None,
+           record_id: str | None = None, diff_id: str | None = None,
+           block: BlockRef | Mapping[str, str] | None = None, note: str | None = None,
+           event_id: str | None = None) -> Call[ChangeAccepted]:
+    """Approve or reject a draft record, a record's pending diff (`record_id`, `diff_id`), or
+    a block's (`block`: agent_id and label, `diff_id`); the reviewer is the key. A review
+    queue item's `review.approve` and `review.reject` name these."""
+    return post("/v1/reviews", ChangeAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        decision=decision, record_id=record_id, diff_id=diff_id,
+        block=_block_body(block), note=note))
+
+
+def edit_block(config: Config, label: str, *, namespace: str | None = None,
+               agent_id: str | None = None, set: Mapping[str, str | Sequence[str]] | None = None,
+               append: Mapping[str, Sequence[str]] | None = None,
+               strategy: RotationStrategy | None = None, expected_version: int | None = None,
+               event_id: str | None = None) -> Call[BlockEditAccepted]:
+    """Edit an agent's core memory block (a `memory.block`; the key's agent unless
+    `agent_id` names one): `set` replaces fields, `append` adds items to list fields."""
+    return post(f"/v1/blocks/{segment(label)}", BlockEditAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        agent_id=agent_id,
+        set=None if set is None else {name: value if isinstance(value, str) else list(value)
+                                      for name, value in set.items()},
+        append=None if append is None else {name: list(items)
+                                            for name, items in append.items()},
+        strategy=strategy, expected_version=expected_version))
+
+
+def run_event(config: Config, type: RunEventType, payload: Mapping[str, Any], *,
+              namespace: str | None = None, occurred_at: Moment | None = None,
+              event_id: str | None = None) -> Call[RunEventAccepted]:
+    """Add an event to a run's ledger (`run.started`, `run.step`, `run.artifact`,
+    `run.finished`; the payload names its `run_id`)."""
+    return post("/v1/runs/events", RunEventAccepted, body_of(
+        type=type, namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        payload=dict(payload), occurred_at=occurred_at))
+
+
+def _listed(values: Sequence[str] | None) -> list[str] | None:
+    """Values as a JSON list; a string is one value, not its characters."""
+    if values is None:
+        return None
+    return [values] if isinstance(values, str) else list(values)
+
+
+def _block_body(block: BlockRef | Mapping[str, str] | None) -> dict[str, str] | None:
+    if isinstance(block, BlockRef):
+        return {"agent_id": block.agent_id, "label": block.label}
+    return None if block is None else dict(block)
