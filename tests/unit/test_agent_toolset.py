@@ -198,7 +198,10 @@ async def test_seed_001_tools_create_read_and_update_active_memory(
     (read,) = script.tool_results(2)
     assert [m["content"] for m in read["memories"]] == ["Budget: $50,000."]
     assert read["not_found"] == ["mem_7"]
-    assert script.tool_results(3) == [{"memory_id": "mem_1", "updated": True, "version": 2}]
+    (updated,) = script.tool_results(3)
+    assert (updated["memory_id"], updated["accepted"], updated["based_on_version"]) == (
+        "mem_1", True, 1)
+    assert updated["change_id"] == worker.bodies("/v1/memories/mem_1/update")[0]["event_id"]
     created = worker.bodies("/v1/memories")[0]
     assert (created["tier"], created["scope"], created["title"]) == (
         "active", "personal", "Q3 plan")
