@@ -3,11 +3,15 @@ key bound to one agent: a run checks memory, tries to finish without writing, ge
 reminder and writes; a second run finds what the first wrote, and its 11th search is refused
 by the server (MAX_SEARCHES_PER_RUN, 10 by default). Seed 001's tools keep the agent's active
 memory: create, read by id, update (approved memories are protected by default: a reviewer
-approves the update)."""
+approves the update). docs/agents.md's example runs as written."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,6 +25,8 @@ from harness.stack import Stack, Worker
 from tests.scripted_agent import Script, memory_agent
 
 pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 WAIT_S = 40.0
 QUESTION = "how does the billing deploy reach the bastion host?"
@@ -137,3 +143,21 @@ async def test_seed_001_tools_keep_the_agents_active_memory(
         await asyncio.sleep(0.2)
     assert now.record.text == "Step 2 of 3: VPN profile installed."
     assert (now.record.scope, now.record.agent_id) == ("personal", "deployer")
+
+
+def test_the_guides_example_runs_as_written(stack: Stack, worker: Worker, namespace: str,
+                                            tmp_path: Path) -> None:
+    """docs/agents.md's Python, in the guide's namespace made this test's, configured by
+    the environment alone, prints what the guide says it prints."""
+    guide = (REPO_ROOT / "docs" / "agents.md").read_text()
+    (example,) = re.findall(r"```python\n(.*?)```", guide, re.S)
+    (printed,) = re.findall(r"It prints .*?:\n\n```\n(.*?)```", guide, re.S)
+    environment = {name: value for name, value in os.environ.items()
+                   if not name.startswith("MEMSTREAM_")}
+    environment.update(HOME=str(tmp_path), MEMSTREAM_URL=worker.base_url,
+                       MEMSTREAM_API_KEY=stack.operator_key)
+    done = subprocess.run([sys.executable, "-c", example.replace('"team-a"', f'"{namespace}"')],
+                          cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed
