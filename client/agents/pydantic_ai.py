@@ -100,6 +100,7 @@ def condensed(query: str, hits: Sequence[SearchHit], budget_tokens: int) -> str:
     for hit in hits:
         line = f"- [{hit.record_id}] " + (f"{hit.title}: " if hit.title else "") + hit.text
         room = budget - used - 1
+        # No room left for the memory's id and a word of it.
         if room <= len(hit.record_id) + 5:
             break
         lines.append(line if len(line) <= room else line[: room - 1] + "…")
@@ -119,7 +120,7 @@ def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = M
     async def write_memory(ctx: RunContext[MemoryRun], text: str, title: str | None = None,
                            related_ids: list[str] | None = None,
                            tags: list[str] | None = None) -> dict[str, Any]:
-        """Write a durable insight to long-term memory, for later runs: something general
+        """Write a durable insight to memory, for later runs: something general
         that this run learnt (a pattern, a pitfall, what worked), not the task's details
         and nothing about a user.
 
