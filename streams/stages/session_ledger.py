@@ -78,6 +78,8 @@ class SessionLedger:
                 continue
             states[key] = state
             accepted.append(_Admitted(message, row_of(event, message), writes))
+            for name, count in parsed.sanitized.items():
+                runtime.metrics.sanitized.labels(SESSIONS_EVENTS, name).inc(count)
 
         with runtime.stage("postgres"):
             ledger = await attempts.isolating(
