@@ -91,9 +91,12 @@ def checkpoint_record_ids(namespace: str, event: SessionCheckpointed) -> list[st
             for n in range(len(event.payload.memories))]
 
 
-def memory_writes(event: SessionEvent, task: str) -> list[MemoryWrite]:
+def memory_writes(event: SessionEvent, task: str,
+                  rewritten: str | None = None) -> list[MemoryWrite]:
     """The memory writes a session event asks for, in the session's thread: a checkpoint's
-    memories, or a sleep's handoff (`task`: what the session woke for)."""
+    memories, or a sleep's handoff (`task`: what the session woke for; `rewritten`: the LLM
+    hook's text of the handoff, which replaces the deterministic one). A handoff whose
+    deterministic text does not fit a memory is refused, rewritten or not."""
     namespace, session = event.namespace, event.payload.session_id
     agent = event.payload.agent_id
     if isinstance(event, SessionCheckpointed):
@@ -110,7 +113,7 @@ def memory_writes(event: SessionEvent, task: str) -> list[MemoryWrite]:
                                             f"{len(text)} characters; a memory holds "
                                             f"{TEXT_MAX}")
         payloads = [(HANDOFF_PART, MemoryWritePayload(
-            text=text,
+            text=rewritten or text,
             title=handoff_title(task), memory_type="handoff", tags=[HANDOFF_TAG],
             scope="personal", agent_id=agent, thread=session,
             source_ref=f"session:{session}"))]

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from processors.errors import Rejected, Rejection
 from processors.intake import Parsed, parse_event
 from processors.sessions import SessionState, admitted, memory_writes
-from schemas.events import SESSION_EVENT_TYPES, MemoryWrite, SessionEvent
+from schemas.events import SESSION_EVENT_TYPES, MemoryWrite, SessionEvent, SessionSlept
 from schemas.topics import MEMORY_EVENTS, SESSIONS_EVENTS, destination
 from stores.sessions import SessionEntry, SessionEventRow
 from streams.plumbing.dead_letters import send_dead_letters
+from streams.plumbing.llm_hook import handoff_prose
 from streams.plumbing.messages import InboundMessage, Outbound
 from streams.plumbing.runtime import Runtime
 
@@ -36,6 +37,9 @@ class ParsedSessionEvents:
 @dataclass(frozen=True)
 class _Admitted:
     message: InboundMessage
+    event: SessionEvent
+    # What the session woke for: a handoff's title.
+    task: str
     row: SessionEventRow
     writes: list[MemoryWrite]
 
@@ -77,7 +81,8 @@ class SessionLedger:
                 dead.append((message, exc.rejection))
                 continue
             states[key] = state
-            accepted.append(_Admitted(message, row_of(event, message), writes))
+            accepted.append(_Admitted(message, event, state.task, row_of(event, message),
+                                      writes))
             for name, count in parsed.sanitized.items():
                 runtime.metrics.sanitized.labels(SESSIONS_EVENTS, name).inc(count)
 
@@ -92,13 +97,25 @@ class SessionLedger:
             runtime.metrics.events.labels(SESSIONS_EVENTS, item.row.type, "stored").inc()
         # After the ledger: a crash between the two replays the event, whose writes are
         # published again under the same ids.
+        writes = [write for item in ledger.done for write in await self._rewritten(item)]
         outbound = [Outbound(*destination(write), write.model_dump_json().encode())
-                    for item in ledger.done for write in item.writes]
+                    for write in writes]
         if outbound:
             await attempts.until_done(lambda: runtime.producer.produce(outbound),
                                       what="publishing session memories")
             runtime.metrics.produced.labels(MEMORY_EVENTS).inc(len(outbound))
         await send_dead_letters(runtime, dead)
+
+
+    async def _rewritten(self, item: _Admitted) -> list[MemoryWrite]:
+        """The item's writes, its handoff's text rewritten by the LLM hook when one is
+        configured. A replay asks the hook again; the intake keeps the first text stored."""
+        if not isinstance(item.event, SessionSlept) or self._runtime.llm is None:
+            return item.writes
+        (handoff,) = item.writes
+        prose = await handoff_prose(self._runtime.llm, handoff.payload.text,
+                                    self._runtime.metrics)
+        return item.writes if prose is None else memory_writes(item.event, item.task, prose)
 
 
 def state_of(ledger: Sequence[SessionEntry]) -> SessionState | None:

@@ -115,3 +115,10 @@ def test_a_handoff_longer_than_a_memory_is_refused() -> None:
     with pytest.raises(Rejected) as refused:
         memory_writes(long, "t")
     assert refused.value.reason == "invalid_event"
+
+
+def test_the_llm_hooks_text_replaces_the_handoffs_and_nothing_else() -> None:
+    (deterministic,) = memory_writes(SLEPT, "t")
+    (rewritten,) = memory_writes(SLEPT, "t", "Froze the clock; next: drop the retry.")
+    assert rewritten.payload.text == "Froze the clock; next: drop the retry."
+    assert rewritten.model_copy(update={"payload": deterministic.payload}) == deterministic
