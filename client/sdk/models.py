@@ -678,7 +678,7 @@ class Handoff(Answer):
     title: str | None
     text: str
     next_steps: list[str]
-    slept_at: str
+    slept_at: datetime
 
 
 class Woke(Answer):
@@ -708,7 +708,7 @@ class SessionStepAccepted(Answer):
 class SessionEventEntry(Answer):
     event_id: str
     type: str
-    occurred_at: str
+    occurred_at: datetime
     producer: str
     payload: dict[str, Any]
 
@@ -722,7 +722,7 @@ class Session(Answer):
     task: str
     # `awake`, or `asleep` once it slept.
     state: str
-    woke_at: str
-    slept_at: str | None
+    woke_at: datetime
+    slept_at: datetime | None
     handoff_record_id: str | None
     events: list[SessionEventEntry]
