@@ -38,6 +38,7 @@ from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context
 from streams.api.pages import Pages, ViewHandler
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
 from streams.api.records import core_block
+from streams.api.retrieval_log import RetrievalLog
 from streams.api.writes import (
     POST,
     EventGate,
@@ -57,8 +58,9 @@ WAKE_ONLY = frozenset({"budget_tokens"})
 
 class SessionViews:
     def __init__(self, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
-                 flags: MemoryFlags, block_max_chars: int) -> None:
+                 flags: MemoryFlags, block_max_chars: int, retrievals: RetrievalLog) -> None:
         self._runtime = runtime
+        self._retrievals = retrievals
         self._index, self._fallback = index, fallback
         self._flags = flags
         self._block_max_chars = block_max_chars
@@ -121,8 +123,13 @@ class SessionViews:
         if budget_tokens is not None:
             params["budget_tokens"] = str(budget_tokens)
         query = ContextQuery.from_params(params, self._flags, agent)
-        return await build_context(self._runtime, self._index, self._fallback, self._flags,
+        pack = await build_context(self._runtime, self._index, self._fallback, self._flags,
                                    query)
+        self._retrievals.surfaced(
+            namespace=namespace, query=task, route="/v1/sessions/wake", agent_id=agent, run_id=None,
+            record_ids=[item["record_id"] for items in pack["sections"].values()
+                        for item in items])
+        return pack
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:
         return (await self._runtime.stores.sessions.session_ledgers(
@@ -200,8 +207,8 @@ def no_session(web: View, session_id: str, namespace: str) -> Response:
 
 
 def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
-                  flags: MemoryFlags, block_max_chars: int) -> None:
-    views = SessionViews(runtime, index, fallback, flags, block_max_chars)
+                  flags: MemoryFlags, block_max_chars: int, retrievals: RetrievalLog) -> None:
+    views = SessionViews(runtime, index, fallback, flags, block_max_chars, retrievals)
     # The first route that matches a path serves it: wake before the ledger's
     # /v1/sessions/{session_id}.
     pages.page("/v1/sessions/wake", params=NO_PARAMS, methods=POST)(answering(views.wake))

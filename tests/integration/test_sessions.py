@@ -1,16 +1,23 @@
 """Sessions on the real stack (docs/sessions.md): wake → checkpoint → sleep, and the next
-wake returns the handoff; a replay of the session's events adds nothing; a bad session event
-ends in the dead-letter topic with its reason while the next one is applied; a key bound to
-one agent cannot reach another agent's session."""
+wake returns the handoff and a pack that finds what was kept (the read logged); a replay of
+the session's events adds nothing; a bad session event ends in the dead-letter topic with its
+reason while the next one is applied; a key bound to one agent cannot reach another agent's
+session; the guide's Python runs as written."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -22,6 +29,8 @@ from tests.integration.test_lifecycle import announced, changes_of
 from tests.integration.test_write_endpoints import client, posted
 
 pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TASK = "fix the flaky login test"
 SUMMARY = "The login test failed when the clock crossed midnight; froze it in the fixture."
@@ -44,6 +53,22 @@ async def ledger(http: httpx.AsyncClient, namespace: str, session_id: str,
             return found
         await asyncio.sleep(0.1)
     raise AssertionError(f"session {session_id} never held {events} events: {answer.text}")
+
+
+async def logged_reads(stack: Stack, namespace: str, route: str) -> set[str]:
+    """The records the retrieval log holds for reads of `route`, once it holds any."""
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        for _ in range(100):
+            rows = await connection.fetch(
+                "SELECT record_id FROM memory_retrieval_log WHERE namespace = $1 AND route = $2",
+                namespace, route)
+            if rows:
+                return {row["record_id"] for row in rows}
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()
+    return set()
 
 
 async def test_wake_checkpoint_sleep_and_the_next_wake_returns_the_handoff(
@@ -85,14 +110,18 @@ async def test_wake_checkpoint_sleep_and_the_next_wake_returns_the_handoff(
         assert (lesson["scope"], lesson["agent_id"], lesson["thread"], lesson["memory_type"]) \
             == ("personal", "ann", session_id, "lesson")
 
-        again = await posted(http, "/v1/sessions/wake", {"namespace": namespace,
-                                                         "task": "keep CI green"})
+        again = await posted(http, "/v1/sessions/wake", {
+            "namespace": namespace, "task": "how does test_login read the wall clock?"})
         handoff = again["handoff"]
         assert (handoff["record_id"], handoff["session_id"]) == (handoff_id, session_id)
         assert handoff["text"] == f"Summary: {SUMMARY}\n\nNext steps:\n- " + \
             "\n- ".join(NEXT_STEPS)
         assert handoff["title"] == f"Handoff: {TASK}"
         assert again["session_id"] != session_id
+        # The pack for the task finds what the last session kept, and the read is logged.
+        packed = [item["record_id"] for item in again["context"]["sections"]["long_term"]]
+        assert written[0] in packed
+        assert await logged_reads(stack, namespace, "/v1/sessions/wake") >= {written[0]}
 
     # The session's events, replayed as they were published, add nothing.
     async with TopicReader(stack.broker.bootstrap, "sessions.events") as topic:
@@ -169,3 +198,21 @@ async def test_a_key_bound_to_an_agent_never_reaches_another_agents_session(
         ).status_code == 404
         assert [e["type"] for e in (await ledger(as_ann, namespace, session_id, 1))["events"]] \
             == ["session.woke"]
+
+
+def test_the_python_of_the_sessions_guide_runs_as_written(
+    stack: Stack, worker: Worker, namespace: str, tmp_path: Path,
+) -> None:
+    """docs/sessions.md's Python, with a key bound to an agent, configured by the environment
+    alone as a user runs it."""
+    (example,) = re.findall(r"```python\n(.*?)```",
+                            (REPO_ROOT / "docs" / "sessions.md").read_text(), re.S)
+    environment = {name: value for name, value in os.environ.items()
+                   if not name.startswith("MEMSTREAM_")}
+    environment.update(
+        HOME=str(tmp_path), MEMSTREAM_URL=worker.base_url, MEMSTREAM_NAMESPACE=namespace,
+        MEMSTREAM_API_KEY=stack.make_key("--namespace", namespace, "--perm", "read,write",
+                                         "--agent", "ann"))
+    done = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "first session\n"), done.stderr
