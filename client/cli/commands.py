@@ -7,9 +7,11 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from client.cli.errors import EXIT_OTHER, EXIT_USAGE, CliError, failure_of
@@ -307,15 +309,17 @@ def tail(client: MemoryClient, args: argparse.Namespace, config: Config,
             page = client.changes(namespace=namespace, after=after, agent_id=args.agent,
                                   limit=args.limit)
             for change in page.changes:
-                if output.as_json:
-                    output.json(change.raw, compact=True)
-                else:
-                    if not headed:
-                        output.line(aligned(TAIL_HEADERS, widths))
-                        headed = True
-                    output.line("\n".join(change_lines(change, widths, output.width)))
-                # Advanced with each change shown, so that an interrupt resumes after it.
-                after = change.cursor
+                # A change is shown and the cursor advanced past it as one step: a Ctrl-C
+                # between the two would leave the resume command behind what was shown.
+                with interrupts_deferred():
+                    if output.as_json:
+                        output.json(change.raw, compact=True)
+                    else:
+                        if not headed:
+                            output.line(aligned(TAIL_HEADERS, widths))
+                            headed = True
+                        output.line("\n".join(change_lines(change, widths, output.width)))
+                    after = change.cursor
             if len(page.changes) < args.limit:
                 if not args.follow:
                     break
@@ -325,6 +329,19 @@ def tail(client: MemoryClient, args: argparse.Namespace, config: Config,
     if after:
         output.note(f"next: memstream tail -n {namespace} --after {after}")
     return 0
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Run the block whole: a SIGINT that arrives meanwhile is raised when it ends."""
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def change_lines(change: Change, widths: Sequence[int], width: int) -> list[str]:

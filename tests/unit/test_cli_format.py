@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from client.cli.commands import parser
+from client.cli.commands import interrupts_deferred, parser
 from client.cli.errors import failure_of
 from client.cli.tables import cell, column_widths, table, truncate
 from client.sdk.config import DEFAULT_URL, load_config
@@ -119,3 +121,13 @@ def test_a_cursor_the_feed_did_not_give_is_refused(cursor: str) -> None:
     # A record id, version or time the feed cannot have given would reach Postgres.
     with pytest.raises(InvalidValue, match="not a cursor this feed gave"):
         cursor_position(cursor)
+
+
+def test_a_ctrl_c_inside_a_deferred_block_is_raised_when_the_block_is_whole() -> None:
+    finished = []
+    with pytest.raises(KeyboardInterrupt), interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        finished.append(True)
+    assert finished == [True]
+    # Outside the block, Ctrl-C is Python's again.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
