@@ -353,10 +353,20 @@ def dead_letters(client: MemoryClient, args: argparse.Namespace, config: Config,
     return 0
 
 
+def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
+    """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
+    # Imported here: the mcp SDK takes a second to import, which every other command would
+    # pay for nothing.
+    from client.mcp_server.stdio import serve_stdio
+
+    serve_stdio(config)
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "search": search, "context": context, "show": show, "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
-    "dead-letters": dead_letters,
+    "dead-letters": dead_letters, "mcp": mcp,
 }
 
 
@@ -445,6 +455,7 @@ def parser() -> argparse.ArgumentParser:
     dead.add_argument("--reason", action="append", help="of this reason only (repeatable)")
     dead.add_argument("--limit", type=int, help="at most this many (50; at most 500)")
     dead.add_argument("--before", help="the cursor a previous listing printed: older ones")
+    command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 
 
