@@ -45,9 +45,11 @@ class BearerCallers:
     def client(self, headers: Mapping[str, str] | None) -> AsyncMemoryClient:
         found = {name.lower(): value for name, value in (headers or {}).items()}
         authorization = found.get("authorization", "")
-        if not authorization.lower().startswith(BEARER) or not authorization[len(BEARER):]:
+        key = authorization[len(BEARER):].strip()
+        # An empty key would let the SDK look for one in this process's own settings.
+        if not authorization.lower().startswith(BEARER) or not key:
             raise Unauthorized("no key: send it as `Authorization: Bearer msk_…`", status=401)
-        return AsyncMemoryClient(self.url, key=authorization[len(BEARER):].strip(),
+        return AsyncMemoryClient(self.url, key=key,
                                  namespace=found.get(NAMESPACE_HEADER) or self.default_namespace,
                                  env={})
 
