@@ -6,10 +6,11 @@ agent's request can never borrow another's rights."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
+
+import httpx
 
 from client.sdk import AsyncMemoryClient, Config, Unauthorized
 
@@ -17,6 +18,9 @@ NAMESPACE_HEADER = "x-memstream-namespace"
 BEARER = "bearer "
 
 
+# Every call's client is made on the callers' `pool` (their connections to the worker, kept
+# for the process's life): a client of its own would cost 40 ms to make (httpx builds an SSL
+# context each time) and a new connection, more than the search it sends.
 class Callers(Protocol):
     def client(self, headers: Mapping[str, str] | None) -> AsyncMemoryClient:
         """A client with the key and namespace of the request with these headers (None: a
@@ -28,10 +32,11 @@ class ConfiguredCaller:
     """Every call with the settings the server was started with (stdio)."""
 
     config: Config
+    pool: httpx.AsyncHTTPTransport = field(default_factory=httpx.AsyncHTTPTransport)
 
     def client(self, headers: Mapping[str, str] | None) -> AsyncMemoryClient:
         return AsyncMemoryClient(self.config.url, key=self.config.key,
-                                 namespace=self.config.namespace, env={})
+                                 namespace=self.config.namespace, env={}, transport=self.pool)
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class BearerCallers:
 
     url: str
     default_namespace: str | None
+    pool: httpx.AsyncHTTPTransport = field(default_factory=httpx.AsyncHTTPTransport)
 
     def client(self, headers: Mapping[str, str] | None) -> AsyncMemoryClient:
         found = {name.lower(): value for name, value in (headers or {}).items()}
@@ -51,14 +57,4 @@ class BearerCallers:
             raise Unauthorized("no key: send it as `Authorization: Bearer msk_…`", status=401)
         return AsyncMemoryClient(self.url, key=key,
                                  namespace=found.get(NAMESPACE_HEADER) or self.default_namespace,
-                                 env={})
-
-
-@asynccontextmanager
-async def connected(callers: Callers,
-                    headers: Mapping[str, str] | None) -> AsyncIterator[AsyncMemoryClient]:
-    client = callers.client(headers)
-    try:
-        yield client
-    finally:
-        await client.aclose()
+                                 env={}, transport=self.pool)

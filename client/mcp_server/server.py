@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import Field
 
-from client.mcp_server.callers import Callers, connected
+from client.mcp_server.callers import Callers
 from client.sdk import AsyncMemoryClient, MemstreamError, NotFound
 from schemas.events import MemoryType, Scope
 
@@ -43,8 +43,7 @@ def memory_server(callers: Callers) -> MCPServer:
     @asynccontextmanager
     async def memory(ctx: Context) -> AsyncIterator[AsyncMemoryClient]:
         try:
-            async with connected(callers, ctx.headers) as client:
-                yield client
+            yield callers.client(ctx.headers)
         except MemstreamError as failure:
             raise ToolError(refusal(failure)) from None
 
@@ -198,8 +197,7 @@ def memory_server(callers: Callers) -> MCPServer:
                      description="your core memory block `label`, as `core_block` reads it")
     async def block_resource(label: str, ctx: Context) -> dict[str, Any]:
         try:
-            async with connected(callers, ctx.headers) as client:
-                return (await client.block(label)).raw
+            return (await callers.client(ctx.headers).block(label)).raw
         except MemstreamError as failure:
             raise ResourceError(refusal(failure)) from None
 
@@ -207,8 +205,7 @@ def memory_server(callers: Callers) -> MCPServer:
                      description="one record, its versions and its lineage")
     async def record_resource(record_id: str, ctx: Context) -> dict[str, Any]:
         try:
-            async with connected(callers, ctx.headers) as client:
-                return (await client.record(record_id)).raw
+            return (await callers.client(ctx.headers).record(record_id)).raw
         except MemstreamError as failure:
             raise ResourceError(refusal(failure)) from None
 

@@ -12,16 +12,14 @@ from client.sdk import BadRequest, Config, NotFound, Unauthorized, Unavailable, 
 WORKER = "http://127.0.0.1:6066"
 
 
-async def test_an_http_request_runs_with_its_own_key_and_namespace() -> None:
+def test_an_http_request_runs_with_its_own_key_and_namespace() -> None:
     callers = BearerCallers(WORKER, default_namespace="team-a")
     client = callers.client({"authorization": "Bearer msk_abc_def",
                              "X-Memstream-Namespace": "team-b"})
     assert (client.config.url, client.config.key, client.config.namespace) == (
         WORKER, "msk_abc_def", "team-b")
-    await client.aclose()
     client = callers.client({"Authorization": "bearer msk_abc_def"})
     assert (client.config.key, client.config.namespace) == ("msk_abc_def", "team-a")
-    await client.aclose()
 
 
 @pytest.mark.parametrize("headers", [None, {}, {"authorization": "Basic dXNlcjpwdw=="},
@@ -35,11 +33,10 @@ def test_an_http_request_without_a_key_is_refused_never_given_one(
     assert refused.value.status == 401
 
 
-async def test_stdio_runs_with_the_settings_it_was_started_with_whatever_the_headers() -> None:
+def test_stdio_runs_with_the_settings_it_was_started_with_whatever_the_headers() -> None:
     caller = ConfiguredCaller(Config(WORKER, "msk_own_key", "team-a"))
     client = caller.client({"authorization": "Bearer msk_other_key"})
     assert (client.config.key, client.config.namespace) == ("msk_own_key", "team-a")
-    await client.aclose()
 
 
 def test_a_refusal_says_what_the_api_said_and_whether_to_try_again() -> None:
