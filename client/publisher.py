@@ -21,10 +21,16 @@ from aiokafka import AIOKafkaProducer
 
 from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from processors.ids import memory_record_id
-from schemas.events import EVENT_TYPES, ConsolidateRequest, MemoryEvent, RunEvent
+from schemas.events import (
+    EVENT_TYPES,
+    ConsolidateRequest,
+    MemoryEvent,
+    RunEvent,
+    SessionEvent,
+)
 from schemas.topics import destination
 
-AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest
+AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
 
 
 def validated(

@@ -41,3 +41,9 @@ def consolidate_request_id(namespace: str, basis: str) -> str:
 def dead_letter_id(topic: str, partition: int, offset: int) -> str:
     """A dead letter is named by where its event was read."""
     return f"dlq_{_digest('dead_letter', topic, str(partition), str(offset))}"
+
+
+def session_memory_event_id(namespace: str, session_event_id: str, part: str) -> str:
+    """The `memory.write` a session event asks for (a checkpoint's n-th memory, a sleep's
+    handoff): named by that event, so a replayed session event writes the same memory."""
+    return f"ses_{_digest('session_memory', namespace, session_event_id, part)}"

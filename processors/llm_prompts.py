@@ -47,6 +47,23 @@ def merge_rewrite_request(texts: Sequence[str]) -> list[ChatMessage]:
     ]
 
 
+# A handoff is stored as a memory.write: at most 8000 characters.
+HANDOFF_TOKEN_CAP = 2000
+_HANDOFF_SYSTEM = (
+    "You rewrite the handoff a software agent leaves for its next session: a summary of what"
+    " it did and its next steps. Keep every fact, name, file and identifier exactly; add"
+    " nothing; keep the headings Summary and Next steps, the steps as a list, in order."
+    " Answer with the handoff only."
+)
+
+
+def handoff_rewrite_request(handoff: str) -> list[ChatMessage]:
+    return [
+        {"role": "system", "content": _HANDOFF_SYSTEM},
+        {"role": "user", "content": handoff},
+    ]
+
+
 def accepted_prose(reply: str, cap_tokens: int = DIGEST_TOKEN_CAP) -> str | None:
     """The reply as stored (secrets redacted), or None when it cannot replace the text."""
     text = reply.strip()

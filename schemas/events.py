@@ -361,10 +361,72 @@ class ConsolidateRequest(_EnvelopeFields):
     payload: ConsolidatePayload
 
 
+MAX_SESSION_MEMORIES = 20
+MAX_NEXT_STEPS = 20
+
+
+class SessionMemory(_Strict):
+    """One memory an agent stores at a checkpoint: written as a `memory.write` of its
+    session's thread, personal to the session's agent unless shared."""
+
+    text: Annotated[str, StringConstraints(min_length=1, max_length=8000)]
+    title: Annotated[str, StringConstraints(max_length=200)] | None = None
+    memory_type: MemoryType = "fact"
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    scope: Scope = "personal"
+
+
+class SessionWokePayload(_Payload):
+    """An agent starts a session on a task (seed 003's wake)."""
+
+    PROSE = frozenset({"task"})
+
+    session_id: Identifier
+    agent_id: Identifier = Field(description="The agent whose session it is.")
+    task: Annotated[str, StringConstraints(max_length=4000)] = Field(
+        default="", description="What the session is for: the context pack is searched for it.")
+
+
+class SessionCheckpointedPayload(_Payload):
+    """Mid-session: memories the agent asks to keep, each written as a memory."""
+
+    session_id: Identifier
+    agent_id: Identifier
+    memories: list[SessionMemory] = Field(min_length=1, max_length=MAX_SESSION_MEMORIES)
+
+
+class SessionSleptPayload(_Payload):
+    """The session ends: its summary and next steps become the agent's handoff memory."""
+
+    PROSE = frozenset({"summary"})
+
+    session_id: Identifier
+    agent_id: Identifier
+    summary: Annotated[str, StringConstraints(min_length=1, max_length=8000)]
+    next_steps: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=MAX_NEXT_STEPS)
+
+
+class SessionWoke(_EnvelopeFields):
+    type: Literal["session.woke"]
+    payload: SessionWokePayload
+
+
+class SessionCheckpointed(_EnvelopeFields):
+    type: Literal["session.checkpointed"]
+    payload: SessionCheckpointedPayload
+
+
+class SessionSlept(_EnvelopeFields):
+    type: Literal["session.slept"]
+    payload: SessionSleptPayload
+
+
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 # Events that change a stored memory, named by its record_id.
 LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
 MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock
+SessionEvent = SessionWoke | SessionCheckpointed | SessionSlept
 
 # The event types accepted on each input topic: anything else is an unknown type.
 RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
@@ -385,8 +447,13 @@ MEMORY_EVENT_TYPES: dict[str, type[MemoryEvent]] = {
 CONSOLIDATE_EVENT_TYPES: dict[str, type[ConsolidateRequest]] = {
     "memory.consolidate": ConsolidateRequest,
 }
-EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest]] = {
-    **RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES, **CONSOLIDATE_EVENT_TYPES,
+SESSION_EVENT_TYPES: dict[str, type[SessionEvent]] = {
+    "session.woke": SessionWoke,
+    "session.checkpointed": SessionCheckpointed,
+    "session.slept": SessionSlept,
+}
+EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent]] = {
+    **RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES, **CONSOLIDATE_EVENT_TYPES, **SESSION_EVENT_TYPES,
 }
 
 ChangeKind = Literal[

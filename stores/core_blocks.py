@@ -39,6 +39,9 @@ class SavedEdit:
 class CoreBlocks(Protocol):
     async def block(self, namespace: str, agent_id: str, label: str) -> Block | None: ...
 
+    async def labels(self, namespace: str, agent_id: str) -> list[str]:
+        """The labels of the agent's blocks, in order."""
+
     async def saved_edit(self, event_id: str) -> SavedEdit | None: ...
 
     async def save_edit(self, edit: BlockEdit, event_id: str, actor: str,
@@ -89,6 +92,12 @@ class PostgresCoreBlocks:
                      strategy=cast(RotationStrategy, row["strategy"]),
                      threshold=round(float(row["threshold"]), 2),
                      rotations=tuple(row["rotations"]))
+
+    async def labels(self, namespace: str, agent_id: str) -> list[str]:
+        rows = await self._pool.fetch(
+            "SELECT label FROM core_blocks WHERE namespace = $1 AND agent_id = $2 "
+            "ORDER BY label", namespace, agent_id)
+        return [row["label"] for row in rows]
 
     async def saved_edit(self, event_id: str) -> SavedEdit | None:
         row = await self._pool.fetchrow(

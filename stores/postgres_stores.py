@@ -16,6 +16,7 @@ from stores.record_versions import PostgresRecordVersions
 from stores.records import PostgresRecords
 from stores.retrievals import PostgresRetrievals
 from stores.runs import PostgresRuns
+from stores.sessions import PostgresSessions
 
 _SEED_RULES = TriggerRules()
 
@@ -36,6 +37,7 @@ class PostgresStores:
         self.blocks = PostgresCoreBlocks(pool)
         self.keys = PostgresApiKeys(pool)
         self.dead_letters = PostgresDeadLetters(pool)
+        self.sessions = PostgresSessions(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

@@ -1,8 +1,9 @@
 """The Faust app of each role: topics, agents as short pipelines over batches, timers and the
 HTTP views.
 
-- `ingest`: memory.events and runs.events, the consolidations to publish, search and the
-  other read views. It owns the index, and keeps the dead letters of every topic readable.
+- `ingest`: memory.events, runs.events and sessions.events, the consolidations to publish,
+  search and the other read views. It owns the index, and keeps the dead letters of every
+  topic readable.
 - `consolidator`: memory.consolidate, in a process and consumer group of its own.
 
 Both serve `/healthz` and `/metrics`.
@@ -23,6 +24,7 @@ from schemas.topics import (
     MEMORY_CONSOLIDATE,
     MEMORY_EVENTS,
     RUNS_EVENTS,
+    SESSIONS_EVENTS,
     source_of_dead_letters,
 )
 from stores.vector_index import SearchIndex, VectorIndex
@@ -39,6 +41,7 @@ from streams.api.retrieval_log import RetrievalLog
 from streams.api.review_queue import wire_review_queue
 from streams.api.runs import wire_runs
 from streams.api.search import wire_search
+from streams.api.sessions import wire_sessions
 from streams.api.writes import wire_writes
 from streams.plumbing.config import Settings
 from streams.plumbing.faust_credentials import broker_credentials
@@ -52,6 +55,7 @@ from streams.stages.record_sink import RecordSink
 from streams.stages.report_relay import ReportRelay
 from streams.stages.retention import RetentionJob
 from streams.stages.run_intake import RunLedger
+from streams.stages.session_ledger import SessionLedger
 from streams.stages.twins import TwinFinder
 from streams.wiring import Role, Wiring
 
@@ -114,6 +118,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                  settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)
+    wiring.agent(SESSIONS_EVENTS, "session-ledger", lambda: SessionLedger(runtime),
+                 settings.batch_max)
     for dlq in DEAD_LETTER_TOPICS:
         wiring.agent(dlq, f"dead-letters-{source_of_dead_letters(dlq)}",
                      partial(DeadLetterLog, runtime, dlq), settings.batch_max,
@@ -155,6 +161,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     # After the writes: the first route that matches a path serves it, whatever the method,
     # and POST /v1/runs/events must meet its own before /v1/runs/{run_id}.
     wire_runs(pages, runtime)
+    wire_sessions(pages, runtime, index, fallback, settings.memory, settings.block_max_chars,
+                  retrievals)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)

@@ -12,7 +12,13 @@ from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from processors.errors import Unexpected
-from schemas.topics import DEAD_LETTER_TOPICS, MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS
+from schemas.topics import (
+    DEAD_LETTER_TOPICS,
+    MEMORY_CONSOLIDATE,
+    MEMORY_EVENTS,
+    RUNS_EVENTS,
+    SESSIONS_EVENTS,
+)
 from stores.vector_index import VectorIndex
 from streams.api.auth import Authenticator
 from streams.api.pages import Pages
@@ -30,7 +36,7 @@ log = logging.getLogger(__name__)
 Role = Literal["ingest", "consolidator"]
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
-    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, *DEAD_LETTER_TOPICS),
+    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, SESSIONS_EVENTS, *DEAD_LETTER_TOPICS),
     "consolidator": (MEMORY_CONSOLIDATE,),
 }
 

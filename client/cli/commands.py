@@ -353,6 +353,35 @@ def dead_letters(client: MemoryClient, args: argparse.Namespace, config: Config,
     return 0
 
 
+def session(client: MemoryClient, args: argparse.Namespace, config: Config,
+            output: Output) -> int:
+    answer = client.session(args.session_id, namespace=namespace_of(args, config))
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    output.line(fields([
+        ("session", answer.session_id), ("agent", answer.agent_id), ("task", answer.task),
+        ("state", answer.state), ("woke", when(answer.woke_at)),
+        ("slept", when(answer.slept_at)),
+        ("handoff", answer.handoff_record_id),
+    ], output.width))
+    output.line()
+    output.table(["occurred at", "type", "event"],
+                 [(when(entry.occurred_at), entry.type, entry.event_id)
+                  for entry in answer.events],
+                 flexible=(2,), texts=[step_text(entry.payload) for entry in answer.events])
+    return 0
+
+
+def step_text(payload: Mapping[str, Any]) -> str:
+    """What a session event says: its task, its memories, or its summary and next steps."""
+    if "memories" in payload:
+        return "; ".join(memory["text"] for memory in payload["memories"])
+    if "summary" in payload:
+        return "; ".join([payload["summary"], *payload.get("next_steps", [])])
+    return str(payload.get("task", ""))
+
+
 def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
     """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
     # Imported here: the mcp SDK takes a second to import, which every other command would
@@ -366,7 +395,7 @@ def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: 
 COMMANDS: dict[str, Command] = {
     "search": search, "context": context, "show": show, "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
-    "dead-letters": dead_letters, "mcp": mcp,
+    "dead-letters": dead_letters, "session": session, "mcp": mcp,
 }
 
 
@@ -455,6 +484,9 @@ def parser() -> argparse.ArgumentParser:
     dead.add_argument("--reason", action="append", help="of this reason only (repeatable)")
     dead.add_argument("--limit", type=int, help="at most this many (50; at most 500)")
     dead.add_argument("--before", help="the cursor a previous listing printed: older ones")
+
+    command("session", "an agent session's ledger: its task, state, handoff and events"
+            ).add_argument("session_id")
     command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 

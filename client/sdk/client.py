@@ -205,6 +205,10 @@ class MemoryClient(_Settings):
     review = Route(routes.review)
     edit_block = Route(routes.edit_block)
     run_event = Route(routes.run_event)
+    wake = Route(routes.wake)
+    checkpoint = Route(routes.checkpoint)
+    sleep = Route(routes.sleep)
+    session = Route(routes.session)
 
 
 class AsyncMemoryClient(_Settings):
@@ -283,3 +287,7 @@ class AsyncMemoryClient(_Settings):
     review = AsyncRoute(routes.review)
     edit_block = AsyncRoute(routes.edit_block)
     run_event = AsyncRoute(routes.run_event)
+    wake = AsyncRoute(routes.wake)
+    checkpoint = AsyncRoute(routes.checkpoint)
+    sleep = AsyncRoute(routes.sleep)
+    session = AsyncRoute(routes.session)

@@ -668,3 +668,61 @@ class Health(Answer):
     index: str | None = None
     agents: dict[str, str] = Field(default_factory=dict)
     stalled: dict[str, str] = Field(default_factory=dict)
+
+
+class Handoff(Answer):
+    """The handoff an agent's last session left (docs/sessions.md)."""
+
+    record_id: str
+    session_id: str
+    title: str | None
+    text: str
+    next_steps: list[str]
+    slept_at: datetime
+
+
+class Woke(Answer):
+    """A session started: what the agent needs first. `handoff` is None before the agent's
+    first sleep (or while its handoff is on its way); `context` is None for no task."""
+
+    namespace: str
+    session_id: str
+    agent_id: str
+    task: str
+    event_id: str
+    core_blocks: list[CoreBlock]
+    handoff: Handoff | None
+    context: ContextPack | None
+
+
+class SessionStepAccepted(Answer):
+    """A checkpoint (`record_ids`: its memories) or a sleep (`handoff_record_id`), accepted:
+    the ids the memories will have once the worker stores them."""
+
+    session_id: str
+    event_id: str
+    record_ids: list[str] = []
+    handoff_record_id: str | None = None
+
+
+class SessionEventEntry(Answer):
+    event_id: str
+    type: str
+    occurred_at: datetime
+    producer: str
+    payload: dict[str, Any]
+
+
+class Session(Answer):
+    """A session's ledger: its events in the order applied."""
+
+    namespace: str
+    session_id: str
+    agent_id: str
+    task: str
+    # `awake`, or `asleep` once it slept.
+    state: str
+    woke_at: datetime
+    slept_at: datetime | None
+    handoff_record_id: str | None
+    events: list[SessionEventEntry]

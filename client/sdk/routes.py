@@ -46,7 +46,10 @@ from client.sdk.models import (
     RunHistory,
     RunList,
     SearchAnswer,
+    Session,
+    SessionStepAccepted,
     Stats,
+    Woke,
 )
 from processors.errors import DeadLetterReason
 from schemas.events import (
@@ -390,6 +393,48 @@ def run_event(config: Config, type: RunEventType, payload: Mapping[str, Any], *,
     return post("/v1/runs/events", RunEventAccepted, body_of(
         type=type, namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
         payload=dict(payload), occurred_at=occurred_at))
+
+
+def wake(config: Config, task: str = "", *, namespace: str | None = None,
+         agent_id: str | None = None, session_id: str | None = None,
+         budget_tokens: int | None = None, event_id: str | None = None) -> Call[Woke]:
+    """Start a session on `task` (a `session.woke`; the key's agent unless `agent_id` names
+    one): answers the agent's core blocks, its last handoff and the context pack for the
+    task. The session id is a new one unless given."""
+    return post("/v1/sessions/wake", Woke, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id), task=task,
+        agent_id=agent_id, session_id=session_id, budget_tokens=budget_tokens))
+
+
+def checkpoint(config: Config, session_id: str, memories: Sequence[Mapping[str, Any]], *,
+               namespace: str | None = None, agent_id: str | None = None,
+               event_id: str | None = None) -> Call[SessionStepAccepted]:
+    """Keep memories mid-session (a `session.checkpointed`): each `{text, title?,
+    memory_type?, tags?, scope?}`, personal to the session's agent unless `scope` is
+    `shared`; the answer names the record ids they will have."""
+    return post(f"/v1/sessions/{segment(session_id)}/checkpoint", SessionStepAccepted,
+                body_of(namespace=namespace_of(config, namespace),
+                        event_id=event_id_of(event_id), agent_id=agent_id,
+                        memories=[dict(memory) for memory in memories]))
+
+
+def sleep(config: Config, session_id: str, summary: str, *,
+          next_steps: Sequence[str] | None = None, namespace: str | None = None,
+          agent_id: str | None = None,
+          event_id: str | None = None) -> Call[SessionStepAccepted]:
+    """End a session (a `session.slept`): its summary and next steps become the handoff
+    memory the agent's next wake returns; the answer names its record id."""
+    return post(f"/v1/sessions/{segment(session_id)}/sleep", SessionStepAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        agent_id=agent_id, summary=summary, next_steps=_listed(next_steps)))
+
+
+def session(config: Config, session_id: str, *,
+            namespace: str | None = None) -> Call[Session]:
+    """A session's ledger (`GET /v1/sessions/{session_id}`): its events, its state, and the
+    record id of its handoff once it slept."""
+    return get(f"/v1/sessions/{segment(session_id)}", Session,
+               namespace=namespace_of(config, namespace))
 
 
 def _listed(values: Sequence[str] | None) -> list[str] | None:

@@ -44,6 +44,7 @@ from schemas.events import (
     MemoryUpdate,
     MemoryWrite,
     RunEvent,
+    SessionEvent,
 )
 from schemas.topics import destination
 from streams.api.auth import may_see
@@ -53,7 +54,7 @@ from streams.plumbing.failures import classify
 from streams.plumbing.messages import Outbound
 from streams.plumbing.runtime import Producer, Runtime
 
-E = TypeVar("E", bound=RunEvent | MemoryEvent)
+E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
 
@@ -98,7 +99,8 @@ class EventGate:
         raw = json.dumps(document).encode()
         return raw, parse_event(raw, accepted, self._max_event_bytes)
 
-    async def publish(self, raw: bytes, event: RunEvent | MemoryEvent) -> Published:
+    async def publish(self, raw: bytes,
+                      event: RunEvent | MemoryEvent | SessionEvent) -> Published:
         topic, key = destination(event)
         try:
             await asyncio.wait_for(self._producer.produce([Outbound(topic, key, raw)]),

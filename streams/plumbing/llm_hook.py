@@ -15,10 +15,12 @@ import httpx
 
 from processors.digests import RunDigest
 from processors.llm_prompts import (
+    HANDOFF_TOKEN_CAP,
     MERGE_TOKEN_CAP,
     ChatMessage,
     accepted_prose,
     digest_rewrite_request,
+    handoff_rewrite_request,
     merge_rewrite_request,
 )
 from streams.plumbing.metrics import Metrics
@@ -85,4 +87,19 @@ async def merge_prose(
         log.warning("LLM hook failed for a merge; keeping the deterministic text: %s", exc)
         prose = None
     metrics.llm_hook.labels("merge", "fallback" if prose is None else "used").inc()
+    return prose
+
+
+async def handoff_prose(llm: ChatEndpoint | None, handoff: str, metrics: Metrics) -> str | None:
+    """The hook's text for a session's handoff (`handoff`: the deterministic one), or None to
+    keep the deterministic text."""
+    if llm is None:
+        return None
+    try:
+        prose = accepted_prose(await llm.complete(handoff_rewrite_request(handoff)),
+                               cap_tokens=HANDOFF_TOKEN_CAP)
+    except LLMHookError as exc:
+        log.warning("LLM hook failed for a handoff; keeping the deterministic text: %s", exc)
+        prose = None
+    metrics.llm_hook.labels("handoff", "fallback" if prose is None else "used").inc()
     return prose

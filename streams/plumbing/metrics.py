@@ -258,7 +258,7 @@ class Metrics:
             self.fix_pattern_versions.labels(change)
         for kind in get_args(RecordKind):
             self.records.labels(kind)
-        for use in ("digest", "merge"):
+        for use in ("digest", "merge", "handoff"):
             for outcome in ("used", "fallback"):
                 self.llm_hook.labels(use, outcome)
         self.retrieval_log_dropped.inc(0)

@@ -27,6 +27,7 @@ from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.retrievals import Retrievals
 from stores.runs import Runs
+from stores.sessions import Sessions
 from streams.plumbing.failures import Attempts, RetryPolicy
 from streams.plumbing.llm_hook import ChatEndpoint
 from streams.plumbing.messages import Outbound
@@ -73,6 +74,9 @@ class Stores(Protocol):
 
     @property
     def dead_letters(self) -> DeadLetters: ...
+
+    @property
+    def sessions(self) -> Sessions: ...
 
     async def ping(self) -> None: ...
 

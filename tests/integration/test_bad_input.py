@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack, Worker
 from processors.ids import digest_record_id, memory_record_id
+from processors.sessions import handoff_record_id
 from tests.integration.conftest import updated_ids
 
 pytestmark = pytest.mark.integration
@@ -211,6 +212,40 @@ ORDERING_CASES = [
 ]
 
 
+SESSIONS_NAMESPACE = "bad-sessions"
+
+
+def session_event(event_type: str, agent: str = "ann", **payload: Any
+                  ) -> Callable[[str], bytes]:
+    return lambda session_id: dumped(envelope(event_type, SESSIONS_NAMESPACE, {
+        "session_id": session_id, "agent_id": agent, **payload}))
+
+
+# Each after a valid wake of its session, and before a valid sleep.
+SESSION_CASES = [
+    Case("a checkpoint of no memories", session_event("session.checkpointed", memories=[]),
+         "invalid_event"),
+    Case("21 memories at one checkpoint", session_event(
+        "session.checkpointed", memories=[{"text": f"m{n}"} for n in range(21)]),
+         "invalid_event"),
+    Case("nul in a checkpoint's memory", session_event(
+        "session.checkpointed", memories=[{"text": "half\x00"}]), "invalid_text"),
+    Case("a sleep without its summary", session_event("session.slept"), "invalid_event"),
+    Case("a handoff longer than a memory", session_event(
+        "session.slept", summary="s" * 8000, next_steps=["one more"]), "invalid_event"),
+    Case("a second wake", session_event("session.woke"), "invalid_transition"),
+    Case("another agent's step", session_event("session.slept", agent="bob", summary="mine"),
+         "invalid_transition"),
+    Case("nul in the session id", lambda session_id: dumped(envelope(
+        "session.woke", SESSIONS_NAMESPACE, {"session_id": session_id + "\x00",
+                                             "agent_id": "ann"})), "invalid_text"),
+    Case("a run event on sessions.events", lambda session_id: dumped(envelope(
+        "run.started", SESSIONS_NAMESPACE, {"run_id": session_id})), "unknown_type"),
+    Case("a checkpoint before its session woke (sent first)", session_event(
+        "session.checkpointed", memories=[{"text": "early"}]), "broken_reference"),
+]
+
+
 async def produce_values(bootstrap: str, topic: str,
                          messages: list[tuple[bytes, bytes | None]]) -> None:
     """Like harness.kafka_io.produce, but a value may be None (a tombstone)."""
@@ -348,5 +383,38 @@ async def test_no_bad_run_event_stops_the_run_behind_it(
     assert cleaned is not None
     assert json.loads(cleaned["payload"])["error"] == TRACE
     assert json.loads(cleaned["sanitized"]) == {"error": 2}
+    assert worker.process is not None and worker.process.poll() is None
+    assert await crashes(http) == crashes_before
+
+
+async def test_no_bad_session_event_stops_the_session_behind_it(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+) -> None:
+    crashes_before = await crashes(http)
+    sessions = {case.name: f"ses-{n}-{uuid.uuid4().hex[:8]}"
+                for n, case in enumerate(SESSION_CASES)}
+    sent = {case.name: case.value(sessions[case.name]) for case in SESSION_CASES}
+    early = SESSION_CASES[-1]
+    messages = [(sessions[early.name].encode(), sent[early.name])]
+    handoffs = []
+    for case in SESSION_CASES:
+        session_id = sessions[case.name]
+        sleep = envelope("session.slept", SESSIONS_NAMESPACE, {
+            "session_id": session_id, "agent_id": "ann", "summary": f"After {case.name}."})
+        handoffs.append(handoff_record_id(SESSIONS_NAMESPACE, sleep["event_id"]))
+        messages += [(session_id.encode(), session_event("session.woke")(session_id)),
+                     *([] if case is early else [(session_id.encode(), sent[case.name])]),
+                     (session_id.encode(), dumped(sleep))]
+    async with TopicReader(stack.broker.bootstrap, "sessions.events.dlq") as dlq:
+        await produce(stack.broker.bootstrap, "sessions.events", messages)
+        # Every session behind a bad event sleeps, and its handoff is stored and announced.
+        await updates.wait_for(lambda m: set(handoffs) <= set(
+            updated_ids(m, SESSIONS_NAMESPACE)), 60)
+        await dlq.wait_for(lambda m: all(letters_of(m, sessions[case.name].encode())
+                                         for case in SESSION_CASES), 60)
+        for case in SESSION_CASES:
+            (letter,) = letters_of(dlq.messages, sessions[case.name].encode())
+            assert letter.headers["dlq.reason"].decode() == case.reason, case.name
+            assert letter.value == sent[case.name], case.name
     assert worker.process is not None and worker.process.poll() is None
     assert await crashes(http) == crashes_before

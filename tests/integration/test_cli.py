@@ -329,3 +329,33 @@ async def test_tail_follow_prints_new_changes_until_ctrl_c(
         _, err = follower.communicate(timeout=30)
     assert follower.returncode == 0, err
     assert "Traceback" not in err and f"-n {namespace} --after " in err
+
+
+async def test_a_sessions_ledger_shown(
+    worker: Worker, namespace: str, run: Any, http: httpx.AsyncClient,
+) -> None:
+    woke = await http.post("/v1/sessions/wake", json={
+        "namespace": namespace, "agent_id": "finn", "task": "upgrade the payment SDK"})
+    session_id = woke.json()["session_id"]
+    for step, body in (("checkpoint", {"memories": [{"text": "4.x drops the sync client."}]}),
+                       ("sleep", {"summary": "Moved checkout to async.",
+                                  "next_steps": ["Upgrade refunds"]})):
+        answer = await http.post(f"/v1/sessions/{session_id}/{step}",
+                                 json={"namespace": namespace, "agent_id": "finn", **body})
+        assert answer.status_code == 202, answer.text
+    for _ in range(100):
+        shown = run("session", session_id, "-n", namespace, "--json")
+        if shown.code == 0 and shown.json()["state"] == "asleep":
+            break
+        await asyncio.sleep(0.2)
+    assert len(shown.json()["events"]) == 3
+    table = run("session", session_id, "-n", namespace)
+    assert table.code == 0, table.err
+    lines = table.out.splitlines()
+    assert lines[:4] == [f"session: {session_id}", "agent:   finn",
+                         "task:    upgrade the payment SDK", "state:   asleep"]
+    assert [line.split()[2] for line in lines if re.match(r"\d{4}-", line)] == [
+        "session.woke", "session.checkpointed", "session.slept"]
+    assert "    Moved checkout to async.; Upgrade refunds" in lines
+    missing = run("session", "no-such-session", "-n", namespace)
+    assert missing.code != 0 and "no session 'no-such-session'" in missing.err

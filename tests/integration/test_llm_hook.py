@@ -15,7 +15,13 @@ from aiohttp import web
 from harness.stack import free_port
 from processors.digests import RunDigest, build_digest
 from schemas.events import RUN_EVENT_TYPES
-from streams.plumbing.llm_hook import ChatEndpoint, LLMHookError, digest_prose, merge_prose
+from streams.plumbing.llm_hook import (
+    ChatEndpoint,
+    LLMHookError,
+    digest_prose,
+    handoff_prose,
+    merge_prose,
+)
 from streams.plumbing.metrics import Metrics
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -164,3 +170,24 @@ async def test_a_merge_is_rewritten_by_the_hook_or_kept_as_merged(
     assert metrics.llm_hook.labels("merge", "used")._value.get() == 1
     assert metrics.llm_hook.labels("merge", "fallback")._value.get() == 1
     assert await merge_prose(None, texts, metrics) is None
+
+
+async def test_a_handoff_is_rewritten_when_the_hook_answers_and_kept_when_it_fails(
+    fake_chat: tuple[FakeChat, str]
+) -> None:
+    fake, url = fake_chat
+    handoff = "Summary: Froze the clock.\n\nNext steps:\n- Remove the retry decorator"
+    metrics = Metrics()
+    endpoint = ChatEndpoint(url, "small-model", "", timeout_s=0.5)
+    try:
+        fake.reply = answering(json=chat_answer(" Froze the clock; next, drop the retry. "))
+        assert await handoff_prose(endpoint, handoff, metrics) == \
+            "Froze the clock; next, drop the retry."
+        assert fake.requests[0]["messages"][1]["content"] == handoff
+        fake.reply = answering(status=503, json={"error": "overloaded"})
+        assert await handoff_prose(endpoint, handoff, metrics) is None
+    finally:
+        await endpoint.close()
+    assert metrics.llm_hook.labels("handoff", "used")._value.get() == 1
+    assert metrics.llm_hook.labels("handoff", "fallback")._value.get() == 1
+    assert await handoff_prose(None, handoff, metrics) is None

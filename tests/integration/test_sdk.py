@@ -525,3 +525,39 @@ def test_the_examples_of_the_sdk_guide_run_as_written(
     assert (text, float(relevance) >= 0.5) == ("Deploys to staging need the VPN.", True)
     tokens, long_term = packed.split(" ", 1)
     assert int(tokens) > 0 and long_term == repr([record_id])
+
+
+async def test_a_session_woken_checkpointed_slept_and_its_handoff_read_next_time(
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str, clients: Clients,
+) -> None:
+    operator = clients.connect(stack.operator_key, namespace)
+    finn = clients.connect((await operator.create_key("read,write", agent_id="finn")).token,
+                           namespace)
+    ruby = clients.connect((await operator.create_key("read,write", agent_id="ruby")).token,
+                           namespace)
+    woke = await finn.wake("upgrade the payment SDK", budget_tokens=500)
+    assert (woke.agent_id, woke.handoff, woke.core_blocks) == ("finn", None, [])
+    assert woke.context is not None and woke.context.query == "upgrade the payment SDK"
+    kept = await finn.checkpoint(woke.session_id, [
+        {"text": "The payment SDK 4.x drops the sync client.", "memory_type": "lesson"}])
+    slept = await finn.sleep(woke.session_id, "Moved checkout to the async client.",
+                             next_steps=["Upgrade the refunds service"])
+    for record_id in [*kept.record_ids, slept.handoff_record_id]:
+        await announced(updates, record_id, [("created", 1)])
+    session = await eventually(lambda: finn.session(woke.session_id),
+                               lambda found: found.state == "asleep")
+    assert [e.type for e in session.events] == [
+        "session.woke", "session.checkpointed", "session.slept"]
+    assert session.handoff_record_id == slept.handoff_record_id
+
+    again = await finn.wake("upgrade the refunds service")
+    assert again.handoff is not None
+    assert (again.handoff.record_id, again.handoff.next_steps) == (
+        slept.handoff_record_id, ["Upgrade the refunds service"])
+    with pytest.raises(NotFound):
+        await ruby.session(woke.session_id)
+    with pytest.raises(NotFound):
+        await ruby.sleep(woke.session_id, "Not mine to end.")
+    with pytest.raises(BadRequest) as refused:
+        await finn.checkpoint(again.session_id, [])
+    assert refused.value.reason == "invalid_event"

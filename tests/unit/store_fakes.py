@@ -216,6 +216,7 @@ class InMemoryStores:
     blocks: Any = field(default_factory=lambda: Unused("blocks"))
     keys: Any = field(default_factory=lambda: Unused("keys"))
     dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
+    sessions: Any = field(default_factory=lambda: Unused("sessions"))
 
     async def ping(self) -> None:
         pass

@@ -74,6 +74,10 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "review": lambda: routes.review(CONFIG, "approve", record_id="mem_1"),
     "edit_block": lambda: routes.edit_block(CONFIG, "persona", set={"ROLE": "x"}),
     "run_event": lambda: routes.run_event(CONFIG, "run.started", {"run_id": "run-1"}),
+    "wake": lambda: routes.wake(CONFIG, "fix the login test"),
+    "checkpoint": lambda: routes.checkpoint(CONFIG, "ses-1", [{"text": "Deploys need the VPN."}]),
+    "sleep": lambda: routes.sleep(CONFIG, "ses-1", "Fixed it.", next_steps=["Ship it."]),
+    "session": lambda: routes.session(CONFIG, "ses-1"),
 }
 # The API's routes no client method is for: the browser and Prometheus.
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")

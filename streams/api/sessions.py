@@ -1,0 +1,219 @@
+"""Agent sessions over HTTP (seed 003; docs/sessions.md): wake, checkpoint, sleep, and the
+session's ledger.
+
+    POST /v1/sessions/wake                      {namespace, task, agent_id?, session_id?}
+    POST /v1/sessions/{session_id}/checkpoint   {namespace, memories, agent_id?}
+    POST /v1/sessions/{session_id}/sleep        {namespace, summary, next_steps?, agent_id?}
+    GET  /v1/sessions/{session_id}?namespace=
+
+Each POST publishes a session event to `sessions.events`, checked as the worker's intake
+will check it (400 with the reason its dead letter would carry); the session stage applies it
+(streams/stages/session_ledger.py). Wake answers at once what the agent needs to start: its
+core blocks, its last handoff, and the context pack for its task.
+
+A session is an agent's: a key bound to an agent wakes, checkpoints and sleeps as that agent
+only, and another agent's session answers 404 exactly as one that does not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.intake import json_object
+from processors.parameters import IDENTIFIER
+from processors.sessions import (
+    checkpoint_record_ids,
+    handoff_record_id,
+    memory_writes,
+)
+from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
+from stores.sessions import SessionEntry
+from stores.vector_index import SearchIndex
+from streams.api.auth import granted_namespace
+from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context
+from streams.api.pages import Pages, ViewHandler
+from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
+from streams.api.records import core_block
+from streams.api.retrieval_log import RetrievalLog
+from streams.api.writes import (
+    POST,
+    EventGate,
+    answering,
+    envelope_of,
+    payload_fields,
+    permitted,
+)
+from streams.plumbing.config import MemoryFlags
+from streams.plumbing.runtime import Runtime
+
+SESSION_PARAMS: Params = {"session_id": Param(IDENTIFIER)}
+LEDGER_PARAMS: Params = {**NAMESPACE_PARAMS, **SESSION_PARAMS}
+# Body fields of a wake that are not the event's: how large a pack it answers.
+WAKE_ONLY = frozenset({"budget_tokens"})
+
+
+class SessionViews:
+    def __init__(self, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                 flags: MemoryFlags, block_max_chars: int, retrievals: RetrievalLog) -> None:
+        self._runtime = runtime
+        self._retrievals = retrievals
+        self._index, self._fallback = index, fallback
+        self._flags = flags
+        self._block_max_chars = block_max_chars
+        self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
+
+    async def _body(self, request: Request) -> dict[str, Any]:
+        return json_object(await request.read(), self._runtime.max_event_bytes)
+
+    async def wake(self, web: View, request: Request, caller: Caller) -> Response:
+        body = await self._body(request)
+        permitted(caller, body, "write")
+        payload = {name: value for name, value in payload_fields(body).items()
+                   if name not in WAKE_ONLY}
+        payload["session_id"] = body.get("session_id") or uuid.uuid4().hex
+        payload["agent_id"] = caller.writer_for(body.get("agent_id"))
+        raw, checked = self._gate.checked(envelope_of("session.woke", body, payload, caller),
+                                          {"session.woke": SessionWoke})
+        event = checked.event
+        namespace, agent = event.namespace, event.payload.agent_id
+        # What wake answers is the agent's personal memory: read as that agent.
+        caller.check("read", namespace)
+        caller.reader_of(agent)
+        budget = body.get("budget_tokens")
+        budget_tokens = None if budget is None else parsed("budget_tokens", BUDGET_TOKENS,
+                                                           str(budget))
+        published = await self._gate.publish(raw, event)
+        blocks = self._runtime.stores.blocks
+        shown = [await core_block(blocks, namespace, agent, label, self._block_max_chars)
+                 for label in await blocks.labels(namespace, agent)]
+        return web.json({
+            "namespace": namespace, "session_id": event.payload.session_id,
+            "agent_id": agent, "task": event.payload.task, "event_id": published.event_id,
+            "core_blocks": [block for block in shown if block is not None],
+            "handoff": await self._last_handoff(namespace, agent),
+            "context": await self._context(namespace, agent, event.payload.task,
+                                           budget_tokens),
+        }, status=202)
+
+    async def _last_handoff(self, namespace: str, agent: str) -> dict[str, Any] | None:
+        """The handoff of the agent's last session, once the intake has stored it."""
+        slept = await self._runtime.stores.sessions.last_slept(namespace, agent)
+        if slept is None:
+            return None
+        record_id = handoff_record_id(namespace, slept.event_id)
+        record = (await self._runtime.stores.records.records_by_id(
+            namespace, [record_id])).get(record_id)
+        if record is None:
+            return None
+        return {"record_id": record_id, "session_id": slept.session_id,
+                "title": record.title, "text": record.text,
+                "next_steps": list(slept.payload.get("next_steps", [])),
+                "slept_at": slept.occurred_at.isoformat()}
+
+    async def _context(self, namespace: str, agent: str, task: str,
+                       budget_tokens: int | None) -> dict[str, Any] | None:
+        """The context pack for the task; none for a session woken without one."""
+        if not task.strip() or not self._flags.enabled:
+            return None
+        params = {"namespace": namespace, "query": task}
+        if budget_tokens is not None:
+            params["budget_tokens"] = str(budget_tokens)
+        query = ContextQuery.from_params(params, self._flags, agent)
+        pack = await build_context(self._runtime, self._index, self._fallback, self._flags,
+                                   query)
+        self._retrievals.surfaced(
+            namespace=namespace, query=task, route="/v1/sessions/wake", agent_id=agent, run_id=None,
+            record_ids=[item["record_id"] for items in pack["sections"].values()
+                        for item in items])
+        return pack
+
+    async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:
+        return (await self._runtime.stores.sessions.session_ledgers(
+            [(namespace, session_id)])).get((namespace, session_id), [])
+
+    def step(self, event_type: str, model: type[SessionCheckpointed] | type[SessionSlept]
+             ) -> ViewHandler:
+        """The route of a checkpoint or a sleep of the session its path names."""
+
+        async def step(web: View, request: Request, caller: Caller,
+                       session_id: str) -> Response:
+            body = await self._body(request)
+            permitted(caller, body, "write")
+            namespace = str(body.get("namespace") or "")
+            # A namespace that is no string is refused by validation below. A session not in
+            # the ledger yet (its wake still on its way) is the stage's to judge: it
+            # dead-letters a step of a session that never woke.
+            ledger = await self._ledger(namespace, session_id) \
+                if isinstance(body.get("namespace"), str) and namespace else []
+            owner = ledger[0].agent_id if ledger else None
+            if owner is not None and not caller.sees("personal", owner):
+                return no_session(web, session_id, namespace)
+            agent = caller.writer_for(body.get("agent_id") or owner)
+            if owner is not None and agent != owner:
+                return no_session(web, session_id, namespace)
+            payload = {**payload_fields(body), "session_id": session_id, "agent_id": agent}
+            raw, checked = self._gate.checked(envelope_of(event_type, body, payload, caller),
+                                              {event_type: model})
+            event = checked.event
+            # The memories it asks for must be writable, as the stage will check.
+            memory_writes(event, "")
+            published = await self._gate.publish(raw, event)
+            return web.json({"session_id": session_id, "event_id": published.event_id,
+                             **written_by(event)}, status=202)
+
+        return step
+
+    async def ledger(self, web: View, request: Request, caller: Caller,
+                     session_id: str) -> Response:
+        namespace = granted_namespace(caller, request.query)
+        ledger = await self._ledger(namespace, session_id)
+        if not ledger or not caller.sees("personal", ledger[0].agent_id):
+            return no_session(web, session_id, namespace)
+        return web.json(ledger_view(namespace, session_id, ledger))
+
+
+def written_by(event: SessionCheckpointed | SessionSlept) -> dict[str, Any]:
+    """The record ids the event's memories will have once the intake stores them."""
+    if isinstance(event, SessionCheckpointed):
+        return {"record_ids": checkpoint_record_ids(event.namespace, event)}
+    return {"handoff_record_id": handoff_record_id(event.namespace, event.event_id)}
+
+
+def ledger_view(namespace: str, session_id: str,
+                ledger: list[SessionEntry]) -> dict[str, Any]:
+    woke = ledger[0]
+    slept = next((entry for entry in ledger if entry.type == "session.slept"), None)
+    return {
+        "namespace": namespace, "session_id": session_id, "agent_id": woke.agent_id,
+        "task": woke.payload.get("task", ""),
+        "state": "asleep" if slept is not None else "awake",
+        "woke_at": woke.occurred_at.isoformat(),
+        "slept_at": None if slept is None else slept.occurred_at.isoformat(),
+        "handoff_record_id": None if slept is None
+        else handoff_record_id(namespace, slept.event_id),
+        "events": [{"event_id": entry.event_id, "type": entry.type,
+                    "occurred_at": entry.occurred_at.isoformat(), "producer": entry.producer,
+                    "payload": entry.payload} for entry in ledger],
+    }
+
+
+def no_session(web: View, session_id: str, namespace: str) -> Response:
+    """The one answer for a session that does not exist and one the caller may not see."""
+    return web.json({"error": f"no session {session_id!r} in {namespace!r}"}, status=404)
+
+
+def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                  flags: MemoryFlags, block_max_chars: int, retrievals: RetrievalLog) -> None:
+    views = SessionViews(runtime, index, fallback, flags, block_max_chars, retrievals)
+    # The first route that matches a path serves it: wake before the ledger's
+    # /v1/sessions/{session_id}.
+    pages.page("/v1/sessions/wake", params=NO_PARAMS, methods=POST)(answering(views.wake))
+    pages.page("/v1/sessions/{session_id}/checkpoint", params=SESSION_PARAMS, methods=POST)(
+        answering(views.step("session.checkpointed", SessionCheckpointed)))
+    pages.page("/v1/sessions/{session_id}/sleep", params=SESSION_PARAMS, methods=POST)(
+        answering(views.step("session.slept", SessionSlept)))
+    pages.page("/v1/sessions/{session_id}", params=LEDGER_PARAMS)(views.ledger)

@@ -1,0 +1,124 @@
+"""The rules of a session's events and the memory writes each asks for
+(processors/sessions.py). The stage on the real stack: tests/integration/test_sessions.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from processors.errors import Rejected
+from processors.ids import memory_record_id
+from processors.sessions import (
+    admitted,
+    checkpoint_record_ids,
+    handoff_record_id,
+    handoff_text,
+    handoff_title,
+    memory_writes,
+)
+from schemas.events import SESSION_EVENT_TYPES, SessionEvent
+
+NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
+
+
+def event(event_type: str, event_id: str, session: str = "s1", agent: str = "a1",
+          **payload: Any) -> SessionEvent:
+    return SESSION_EVENT_TYPES[event_type].model_validate({
+        "event_id": event_id, "type": event_type, "namespace": "team-a", "occurred_at": NOW,
+        "producer": "test", "payload": {"session_id": session, "agent_id": agent, **payload}})
+
+
+WOKE = event("session.woke", "e1", task="fix the flaky login test")
+CHECKPOINT = event("session.checkpointed", "e2",
+                   memories=[{"text": "The login test waits on a real clock."},
+                             {"text": "CI runs on UTC.", "scope": "shared", "tags": ["ci"]}])
+SLEPT = event("session.slept", "e3", summary="Froze the clock in the login test.",
+              next_steps=["Remove the retry decorator", "Watch CI for a week"])
+
+
+def test_a_session_wakes_checkpoints_and_sleeps_in_that_order() -> None:
+    state = admitted(None, WOKE)
+    assert (state.agent_id, state.task, state.slept_by) == ("a1", WOKE.payload.task, None)
+    state = admitted(admitted(state, CHECKPOINT), SLEPT)
+    assert state.slept_by == "e3"
+    assert state.event_ids == {"e1", "e2", "e3"}
+
+
+@pytest.mark.parametrize(("before", "step", "reason", "says"), [
+    ([], CHECKPOINT, "broken_reference", "never woke"),
+    ([], SLEPT, "broken_reference", "never woke"),
+    ([WOKE], event("session.woke", "e9"), "invalid_transition", "woke already"),
+    ([WOKE, SLEPT], event("session.checkpointed", "e9", memories=[{"text": "late"}]),
+     "invalid_transition", "has ended"),
+    ([WOKE, SLEPT], event("session.slept", "e9", summary="again"), "invalid_transition",
+     "has ended"),
+    ([WOKE], event("session.slept", "e9", agent="a2", summary="not mine"),
+     "invalid_transition", "agent 'a1'"),
+])
+def test_an_event_that_breaks_the_sessions_rules_is_refused_with_its_reason(
+        before: list[SessionEvent], step: SessionEvent, reason: str, says: str) -> None:
+    state = None
+    for earlier in before:
+        state = admitted(state, earlier)
+    with pytest.raises(Rejected) as refused:
+        admitted(state, step)
+    assert refused.value.reason == reason
+    assert says in refused.value.detail
+
+
+def test_an_event_replayed_changes_nothing_even_after_the_session_ended() -> None:
+    state = admitted(admitted(admitted(None, WOKE), CHECKPOINT), SLEPT)
+    for replayed in (WOKE, CHECKPOINT, SLEPT):
+        assert admitted(state, replayed) == state
+
+
+def test_a_checkpoint_writes_its_memories_in_the_sessions_thread_as_its_agent() -> None:
+    writes = memory_writes(CHECKPOINT, "fix the flaky login test")
+    assert [w.payload.text for w in writes] == [m.text for m in CHECKPOINT.payload.memories]
+    personal, shared = (w.payload for w in writes)
+    assert (personal.scope, personal.agent_id) == ("personal", "a1")
+    assert (shared.scope, shared.agent_id, shared.tags) == ("shared", None, ["ci"])
+    assert {w.payload.thread for w in writes} == {"s1"}
+    assert {w.payload.source_ref for w in writes} == {"session:s1"}
+    assert [memory_record_id("team-a", w.event_id) for w in writes] == \
+        checkpoint_record_ids("team-a", CHECKPOINT)
+
+
+def test_a_sleep_writes_one_handoff_built_from_what_the_agent_passed() -> None:
+    (write,) = memory_writes(SLEPT, "fix the flaky login test")
+    assert write.payload.text == ("Summary: Froze the clock in the login test.\n\n"
+                                  "Next steps:\n- Remove the retry decorator\n"
+                                  "- Watch CI for a week")
+    assert write.payload.title == "Handoff: fix the flaky login test"
+    assert (write.payload.memory_type, write.payload.scope, write.payload.agent_id) == \
+        ("handoff", "personal", "a1")
+    assert memory_record_id("team-a", write.event_id) == handoff_record_id("team-a", "e3")
+
+
+def test_the_writes_are_named_by_the_session_event_so_a_replay_writes_the_same() -> None:
+    assert memory_writes(SLEPT, "t") == memory_writes(SLEPT, "t")
+    other = event("session.slept", "e4", summary=SLEPT.payload.summary)
+    assert memory_writes(other, "t")[0].event_id != memory_writes(SLEPT, "t")[0].event_id
+    assert memory_writes(WOKE, "t") == []
+
+
+def test_a_handoff_without_next_steps_is_its_summary_and_a_long_task_a_short_title() -> None:
+    assert handoff_text(" Done. ", []) == "Summary: Done."
+    assert handoff_title("") == "Handoff"
+    assert len(handoff_title("x" * 500)) == 200
+
+
+def test_a_handoff_longer_than_a_memory_is_refused() -> None:
+    long = event("session.slept", "e5", summary="s" * 8000, next_steps=["one more step"])
+    with pytest.raises(Rejected) as refused:
+        memory_writes(long, "t")
+    assert refused.value.reason == "invalid_event"
+
+
+def test_the_llm_hooks_text_replaces_the_handoffs_and_nothing_else() -> None:
+    (deterministic,) = memory_writes(SLEPT, "t")
+    (rewritten,) = memory_writes(SLEPT, "t", "Froze the clock; next: drop the retry.")
+    assert rewritten.payload.text == "Froze the clock; next: drop the retry."
+    assert rewritten.model_copy(update={"payload": deterministic.payload}) == deterministic
