@@ -17,7 +17,7 @@ from pydantic import Field
 
 from client.mcp_server.callers import Callers
 from client.sdk import AsyncMemoryClient, MemstreamError, NotFound
-from schemas.events import MemoryType, Scope
+from schemas.events import MAX_NEXT_STEPS, MAX_SESSION_MEMORIES, MemoryType, Scope, SessionMemory
 
 INSTRUCTIONS = """\
 memstream is your long-term memory, shared with the other agents of your team. At the start \
@@ -25,7 +25,9 @@ of a task, call `context` (or `recall` for a narrower question) before you act: 
 decided, what failed before and how it was fixed. When you learn something that will matter \
 after this conversation (a decision and why, a lesson from a failure, a fact about the \
 project, a preference of the user, a commitment), call `remember` with one self-contained \
-memory. Your core blocks (`core_block`) are the notes you always keep at hand."""
+memory. Your core blocks (`core_block`) are the notes you always keep at hand. In a work \
+session, `wake` first (your last handoff: where you stopped), `checkpoint` what you learn as \
+you go, and `sleep` last with a summary and the next steps."""
 
 Profile = Literal["default", "planning", "incident", "handoff"]
 # As many ids as one call of `get_memories` reads: each is one request of the API.
@@ -33,6 +35,9 @@ MAX_IDS = 20
 RecordIds = Annotated[list[str], Field(min_length=1, max_length=MAX_IDS)]
 Tags = Annotated[list[str], Field(max_length=20)]
 RelatedIds = Annotated[list[str], Field(max_length=10)]
+SessionMemories = Annotated[list[SessionMemory],
+                            Field(min_length=1, max_length=MAX_SESSION_MEMORIES)]
+NextSteps = Annotated[list[str], Field(max_length=MAX_NEXT_STEPS)]
 
 
 def memory_server(callers: Callers) -> MCPServer:
@@ -192,6 +197,52 @@ def memory_server(callers: Callers) -> MCPServer:
             accepted = await client.edit_block(label, set=set, append=append)
         return {"agent_id": accepted.agent_id, "label": accepted.label,
                 "event_id": accepted.event_id}
+
+    @server.tool()
+    async def wake(
+        ctx: Context,
+        task: Annotated[str, Field(max_length=4000, description=(
+            "what this session is for: the context pack is searched for it"))] = "",
+        budget_tokens: Annotated[int | None, Field(
+            ge=1, description="the most tokens the context pack may take")] = None,
+    ) -> dict[str, Any]:
+        """Start a work session: answers its session_id (for `checkpoint` and `sleep`), your
+        core blocks, the handoff your last session left (its summary and next steps: where
+        you stopped) and the context pack for the task. Call it first, once per session."""
+        async with memory(ctx) as client:
+            return (await client.wake(task, budget_tokens=budget_tokens)).raw
+
+    @server.tool()
+    async def checkpoint(
+        session_id: Annotated[str, Field(description="the session_id `wake` answered")],
+        memories: Annotated[SessionMemories, Field(description=(
+            "what to keep now, each self-contained (personal to you unless scope is "
+            "shared)"))],
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """Keep what this session learnt so far, mid-session, before it may be lost: the same
+        kind of memories as `remember` (decisions, lessons, facts, preferences), up to 20 in
+        one call. Answers the record ids they will have."""
+        async with memory(ctx) as client:
+            accepted = await client.checkpoint(
+                session_id, [item.model_dump(exclude_none=True) for item in memories])
+        return {"session_id": accepted.session_id, "record_ids": accepted.record_ids}
+
+    @server.tool()
+    async def sleep(
+        session_id: Annotated[str, Field(description="the session_id `wake` answered")],
+        summary: Annotated[str, Field(min_length=1, max_length=8000, description=(
+            "what was done and where things stand"))],
+        ctx: Context,
+        next_steps: Annotated[NextSteps | None, Field(description=(
+            "what the next session should do first"))] = None,
+    ) -> dict[str, Any]:
+        """End the session: the summary and next steps become your handoff, which your next
+        `wake` answers. Call it last, when the work stops (done or not)."""
+        async with memory(ctx) as client:
+            accepted = await client.sleep(session_id, summary, next_steps=next_steps)
+        return {"session_id": accepted.session_id,
+                "handoff_record_id": accepted.handoff_record_id}
 
     @server.resource("memstream://blocks/{label}", mime_type="application/json",
                      description="your core memory block `label`, as `core_block` reads it")

@@ -35,7 +35,8 @@ from tests.integration.test_auth import AGENTS, SECRET_TOPIC, Vaults, vaults
 pytestmark = pytest.mark.integration
 
 __all__ = ["vaults"]  # the fixture, shared with test_auth.py
-TOOLS = {"recall", "remember", "context", "get_memories", "update_memory", "core_block"}
+TOOLS = {"recall", "remember", "context", "get_memories", "update_memory", "core_block",
+         "wake", "checkpoint", "sleep"}
 WAIT_S = 30.0
 GUIDE = REPO_ROOT / "docs" / "mcp.md"
 
@@ -206,6 +207,38 @@ async def test_an_agent_recalls_remembers_reads_updates_and_keeps_its_core_block
                              expected_version=1, text="x") == (
             "Error executing tool update_memory: 404 no record 'mem_nothing' in "
             f"'{namespace}'; do not retry as is")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_session_wakes_recalls_remembers_checkpoints_sleeps_and_hands_off(
+    stack: Stack, worker: Worker, mcp_url: str, namespace: str, tmp_path: Path,
+    transport: str,
+) -> None:
+    key = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ivy")
+    async with connected(transport, worker, mcp_url, key, namespace, tmp_path) as client:
+        assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+        woke = await call(client, "wake", task="fix the flaky login test")
+        assert (woke["agent_id"], woke["handoff"]) == ("ivy", None)
+        session_id = woke["session_id"]
+        assert hit_ids(await call(client, "recall", query="flaky login test")) == []
+        remembered = (await call(client, "remember", text="The login test is flaky because "
+                                 "it reads the wall clock.", memory_type="lesson"))["record_id"]
+        kept = await call(client, "checkpoint", session_id=session_id, memories=[
+            {"text": "test_login reads the clock through utils.now().",
+             "memory_type": "fact"}])
+        (checkpointed,) = kept["record_ids"]
+        slept = await call(client, "sleep", session_id=session_id,
+                           summary="Froze the clock in the login test.",
+                           next_steps=["Remove the retry decorator"])
+        await eventually(
+            lambda: call(client, "recall", query="login test clock", min_score=0, limit=10),
+            lambda answer: {remembered, checkpointed} <= set(hit_ids(answer)))
+        handed = await eventually(lambda: call(client, "wake", task="the login test"),
+                                  lambda answer: answer["handoff"] is not None)
+        handoff = handed["handoff"]
+        assert (handoff["record_id"], handoff["session_id"], handoff["next_steps"]) == (
+            slept["handoff_record_id"], session_id, ["Remove the retry decorator"])
+        assert "Froze the clock in the login test." in handoff["text"]
 
 
 async def test_a_request_without_a_key_is_refused_and_the_servers_key_never_lends(
