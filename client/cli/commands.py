@@ -399,10 +399,20 @@ def step_text(payload: Mapping[str, Any]) -> str:
     return str(payload.get("task", ""))
 
 
+def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
+    """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
+    # Imported here: the mcp SDK takes a second to import, which every other command would
+    # pay for nothing.
+    from client.mcp_server.stdio import serve_stdio
+
+    serve_stdio(config)
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "search": search, "context": context, "show": show, "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
-    "dead-letters": dead_letters, "session": session,
+    "dead-letters": dead_letters, "session": session, "mcp": mcp,
 }
 
 
@@ -494,6 +504,7 @@ def parser() -> argparse.ArgumentParser:
 
     command("session", "an agent session's ledger: its task, state, handoff and events"
             ).add_argument("session_id")
+    command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 
 

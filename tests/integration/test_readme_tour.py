@@ -4,7 +4,8 @@ in one shell, then Ctrl-C. A tour that no longer works, a start that says more t
 needs, or a stop that prints a traceback fails here.
 
 `make run` listens where the README says it does (the API on 6066, the consolidator on 6067,
-the broker on 19092), so this test needs those ports free: stop a `make run` of your own first.
+the MCP server on 6070, the broker on 19092), so this test needs those ports free: stop a
+`make run` of your own first.
 Its data goes to a scratch directory, never to `var/`."""
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from streams.plumbing.config import REPO_ROOT
 pytestmark = pytest.mark.integration
 
 README = REPO_ROOT / "README.md"
-PORTS = {"the API": 6066, "the consolidator": 6067, "the broker": 19092,
-         "the broker's controller": 19093}
+PORTS = {"the API": 6066, "the consolidator": 6067, "the MCP server": 6070,
+         "the broker": 19092, "the broker's controller": 19093}
 START_TIMEOUT_S = 240.0
 KEY = re.compile(r"export MEMSTREAM_API_KEY=(msk_\S+)")
 RULE = re.compile(r"\| ─{20,}$")

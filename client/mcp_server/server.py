@@ -1,0 +1,272 @@
+"""The MCP server: its tools and resources, each one call (or a few) of the SDK with the
+caller's client (client/mcp_server/callers.py). A failure of the API reaches the model as a
+tool error that says what was refused and whether trying again may help.
+
+The descriptions are what a model reads to decide when to call a tool: they say when to
+recall, what is worth remembering, and what is not."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import Field
+
+from client.mcp_server.callers import Callers
+from client.sdk import AsyncMemoryClient, MemstreamError, NotFound
+from schemas.events import MAX_NEXT_STEPS, MAX_SESSION_MEMORIES, MemoryType, Scope, SessionMemory
+
+INSTRUCTIONS = """\
+memstream is your long-term memory, shared with the other agents of your team. At the start \
+of a task, call `context` (or `recall` for a narrower question) before you act: what was \
+decided, what failed before and how it was fixed. When you learn something that will matter \
+after this conversation (a decision and why, a lesson from a failure, a fact about the \
+project, a preference of the user, a commitment), call `remember` with one self-contained \
+memory. Your core blocks (`core_block`) are the notes you always keep at hand. In a work \
+session, `wake` first (your last handoff: where you stopped), `checkpoint` what you learn as \
+you go, and `sleep` last with a summary and the next steps."""
+
+Profile = Literal["default", "planning", "incident", "handoff"]
+# As many ids as one call of `get_memories` reads: each is one request of the API.
+MAX_IDS = 20
+RecordIds = Annotated[list[str], Field(min_length=1, max_length=MAX_IDS)]
+Tags = Annotated[list[str], Field(max_length=20)]
+RelatedIds = Annotated[list[str], Field(max_length=10)]
+SessionMemories = Annotated[list[SessionMemory],
+                            Field(min_length=1, max_length=MAX_SESSION_MEMORIES)]
+NextSteps = Annotated[list[str], Field(max_length=MAX_NEXT_STEPS)]
+
+
+def memory_server(callers: Callers) -> MCPServer:
+    """The server whose every call runs with the key `callers` gives it."""
+    # WARNING: over stdio the INFO lines (every HTTP request) would flood the client's log.
+    server: MCPServer = MCPServer("memstream", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    @asynccontextmanager
+    async def memory(ctx: Context) -> AsyncIterator[AsyncMemoryClient]:
+        try:
+            yield callers.client(ctx.headers)
+        except MemstreamError as failure:
+            raise ToolError(refusal(failure)) from None
+
+    @server.tool()
+    async def recall(
+        query: Annotated[str, Field(description="what you want to know, in plain words")],
+        ctx: Context,
+        profile: Annotated[Profile | None, Field(
+            description="planning: decisions and how things are done; incident: what fixed "
+                        "an error last time; handoff: where things stand; default: all")] = None,
+        memory_type: Annotated[list[MemoryType] | None, Field(
+            description="only memories of these types")] = None,
+        tags: Annotated[list[str] | None, Field(
+            description="only memories with a tag of these")] = None,
+        related_id: Annotated[str | None, Field(
+            description="only memories related to this record id")] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description="at most this many")] = 5,
+        min_score: Annotated[float | None, Field(
+            ge=0, le=1, description="the least relevance a memory must reach (0.5)")] = None,
+    ) -> dict[str, Any]:
+        """Search long-term memory for what is relevant to a question: decisions, lessons,
+        facts, fixes of past errors, your own personal memories and the team's shared ones.
+        Call it before you decide or act on something the team may have met before, and
+        before you `remember`, so as not to write what is already known. Each hit has its
+        record_id (to read it whole with `get_memories`, to relate or update it), its title,
+        text and relevance (0 to 1)."""
+        async with memory(ctx) as client:
+            found = await client.search(query, profile=profile, memory_type=memory_type,
+                                        tag=tags, related_id=related_id, limit=limit,
+                                        min_score=min_score)
+        return {"hits": [{"record_id": hit.record_id, "title": hit.title, "text": hit.text,
+                          "relevance": round(hit.relevance, 3), "memory_type": hit.memory_type,
+                          "tags": hit.tags, "scope": hit.scope,
+                          "created_at": hit.created_at.isoformat()}
+                         for hit in found.hits],
+                "namespace_holds_records": found.namespace_holds_records}
+
+    @server.tool()
+    async def remember(
+        text: Annotated[str, Field(min_length=1, description=(
+            "the memory itself, self-contained: what, why, and when it applies"))],
+        ctx: Context,
+        memory_type: Annotated[MemoryType | None, Field(description=(
+            "lesson (learnt from a failure or a success), decision (and why), pattern (how "
+            "things are done here), fact, preference (of the user or team), handoff, "
+            "commitment, relationship"))] = None,
+        title: Annotated[str | None, Field(description="a short title")] = None,
+        tags: Annotated[Tags | None, Field(description="a few words to filter by")] = None,
+        scope: Annotated[Scope, Field(description=(
+            "shared: the whole team may read it; personal: only you (your key's agent)"))]
+            = "shared",
+        related_ids: Annotated[RelatedIds | None, Field(description=(
+            "record ids of memories this one builds on, corrects or belongs with"))] = None,
+        source_ref: Annotated[str | None, Field(description=(
+            "where it comes from: a URL, a file, a ticket, a commit"))] = None,
+    ) -> dict[str, Any]:
+        """Keep a memory for later tasks, yours and the team's. Worth remembering: a
+        decision and its reason, a lesson from a failure (what broke, why, what fixed it),
+        how things are done in this project, a fact that took effort to find, a preference
+        the user stated, a commitment made. Not worth it: what is in the code or the docs
+        already, the steps of the current task, guesses, secrets (they are redacted). One
+        memory per call, written so that it makes sense to someone who has not seen this
+        conversation. It is stored a moment after the answer, under the record_id given."""
+        async with memory(ctx) as client:
+            written = await client.write_memory(text, title=title, memory_type=memory_type,
+                                                tags=tags, scope=scope, related_ids=related_ids,
+                                                source_ref=source_ref)
+        return {"record_id": written.record_id, "event_id": written.event_id}
+
+    @server.tool()
+    async def context(
+        task: Annotated[str, Field(description="the task you are about to do")],
+        ctx: Context,
+        budget_tokens: Annotated[int | None, Field(
+            ge=1, description="the most tokens the pack may take")] = None,
+        profile: Annotated[Profile | None, Field(description="as `recall`'s")] = None,
+        error: Annotated[str | None, Field(description=(
+            "an error message you met: the fixes that worked for it before come first"))]
+            = None,
+    ) -> dict[str, Any]:
+        """The context pack for a task, within a token budget: what fixed the errors met
+        before (history), then the long-term memories most relevant to the task. Call it once
+        at the start of a task, before planning."""
+        async with memory(ctx) as client:
+            pack = await client.context(task, budget_tokens=budget_tokens, profile=profile,
+                                        error=error)
+        return pack.raw
+
+    @server.tool()
+    async def get_memories(
+        record_ids: Annotated[RecordIds, Field(description="the record ids to read")],
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """Read records whole by their ids (from `recall`, `context` or a related id): text,
+        type, tags, related ids, version (which `update_memory` needs), provenance. Ids that
+        name no record you may read are listed under `not_found`."""
+        records, missing = [], []
+        async with memory(ctx) as client:
+            for record_id in dict.fromkeys(record_ids):
+                try:
+                    found = await client.record(record_id)
+                except NotFound:
+                    missing.append(record_id)
+                    continue
+                records.append({**found.record.raw, "version": found.version,
+                                "superseded_by": found.superseded_by})
+        return {"records": records, "not_found": missing}
+
+    @server.tool()
+    async def update_memory(
+        record_id: str,
+        expected_version: Annotated[int, Field(ge=1, description=(
+            "the version you read (`get_memories`): the update is refused if it changed"))],
+        ctx: Context,
+        text: Annotated[str | None, Field(min_length=1)] = None,
+        title: str | None = None,
+        memory_type: MemoryType | None = None,
+        tags: Tags | None = None,
+        related_ids: RelatedIds | None = None,
+    ) -> dict[str, Any]:
+        """Correct or complete a memory you read, rather than writing a second one that
+        contradicts it: the fields given replace the record's. An update of a protected
+        record waits for a review (its event_id names the pending diff)."""
+        async with memory(ctx) as client:
+            accepted = await client.update_memory(
+                record_id, expected_version=expected_version, text=text, title=title,
+                memory_type=memory_type, tags=tags, related_ids=related_ids)
+        return {"record_id": accepted.record_id, "event_id": accepted.event_id}
+
+    @server.tool()
+    async def core_block(
+        label: Annotated[str, Field(description="the block: persona, user, project, …")],
+        ctx: Context,
+        set: Annotated[dict[str, str | list[str]] | None, Field(description=(
+            "fields to replace"))] = None,
+        append: Annotated[dict[str, list[str]] | None, Field(description=(
+            "items to add to list fields"))] = None,
+    ) -> dict[str, Any]:
+        """Your core memory block `label`: the few notes you always keep at hand (who you are
+        working with, what they prefer, the project's state). Without `set` or `append` it is
+        read; with them an edit is proposed: applied a moment later, or held for review when
+        the block is protected. Keep blocks short; put the rest in `remember`."""
+        async with memory(ctx) as client:
+            if set is None and append is None:
+                return (await client.block(label)).raw
+            accepted = await client.edit_block(label, set=set, append=append)
+        return {"agent_id": accepted.agent_id, "label": accepted.label,
+                "event_id": accepted.event_id}
+
+    @server.tool()
+    async def wake(
+        ctx: Context,
+        task: Annotated[str, Field(max_length=4000, description=(
+            "what this session is for: the context pack is searched for it"))] = "",
+        budget_tokens: Annotated[int | None, Field(
+            ge=1, description="the most tokens the context pack may take")] = None,
+    ) -> dict[str, Any]:
+        """Start a work session: answers its session_id (for `checkpoint` and `sleep`), your
+        core blocks, the handoff your last session left (its summary and next steps: where
+        you stopped) and the context pack for the task. Call it first, once per session."""
+        async with memory(ctx) as client:
+            return (await client.wake(task, budget_tokens=budget_tokens)).raw
+
+    @server.tool()
+    async def checkpoint(
+        session_id: Annotated[str, Field(description="the session_id `wake` answered")],
+        memories: Annotated[SessionMemories, Field(description=(
+            "what to keep now, each self-contained (personal to you unless scope is "
+            "shared)"))],
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """Keep what this session learnt so far, mid-session, before it may be lost: the same
+        kind of memories as `remember` (decisions, lessons, facts, preferences), up to 20 in
+        one call. Answers the record ids they will have."""
+        async with memory(ctx) as client:
+            accepted = await client.checkpoint(
+                session_id, [item.model_dump(exclude_none=True) for item in memories])
+        return {"session_id": accepted.session_id, "record_ids": accepted.record_ids}
+
+    @server.tool()
+    async def sleep(
+        session_id: Annotated[str, Field(description="the session_id `wake` answered")],
+        summary: Annotated[str, Field(min_length=1, max_length=8000, description=(
+            "what was done and where things stand"))],
+        ctx: Context,
+        next_steps: Annotated[NextSteps | None, Field(description=(
+            "what the next session should do first"))] = None,
+    ) -> dict[str, Any]:
+        """End the session: the summary and next steps become your handoff, which your next
+        `wake` answers. Call it last, when the work stops (done or not)."""
+        async with memory(ctx) as client:
+            accepted = await client.sleep(session_id, summary, next_steps=next_steps)
+        return {"session_id": accepted.session_id,
+                "handoff_record_id": accepted.handoff_record_id}
+
+    @server.resource("memstream://blocks/{label}", mime_type="application/json",
+                     description="your core memory block `label`, as `core_block` reads it")
+    async def block_resource(label: str, ctx: Context) -> dict[str, Any]:
+        try:
+            return (await callers.client(ctx.headers).block(label)).raw
+        except MemstreamError as failure:
+            raise ResourceError(refusal(failure)) from None
+
+    @server.resource("memstream://records/{record_id}", mime_type="application/json",
+                     description="one record, its versions and its lineage")
+    async def record_resource(record_id: str, ctx: Context) -> dict[str, Any]:
+        try:
+            return (await callers.client(ctx.headers).record(record_id)).raw
+        except MemstreamError as failure:
+            raise ResourceError(refusal(failure)) from None
+
+    return server
+
+
+def refusal(failure: MemstreamError) -> str:
+    """What the model is told of a failed call: what was refused, and whether to try
+    again."""
+    said = f"{failure.status} " if failure.status else ""
+    reason = f" ({failure.reason})" if failure.reason else ""
+    advice = "try again later" if failure.retriable else "do not retry as is"
+    return f"{said}{failure.detail}{reason}; {advice}"
