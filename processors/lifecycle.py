@@ -203,13 +203,21 @@ def _update(event: MemoryUpdate, facts: Facts, protect: Collection[Protection],
     if missing:
         raise Rejected("broken_reference", f"related_ids not found in namespace "
                        f"{record.namespace!r}: {', '.join(missing)}")
-    if "approved" in protect and record.review_state == "approved":
+    if is_protected(record, protect):
         return Outcome("proposed", record, event.producer, proposal=PendingDiff(
             diff_id=event.event_id, namespace=record.namespace, record_id=record.record_id,
             base_version=current.version, proposed=proposed, proposer=event.producer,
             proposed_at=event.occurred_at))
     return _changed(record, "updated", event.producer, proposed, sanitized=sanitized)
 
+
+def is_protected(record: Record, protect: Collection[Protection]) -> bool:
+    """Whether an update of `record` waits for review. An agent's personal memory in the
+    active tier is its working memory (seed 001's active memories, rewritten as work goes
+    on), so it changes at once; once promoted it is protected like any approved memory."""
+    if "approved" not in protect or record.review_state != "approved":
+        return False
+    return not (record.scope == "personal" and record.tier == "active")
 
 
 def _deprecate(event: MemoryDeprecate, current: Current) -> Outcome:

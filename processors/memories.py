@@ -20,6 +20,21 @@ def wiki_links(text: str) -> list[str]:
     return list(dict.fromkeys(match.strip() for match in _WIKI_LINK.findall(text)))
 
 
+def linked_text(text: str, links: Collection[str]) -> str:
+    """`text` with a closing line of `[[links]]` to the memories it names (titles or record
+    ids) that it does not link already, so that its wiki links are all of them."""
+    present = set(wiki_links(text))
+    targets = list(dict.fromkeys(link.strip() for link in links))
+    for target in targets:
+        if not 0 < len(target) <= 200 or any(mark in target for mark in "[]|#"):
+            raise ValueError(f"not a link target: {target!r} (1 to 200 characters, "
+                             "no brackets, | or #)")
+    missing = [target for target in targets if target not in present]
+    if not missing:
+        return text
+    return f"{text.rstrip()}\n\nLinks: " + " ".join(f"[[{target}]]" for target in missing)
+
+
 def memory_record(event: MemoryWrite, provenance: Provenance,
                   sanitized: Mapping[str, int] | None = None) -> Record:
     """The record a memory.write becomes, its text and title redacted of secrets; `sanitized`

@@ -204,8 +204,9 @@ def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = M
                                    content: str | None = None,
                                    title: str | None = None) -> dict[str, Any]:
         """Update an active memory: read it first (get_detailed_active_memories) and give
-        its whole new content, not only what changed. A protected memory (an approved one,
-        unless the system says otherwise) changes only once a reviewer approves.
+        its whole new content, not only what changed. Your own active memories change at
+        once; a protected memory (a shared or promoted approved one) only once a reviewer
+        approves.
 
         Args:
             memory_id: The memory's id.
@@ -227,8 +228,8 @@ def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = M
         # answer: the change's id names the pending diff in the second case.
         return {"memory_id": memory_id, "accepted": True, "change_id": accepted.event_id,
                 "based_on_version": current.version,
-                "applies": "at once, or when a reviewer approves the pending diff "
-                           "change_id if the memory is protected"}
+                "applies": "at once to your own active memory; to a protected one when a "
+                           "reviewer approves the pending diff change_id"}
 
     @toolset.tool
     async def get_detailed_active_memories(ctx: RunContext[MemoryRun],

@@ -35,6 +35,9 @@ MAX_IDS = 20
 RecordIds = Annotated[list[str], Field(min_length=1, max_length=MAX_IDS)]
 Tags = Annotated[list[str], Field(max_length=20)]
 RelatedIds = Annotated[list[str], Field(max_length=10)]
+Links = Annotated[list[Annotated[str, Field(min_length=1, max_length=200,
+                                            pattern=r"^[^\[\]|#]+$")]],
+                  Field(max_length=20)]
 SessionMemories = Annotated[list[SessionMemory],
                             Field(min_length=1, max_length=MAX_SESSION_MEMORIES)]
 NextSteps = Annotated[list[str], Field(max_length=MAX_NEXT_STEPS)]
@@ -104,6 +107,10 @@ def memory_server(callers: Callers) -> MCPServer:
             "record ids of memories this one builds on, corrects or belongs with"))] = None,
         source_ref: Annotated[str | None, Field(description=(
             "where it comes from: a URL, a file, a ticket, a commit"))] = None,
+        links: Annotated[Links | None, Field(description=(
+            "titles (or record ids) of memories this one links to, such as a project's "
+            "anchor memory 'Project: Billing': written as [[wiki links]], which the graph "
+            "and the browser follow"))] = None,
     ) -> dict[str, Any]:
         """Keep a memory for later tasks, yours and the team's. Worth remembering: a
         decision and its reason, a lesson from a failure (what broke, why, what fixed it),
@@ -115,7 +122,7 @@ def memory_server(callers: Callers) -> MCPServer:
         async with memory(ctx) as client:
             written = await client.write_memory(text, title=title, memory_type=memory_type,
                                                 tags=tags, scope=scope, related_ids=related_ids,
-                                                source_ref=source_ref)
+                                                source_ref=source_ref, links=links or ())
         return {"record_id": written.record_id, "event_id": written.event_id}
 
     @server.tool()

@@ -52,6 +52,7 @@ from client.sdk.models import (
     Woke,
 )
 from processors.errors import DeadLetterReason
+from processors.memories import linked_text
 from schemas.events import (
     MemoryType,
     RecordKind,
@@ -313,10 +314,13 @@ def write_memory(config: Config, text: str, *, namespace: str | None = None,
                  tier: Tier | None = None, review_state: ReviewState | None = None,
                  trust_class: TrustClass | None = None, source_ref: str | None = None,
                  thread: str | None = None, expires_at: datetime | None = None,
-                 event_id: str | None = None) -> Call[MemoryWritten]:
-    """Write a memory (a `memory.write`); the answer names the record id it will have."""
+                 links: Sequence[str] = (), event_id: str | None = None) -> Call[MemoryWritten]:
+    """Write a memory (a `memory.write`); the answer names the record id it will have.
+    `links` (titles or record ids of other memories) close its text as `[[wiki links]]`,
+    which the graph and the browser follow (ValueError for one that cannot be a link)."""
     return post("/v1/memories", MemoryWritten, body_of(
-        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id), text=text,
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        text=linked_text(text, links),
         title=title, memory_type=memory_type, tags=_listed(tags),
         related_ids=_listed(related_ids), scope=scope, agent_id=agent_id, tier=tier,
         review_state=review_state, trust_class=trust_class, source_ref=source_ref,

@@ -2,8 +2,8 @@
 key bound to one agent: a run checks memory, tries to finish without writing, gets the one
 reminder and writes; a second run finds what the first wrote, and its 11th search is refused
 by the server (MAX_SEARCHES_PER_RUN, 10 by default). Seed 001's tools keep the agent's active
-memory: create, read by id, update (approved memories are protected by default: a reviewer
-approves the update). docs/agents.md's example runs as written."""
+memory: create, read by id, update (at once: an agent's active personal memory is its working
+memory, not protected). docs/agents.md's example runs as written."""
 
 from __future__ import annotations
 
@@ -38,16 +38,6 @@ async def memory(stack: Stack, worker: Worker, namespace: str,
                  tmp_path: Path) -> AsyncIterator[AsyncMemoryClient]:
     key = stack.make_key("--namespace", namespace, "--perm", "read,write",
                          "--agent", "deployer")
-    async with AsyncMemoryClient(worker.base_url, key=key, namespace=namespace,
-                                 env={"HOME": str(tmp_path)}) as client:
-        yield client
-
-
-@pytest.fixture
-async def reviewer(stack: Stack, worker: Worker, namespace: str,
-                   tmp_path: Path) -> AsyncIterator[AsyncMemoryClient]:
-    # Bound to no agent, with admin: it oversees the agents' personal memories.
-    key = stack.make_key("--namespace", namespace, "--perm", "read,review,admin")
     async with AsyncMemoryClient(worker.base_url, key=key, namespace=namespace,
                                  env={"HOME": str(tmp_path)}) as client:
         yield client
@@ -101,8 +91,7 @@ async def test_an_agent_is_reminded_writes_and_a_later_run_finds_it_within_its_b
     assert len(script.retries()) == 1 and second.reminded
 
 
-async def test_seed_001_tools_keep_the_agents_active_memory(
-        memory: AsyncMemoryClient, reviewer: AsyncMemoryClient) -> None:
+async def test_seed_001_tools_keep_the_agents_active_memory(memory: AsyncMemoryClient) -> None:
     # Wrote without checking: reminded once, then accepted.
     script = Script([
         [("create_active_memory", {"title": "Billing deploy",
@@ -128,20 +117,15 @@ async def test_seed_001_tools_keep_the_agents_active_memory(
     assert (updated["accepted"], updated["based_on_version"]) == (True, 1)
     assert script.retries() == [] and run.counters == MemoryCounters(
         memories_written=1, checked_memories=1)
-    # An approved memory is protected by default: the update waits as a pending diff,
-    # which a reviewer approves.
+    # The agent's active personal memory is its working memory: the update applies at once,
+    # with no review (an approved memory of another tier or scope would wait for one).
     record_id = created["memory_id"]
     deadline = time.monotonic() + WAIT_S
-    while not (await memory.pending_diffs(record_id=record_id)).pending_diffs:
-        assert time.monotonic() < deadline, "the update was not proposed"
-        await asyncio.sleep(0.2)
-    (diff,) = (await memory.pending_diffs(record_id=record_id)).pending_diffs
-    assert diff.diff_id == updated["change_id"]
-    await reviewer.review("approve", record_id=record_id, diff_id=diff.diff_id)
     while (now := await memory.record(record_id)).version < 2:
-        assert time.monotonic() < deadline, "the approved update was not applied"
+        assert time.monotonic() < deadline, "the update was not applied"
         await asyncio.sleep(0.2)
     assert now.record.text == "Step 2 of 3: VPN profile installed."
+    assert not (await memory.pending_diffs(record_id=record_id)).pending_diffs
     assert (now.record.scope, now.record.agent_id) == ("personal", "deployer")
 
 

@@ -73,11 +73,12 @@ async def vaults(stack: Stack, worker: Worker, updates: TopicReader) -> Vaults:
             for n in (1, 2):
                 personal[agent].append(await publisher.write_memory(
                     namespace, f"{agent.title()}'s private note {n} about {SECRET_TOPIC}.",
-                    scope="personal", agent_id=agent))
+                    scope="personal", agent_id=agent, tier="long_term"))
         for n in (1, 2):
             shared.append(await publisher.write_memory(
                 namespace, f"Team note {n}: {SECRET_TOPIC} changes every Monday."))
-        # An update of each agent's first memory waits for review: a pending diff per agent.
+        # An update of each agent's first memory waits for review (long-term, so protected,
+        # unlike working memory): a pending diff per agent.
         for agent in AGENTS:
             await publisher.update_memory(namespace, personal[agent][0], expected_version=1,
                                           text=f"{agent.title()}'s revised note about "

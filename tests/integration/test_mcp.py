@@ -27,7 +27,6 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from client.sdk import AsyncMemoryClient
 from harness.stack import Stack, Worker, free_port
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.test_auth import AGENTS, SECRET_TOPIC, Vaults, vaults
@@ -155,7 +154,7 @@ async def test_an_agent_recalls_remembers_reads_updates_and_keeps_its_core_block
         written = await call(
             client, "remember", text="Deploys to staging need the VPN; without it the "
             "deploy hangs at the artifact upload.", memory_type="lesson", title="Staging VPN",
-            tags=["ops"], scope="personal")
+            tags=["ops"], scope="personal", links=["Project: Staging"])
         record_id = written["record_id"]
         found = await eventually(
             lambda: call(client, "recall", query="do staging deploys need the VPN?"),
@@ -168,21 +167,18 @@ async def test_an_agent_recalls_remembers_reads_updates_and_keeps_its_core_block
         (record,) = read["records"]
         assert (record["record_id"], record["agent_id"], record["version"]) == (
             record_id, "finn", 1)
+        assert record["text"].endswith("\n\nLinks: [[Project: Staging]]")
         assert read["not_found"] == ["mem_nothing"]
 
-        # An approved memory is protected (MEMSTREAM_PROTECT's default): the update waits
-        # for a review, as the pending diff named by its event id.
-        proposed = await call(client, "update_memory", record_id=record_id,
-                              expected_version=1, text="Deploys to staging need the VPN "
-                              "(since the March network change).")
-        async with AsyncMemoryClient(worker.base_url, key=stack.operator_key,
-                                     namespace=namespace, env={"HOME": str(tmp_path)}) as sdk:
-            diffs = await eventually(lambda: sdk.pending_diffs(record_id=record_id),
-                                     lambda answer: answer.pending_diffs)
-        (diff,) = diffs.pending_diffs
-        assert (diff.diff_id, diff.proposed["text"]) == (
-            proposed["event_id"], "Deploys to staging need the VPN (since the March network "
-            "change).")
+        # A personal memory in the active tier is the agent's working memory: the update
+        # applies at once (a protected one would wait as the pending diff its event_id names).
+        await call(client, "update_memory", record_id=record_id, expected_version=1,
+                   text="Deploys to staging need the VPN (since the March network change).")
+        updated = await eventually(
+            lambda: call(client, "get_memories", record_ids=[record_id]),
+            lambda answer: answer["records"][0]["version"] == 2)
+        assert updated["records"][0]["text"] == (
+            "Deploys to staging need the VPN (since the March network change).")
 
         pack = await call(client, "context", task="deploy the service to staging")
         assert record_id in [item["record_id"] for items in pack["sections"].values()

@@ -121,6 +121,14 @@ def test_a_draft_is_not_protected() -> None:
     assert outcome.change == "updated"
 
 
+def test_an_agents_active_personal_memory_is_its_working_memory() -> None:
+    update = event("memory.update", expected_version=1, text="Deploys now go through CI.")
+    working = RECORD.model_copy(update={"scope": "personal", "agent_id": "finn"})
+    assert outcome_of(update, facts(working), protect=("approved",)).change == "updated"
+    settled = working.model_copy(update={"tier": "short_term"})
+    assert outcome_of(update, facts(settled), protect=("approved",)).change == "proposed"
+
+
 def test_deprecation_keeps_the_reason_once() -> None:
     outcome = outcome_of(event("memory.deprecate", reason="billing moved off the VPN"),
                          facts())

@@ -4,7 +4,7 @@ import pytest
 
 from processors.ids import change_event_id, digest_record_id, memory_record_id
 from processors.intake import Rejected
-from processors.memories import check_references, memory_record, wiki_links
+from processors.memories import check_references, linked_text, memory_record, wiki_links
 from schemas.events import MemoryWrite, Provenance
 
 PROVENANCE = Provenance(source_event_id="e1", source_topic="memory.events",
@@ -62,3 +62,17 @@ def test_ids_are_deterministic_and_distinct() -> None:
     assert memory_record_id("a|b", "c") != memory_record_id("a", "b|c")
     assert digest_record_id("a", "r").startswith("dig_")
     assert change_event_id("r", 1, "created") != change_event_id("r", 2, "created")
+
+
+def test_links_close_the_text_once_each() -> None:
+    text = "Deploys need the [[VPN]] up."
+    linked = linked_text(text, ["VPN", "Project: Billing", " mem_42 ", "Project: Billing"])
+    assert linked == "Deploys need the [[VPN]] up.\n\nLinks: [[Project: Billing]] [[mem_42]]"
+    assert wiki_links(linked) == ["VPN", "Project: Billing", "mem_42"]
+    assert linked_text(text, ["VPN"]) == text and linked_text(text, []) == text
+
+
+@pytest.mark.parametrize("target", ["", "   ", "a]]b", "x|y", "sec#tion", "x" * 201])
+def test_a_link_that_cannot_be_written_is_refused(target: str) -> None:
+    with pytest.raises(ValueError, match="not a link target"):
+        linked_text("text", [target])

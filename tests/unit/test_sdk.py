@@ -196,6 +196,14 @@ def test_a_write_carries_a_new_event_id_unless_given_and_only_the_fields_given()
     assert not SAMPLES["create_key"]().repeatable
 
 
+def test_a_writes_links_close_its_text_as_wiki_links() -> None:
+    call = routes.write_memory(CONFIG, "Deploys need the VPN.", links=["Project: Billing"])
+    assert call.body is not None
+    assert call.body["text"] == "Deploys need the VPN.\n\nLinks: [[Project: Billing]]"
+    with pytest.raises(ValueError, match="not a link target"):
+        routes.write_memory(CONFIG, "Deploys need the VPN.", links=["a|b"])
+
+
 def test_an_answer_keeps_what_this_client_does_not_know() -> None:
     body = {"namespace": "team-a", "records": {"memory": 2}, "index_points": 2,
             "shards": 3}
