@@ -12,16 +12,19 @@ route follows which rule).
 - A filter names one of its known values, a number is within its range, a time is ISO 8601
   (a date alone is its midnight, a time without an offset is UTC) and has a UTC form.
 
-Each rule is a parser: it returns the value it read, or raises `InvalidValue` saying why.
+Each rule is a parser: it returns the value it read, or raises `InvalidValue` saying why. It
+carries the JSON Schema of the values it takes, from which the API's OpenAPI document
+describes every parameter (processors/openapi.py).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -30,6 +33,7 @@ from processors.intake import unstorable_character
 from schemas.events import BlockLabel, Identifier, Instant, Namespace, Tag
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 Parser = Callable[[str], T]
 
 # Digits enough for any limit, version or budget; more is no number a route takes.
@@ -42,6 +46,18 @@ class InvalidValue(ValueError):
     """A value its rule refuses; the message says why."""
 
 
+@dataclass(frozen=True)
+class Rule(Generic[T_co]):
+    """A parser, and the JSON Schema of the strings it takes (as a query parameter or path
+    segment gives them: an integer rule's schema is an integer's)."""
+
+    read: Callable[[str], T_co]
+    schema: Mapping[str, Any]
+
+    def __call__(self, value: str) -> T_co:
+        return self.read(value)
+
+
 def storable(text: str) -> str:
     what = unstorable_character(text)
     if what is not None:
@@ -49,7 +65,7 @@ def storable(text: str) -> str:
     return text
 
 
-def _field(annotation: Any) -> Parser[str]:
+def _field(annotation: Any) -> Rule[str]:
     """The rule of an event field of this type."""
     adapter: TypeAdapter[str] = TypeAdapter(annotation)
 
@@ -59,7 +75,7 @@ def _field(annotation: Any) -> Parser[str]:
         except ValidationError as exc:
             raise InvalidValue(f"{_reason(exc)} (got {shown(value)})") from None
 
-    return parse
+    return Rule(parse, adapter.json_schema())
 
 
 NAMESPACE = _field(Namespace)
@@ -68,13 +84,22 @@ TAG = _field(Tag)
 BLOCK_LABEL = _field(BlockLabel)
 
 
-def api_key_id(value: str) -> str:
+def _api_key_id(value: str) -> str:
     if KEY_ID.fullmatch(value) is None:
         raise InvalidValue(f"a key id is 12 hexadecimal digits (got {shown(value)})")
     return value
 
 
-def text(max_chars: int) -> Parser[str]:
+api_key_id = Rule(_api_key_id, {"type": "string", "pattern": f"^{KEY_ID.pattern}$"})
+
+
+def opaque(read: Callable[[str], T], description: str) -> Rule[T]:
+    """The rule of a string whose form is the server's own (a cursor it gave): its schema
+    says what it is in words."""
+    return Rule(read, {"type": "string", "description": description})
+
+
+def text(max_chars: int) -> Rule[str]:
     """Free text of at most `max_chars` characters."""
 
     def parse(value: str) -> str:
@@ -82,32 +107,32 @@ def text(max_chars: int) -> Parser[str]:
             raise InvalidValue(f"is longer than {max_chars} characters")
         return storable(value)
 
-    return parse
+    return Rule(parse, {"type": "string", "maxLength": max_chars})
 
 
-def one_of(known: Collection[str]) -> Parser[str]:
+def one_of(known: Collection[str]) -> Rule[str]:
     def parse(value: str) -> str:
         if value not in known:
             raise InvalidValue(f"unknown {shown(value)}; known: {', '.join(sorted(known))}")
         return value
 
-    return parse
+    return Rule(parse, {"type": "string", "enum": sorted(known)})
 
 
-def integer(low: int, high: int) -> Parser[int]:
+def integer(low: int, high: int) -> Rule[int]:
     def parse(value: str) -> int:
         if _INTEGER.fullmatch(value.strip()) is None or not low <= int(value) <= high:
             raise InvalidValue(f"must be an integer from {low} to {high}")
         return int(value)
 
-    return parse
+    return Rule(parse, {"type": "integer", "minimum": low, "maximum": high})
 
 
 # A record's version, which Postgres keeps as an integer.
 VERSION = integer(1, 2**31 - 1)
 
 
-def number(low: float, high: float) -> Parser[float]:
+def number(low: float, high: float) -> Rule[float]:
     def parse(value: str) -> float:
         try:
             found = float(value)
@@ -118,13 +143,13 @@ def number(low: float, high: float) -> Parser[float]:
             raise InvalidValue(f"must be a number from {low:g} to {high:g}")
         return found
 
-    return parse
+    return Rule(parse, {"type": "number", "minimum": low, "maximum": high})
 
 
 _INSTANT: TypeAdapter[datetime] = TypeAdapter(Instant)
 
 
-def instant(value: str) -> datetime:
+def _instant(value: str) -> datetime:
     """An ISO 8601 time, in UTC: a date alone is its midnight, a time without offset UTC."""
     try:
         parsed = datetime.fromisoformat(value.strip())
@@ -135,6 +160,11 @@ def instant(value: str) -> datetime:
             parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
     except ValidationError as exc:
         raise InvalidValue(_reason(exc)) from None
+
+
+# A date alone is no `date-time` in JSON Schema's sense: the schema says so in words.
+instant = Rule(_instant, {"type": "string", "description": (
+    "an ISO 8601 date or time; a date alone is its midnight, a time without an offset UTC")})
 
 
 def _reason(exc: ValidationError) -> str:

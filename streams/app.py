@@ -36,6 +36,7 @@ from streams.api.dead_letters import wire_dead_letters
 from streams.api.fix_patterns import wire_fix_patterns
 from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
+from streams.api.openapi import wire_openapi
 from streams.api.records import wire_records
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.review_queue import wire_review_queue
@@ -166,6 +167,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)
+    wire_openapi(pages)
 
 
 def wire_consolidator(wiring: Wiring, runtime: Runtime) -> None:

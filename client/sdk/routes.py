@@ -286,6 +286,12 @@ def health(config: Config) -> Call[Health]:
     return Call("GET", "/healthz", Health.model_validate, answered_by=HEALTH_ANSWERS)
 
 
+def openapi(config: Config) -> Call[dict[str, Any]]:
+    """The OpenAPI 3.1 document of the HTTP API (`GET /v1/openapi.json`, public), from
+    which a client in another language can be generated (docs/http-api.md)."""
+    return Call("GET", "/v1/openapi.json", dict)
+
+
 # Keys: made by an admin, answered at once.
 
 def create_key(config: Config, permissions: str | Sequence[str], *,

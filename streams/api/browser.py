@@ -12,6 +12,7 @@ from pathlib import Path
 
 from faust.web import Request, Response, View
 
+from processors.parameters import opaque
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS, Param
 
@@ -49,7 +50,8 @@ def wire_browser(pages: Pages) -> None:
         return serve(web, "index.html")
 
     # Any name: it only picks one of the files, and any other is 404.
-    @pages.page("/ui/{name}", public=True, params={"name": Param(str)})
+    @pages.page("/ui/{name}", public=True, params={
+        "name": Param(opaque(str, "the name of one of the browser's files"))})
     async def ui_file(web: View, request: Request, name: str) -> Response:
         return serve(web, name)
 

@@ -15,7 +15,7 @@ from typing import Any
 from faust.web import Request, Response, View
 
 from processors.access import Caller
-from processors.parameters import IDENTIFIER, VERSION, InvalidValue, instant, integer
+from processors.parameters import IDENTIFIER, VERSION, InvalidValue, instant, integer, opaque
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
@@ -83,7 +83,8 @@ def cursor_position(cursor: str) -> ChangePosition | None:
     raise InvalidValue("not a cursor this feed gave")
 
 
-CHANGES_PARAMS: Params = {**READER_PARAMS, "after": Param(cursor_position),
+CHANGES_PARAMS: Params = {**READER_PARAMS, "after": Param(opaque(
+    cursor_position, "the cursor of a change the feed gave")),
                           "since": Param(instant), "limit": Param(LIMIT)}
 
 

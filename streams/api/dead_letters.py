@@ -23,7 +23,15 @@ from processors.dead_letters import (
     dead_letter_scope,
     may_see,
 )
-from processors.parameters import IDENTIFIER, NAMESPACE, InvalidValue, instant, integer, one_of
+from processors.parameters import (
+    IDENTIFIER,
+    NAMESPACE,
+    InvalidValue,
+    instant,
+    integer,
+    one_of,
+    opaque,
+)
 from schemas.topics import INPUT_TOPICS, dead_letter_topic
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, DeadLetters
 from streams.api.pages import Pages
@@ -132,5 +140,6 @@ def cursor_position(cursor: str) -> DeadLetterPosition | None:
 DEAD_LETTERS_PARAMS: Params = {
     "namespace": Param(NAMESPACE), "reason": Param(REASON, repeats=True),
     "error_class": Param(ERROR_CLASS, repeats=True), "topic": Param(TOPIC, repeats=True),
-    "since": Param(instant), "before": Param(cursor_position), "limit": Param(LIMIT)}
+    "since": Param(instant), "limit": Param(LIMIT),
+    "before": Param(opaque(cursor_position, "the cursor of a listing's last dead letter"))}
 DEAD_LETTER_PARAMS: Params = {"dead_letter_id": Param(IDENTIFIER)}

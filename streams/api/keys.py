@@ -8,8 +8,9 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller, Forbidden, parse_permissions
+from processors.access import PERMISSIONS, Caller, Forbidden, parse_permissions
 from processors.intake import json_object
+from processors.openapi import Body
 from processors.parameters import IDENTIFIER, NAMESPACE, api_key_id, text
 from stores.api_keys import ApiKeys, KeyGrant, StoredKey
 from streams.api.pages import Pages
@@ -18,11 +19,23 @@ from streams.api.params import NAMESPACE_PARAMS, BadQuery, Param, Params, option
 # A key's grant is a few short fields.
 MAX_BODY_BYTES = 4096
 LABEL = text(200)
+# What `grant_of` reads, by the rules it reads it with.
+GRANT_BODY = Body("KeyGrant", {
+    "type": "object", "required": ["permissions"], "properties": {
+        "namespace": {"anyOf": [NAMESPACE.schema, {"type": "null"}],
+                      "description": "The namespace the key is for; none: every namespace "
+                                     "(an operator's key)"},
+        "permissions": {"anyOf": [
+            {"type": "array", "items": {"enum": list(PERMISSIONS)}},
+            {"type": "string", "description": "comma-separated"}]},
+        "agent_id": {"anyOf": [IDENTIFIER.schema, {"type": "null"}],
+                     "description": "The agent the key is bound to"},
+        "label": LABEL.schema}}, status=201)
 KEY_PARAMS: Params = {"key_id": Param(api_key_id)}
 
 
 def wire_keys(pages: Pages, keys: ApiKeys) -> None:
-    @pages.page("/v1/keys", params=NAMESPACE_PARAMS, methods=("GET", "POST"))
+    @pages.page("/v1/keys", params=NAMESPACE_PARAMS, methods=("GET", "POST"), body=GRANT_BODY)
     async def keys_view(web: View, request: Request, caller: Caller) -> Response:
         if request.method == "POST":
             grant = grant_of(json_object(await request.read(), MAX_BODY_BYTES))

@@ -14,6 +14,7 @@ from faust.web import Request, Response, View
 
 from processors.access import AccessDenied
 from processors.errors import Refused, Rejected
+from processors.openapi import Body, Parameter, Route
 from streams.api.auth import Authenticator
 from streams.api.params import BadQuery, Params, check, path_names
 from streams.plumbing.failures import classify
@@ -75,18 +76,27 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
 
 
 class Pages:
-    """Serves the views of one app, each through `observed_view`."""
+    """Serves the views of one app, each through `observed_view`, and keeps what each
+    route declares, which the API's OpenAPI document describes (streams/api/openapi.py)."""
 
     def __init__(self, app: faust.App, metrics: Metrics, authenticator: Authenticator) -> None:
         self._app = app
         self._metrics = metrics
         self._authenticator = authenticator
+        self._routes: list[Route] = []
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """Every route served so far, as it was declared, in the order of registration."""
+        return tuple(self._routes)
 
     def page(self, route: str, *, params: Params, public: bool = False,
-             methods: Sequence[str] = ("GET",)) -> Callable[[ViewHandler], ViewHandler]:
+             methods: Sequence[str] = ("GET",),
+             body: Body | None = None) -> Callable[[ViewHandler], ViewHandler]:
         """Serve the decorated handler at `route` for `methods` (others answer 405), given
         the caller unless `public`, for requests whose path segments and query parameters
-        are those of `params`, which names every segment of `route`."""
+        are those of `params`, which names every segment of `route`. `body` describes the
+        JSON body its POST takes (the view reads and checks it)."""
         unruled = [name for name in path_names(route) if name not in params]
         if unruled:
             raise ValueError(f"{route}: no rule for its path segments {unruled}")
@@ -94,6 +104,11 @@ class Pages:
         def register(handler: ViewHandler) -> ViewHandler:
             observed = observed_view(route, handler, self._metrics,
                                      None if public else self._authenticator, params)
+            self._routes.append(Route(
+                route, tuple(methods),
+                tuple(Parameter(name, param.rule.schema, param.repeats)
+                      for name, param in params.items()),
+                body, summary=_summary(handler), public=public))
             # Faust's own function views answer GET only.
             view = type(handler.__name__, (View,), {
                 "__doc__": handler.__doc__, "__module__": handler.__module__,
@@ -102,6 +117,11 @@ class Pages:
             return handler
 
         return register
+
+
+def _summary(handler: ViewHandler) -> str:
+    """The first line of what the handler says of itself."""
+    return (handler.__doc__ or "").strip().split("\n", 1)[0]
 
 
 def no_record(web: View, record_id: str, namespace: str) -> Response:

@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from processors.parameters import IDENTIFIER, NAMESPACE, InvalidValue, Parser, instant, shown
+from processors.parameters import (
+    IDENTIFIER,
+    NAMESPACE,
+    InvalidValue,
+    Parser,
+    Rule,
+    instant,
+    shown,
+)
 
 T = TypeVar("T")
 
@@ -28,7 +36,7 @@ class Param:
     """One parameter's rule, and whether it may be given more than once, each time a
     comma-separated list."""
 
-    rule: Parser[object]
+    rule: Rule[object]
     repeats: bool = False
 
 

@@ -12,7 +12,9 @@ from faust.web import Request, Response, View
 from processors.access import Caller
 from processors.blocks import BlockDiff, usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
+from processors.openapi import payload_body
 from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer
+from schemas.events import MemoryBlock
 from stores.core_blocks import CoreBlocks
 from stores.record_versions import PersonalReader, RecordVersions
 from stores.vector_index import VectorIndex
@@ -79,7 +81,8 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
             return no_record(web, record_id, namespace)
         return web.json(jsonable(diff))
 
-    @pages.page("/v1/blocks/{label}", params=BLOCK_PARAMS, methods=("GET", "POST"))
+    @pages.page("/v1/blocks/{label}", params=BLOCK_PARAMS, methods=("GET", "POST"),
+                body=payload_body(MemoryBlock, filled={"label"}, optional={"agent_id"}))
     async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
         if request.method == "POST":
             return await edit_block(web, request, caller=caller, label=label)

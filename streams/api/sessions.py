@@ -24,6 +24,7 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.intake import json_object
+from processors.openapi import payload_body
 from processors.parameters import IDENTIFIER
 from processors.sessions import (
     checkpoint_record_ids,
@@ -211,9 +212,14 @@ def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: 
     views = SessionViews(runtime, index, fallback, flags, block_max_chars, retrievals)
     # The first route that matches a path serves it: wake before the ledger's
     # /v1/sessions/{session_id}.
-    pages.page("/v1/sessions/wake", params=NO_PARAMS, methods=POST)(answering(views.wake))
-    pages.page("/v1/sessions/{session_id}/checkpoint", params=SESSION_PARAMS, methods=POST)(
+    pages.page("/v1/sessions/wake", params=NO_PARAMS, methods=POST, body=payload_body(
+        SessionWoke, optional={"session_id", "agent_id"},
+        extra={"budget_tokens": BUDGET_TOKENS.schema}))(answering(views.wake))
+    pages.page("/v1/sessions/{session_id}/checkpoint", params=SESSION_PARAMS, methods=POST,
+               body=payload_body(SessionCheckpointed, filled={"session_id"},
+                                 optional={"agent_id"}))(
         answering(views.step("session.checkpointed", SessionCheckpointed)))
-    pages.page("/v1/sessions/{session_id}/sleep", params=SESSION_PARAMS, methods=POST)(
+    pages.page("/v1/sessions/{session_id}/sleep", params=SESSION_PARAMS, methods=POST,
+               body=payload_body(SessionSlept, filled={"session_id"}, optional={"agent_id"}))(
         answering(views.step("session.slept", SessionSlept)))
     pages.page("/v1/sessions/{session_id}", params=LEDGER_PARAMS)(views.ledger)

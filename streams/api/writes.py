@@ -33,6 +33,7 @@ from processors.access import Caller, Permission
 from processors.errors import Unavailable
 from processors.ids import memory_record_id
 from processors.intake import Parsed, json_object, parse_event
+from processors.openapi import event_body, payload_body
 from processors.parameters import IDENTIFIER
 from schemas.events import (
     RUN_EVENT_TYPES,
@@ -268,13 +269,20 @@ def wire_writes(pages: Pages, runtime: Runtime) -> ViewHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
     to answer its POST."""
     views = WriteViews(runtime)
-    pages.page("/v1/memories", params=NO_PARAMS, methods=POST)(answering(views.write))
-    pages.page("/v1/memories/{record_id}/update", params=CHANGE_PARAMS, methods=POST)(
+    pages.page("/v1/memories", params=NO_PARAMS, methods=POST,
+               body=payload_body(MemoryWrite))(answering(views.write))
+    pages.page("/v1/memories/{record_id}/update", params=CHANGE_PARAMS, methods=POST,
+               body=payload_body(MemoryUpdate, filled={"record_id"}))(
         answering(views.change("memory.update", MemoryUpdate)))
-    pages.page("/v1/memories/{record_id}/deprecate", params=CHANGE_PARAMS, methods=POST)(
+    pages.page("/v1/memories/{record_id}/deprecate", params=CHANGE_PARAMS, methods=POST,
+               body=payload_body(MemoryDeprecate, filled={"record_id"}))(
         answering(views.change("memory.deprecate", MemoryDeprecate)))
-    pages.page("/v1/memories/{record_id}/restore", params=CHANGE_PARAMS, methods=POST)(
+    pages.page("/v1/memories/{record_id}/restore", params=CHANGE_PARAMS, methods=POST,
+               body=payload_body(MemoryRestore, filled={"record_id"}))(
         answering(views.change("memory.restore", MemoryRestore)))
-    pages.page("/v1/reviews", params=NO_PARAMS, methods=POST)(answering(views.review))
-    pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST)(answering(views.run_event))
+    pages.page("/v1/reviews", params=NO_PARAMS, methods=POST,
+               body=payload_body(MemoryReview, filled={"reviewer"}))(answering(views.review))
+    pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST,
+               body=event_body("RunEventBody", list(RUN_EVENT_TYPES.values())))(
+        answering(views.run_event))
     return answering(views.edit_block)

@@ -65,6 +65,7 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "keys": lambda: routes.keys(CONFIG),
     "key": lambda: routes.key(CONFIG, "0123456789ab"),
     "health": lambda: routes.health(CONFIG),
+    "openapi": lambda: routes.openapi(CONFIG),
     "create_key": lambda: routes.create_key(CONFIG, "read"),
     "revoke_key": lambda: routes.revoke_key(CONFIG, "0123456789ab"),
     "write_memory": lambda: routes.write_memory(CONFIG, "Deploys need the VPN."),

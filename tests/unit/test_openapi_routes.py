@@ -1,0 +1,101 @@
+"""The OpenAPI document of the ingest app as it is wired (streams/app.py), without its
+stores: it lists exactly the routes the app registers with its web server, each with the
+parameters its route declares, and is a document a client generator can use. (The running
+worker serves it and obeys it: tests/integration/test_openapi.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from processors.openapi import openapi_document
+from streams.api.openapi import DESCRIPTION, TITLE
+from streams.app import create_app, wire_ingest
+from streams.plumbing.config import Settings
+from streams.plumbing.health import Health
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from streams.wiring import Wiring
+from tests.openapi_structure import operations, structural_problems
+from tests.unit.store_fakes import InMemoryStores, Unused
+
+# Methods aiohttp answers for every route by itself.
+IMPLIED_METHODS = {"HEAD", "OPTIONS"}
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+
+
+@pytest.fixture(scope="module")
+def wired() -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The ingest app's aiohttp router, and its OpenAPI document; wiring touches no store."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    settings = Settings.from_env({})
+    app = create_app(settings, "ingest")
+    metrics = Metrics()
+    runtime = Runtime(stores=InMemoryStores(), embedder=None,  # type: ignore[arg-type]
+                      metrics=metrics, producer=Unused("producer"),
+                      announcements=Unused("announcements"), max_event_bytes=1024)
+    wiring = Wiring(app, settings, runtime, Health(metrics, 60.0),
+                    Unused("lag probe"), "ingest")  # type: ignore[arg-type]
+    wire_ingest(wiring, runtime, Unused("index"), Unused("fallback"),  # type: ignore[arg-type]
+                settings)
+    yield (app.web.web_app.router,
+           openapi_document(wiring.pages.routes, title=TITLE, description=DESCRIPTION))
+    loop.close()
+
+
+def test_the_document_lists_exactly_the_routes_the_app_registers(
+        wired: tuple[Any, dict[str, Any]]) -> None:
+    router, document = wired
+    registered = {(route.method, route.resource.canonical) for route in router.routes()
+                  if route.method not in IMPLIED_METHODS}
+    described = {(method, path) for method, path, _ in operations(document)}
+    assert described == registered
+    assert ("GET", "/v1/openapi.json") in described
+    assert len(described) > 30
+
+
+def test_the_document_is_structurally_sound(wired: tuple[Any, dict[str, Any]]) -> None:
+    _, document = wired
+    assert structural_problems(document) == []
+
+
+def test_every_write_describes_its_body_and_every_route_its_answers(
+        wired: tuple[Any, dict[str, Any]]) -> None:
+    _, document = wired
+    for method, path, operation in operations(document):
+        if method in BODY_METHODS:
+            assert "requestBody" in operation, f"{method} {path} declares no body"
+        open_route = path in {"/healthz", "/metrics", "/v1/openapi.json"} or \
+            path.startswith("/ui")
+        assert (operation["security"] == []) == open_route, f"{method} {path}"
+        assert "400" in operation["responses"]
+        if not open_route:
+            assert {"401", "403", "503"} <= set(operation["responses"]), f"{method} {path}"
+
+
+def test_search_lists_its_declared_filters_with_their_rules(
+        wired: tuple[Any, dict[str, Any]]) -> None:
+    _, document = wired
+    parameters = {p["name"]: p for p in document["paths"]["/v1/search"]["get"]["parameters"]}
+    assert {"namespace", "query", "limit", "tier", "tag", "since", "profile"} <= \
+        set(parameters)
+    assert parameters["tier"]["schema"]["type"] == "array"
+    assert parameters["tier"]["schema"]["items"]["enum"] == ["active", "long_term",
+                                                             "short_term"]
+    assert parameters["limit"]["schema"]["type"] == "integer"
+    assert parameters["limit"]["schema"]["minimum"] == 1
+
+
+def test_the_memory_write_body_is_the_memory_write_event_schema(
+        wired: tuple[Any, dict[str, Any]]) -> None:
+    _, document = wired
+    operation = document["paths"]["/v1/memories"]["post"]
+    ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    body = document["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+    assert body["required"] == ["namespace", "text"]
+    assert body["properties"]["memory_type"]["enum"][0] == "lesson"
+    assert "202" in operation["responses"]
