@@ -116,7 +116,7 @@ class RelatedRecord:
 class RecordFilter:
     """What a listing shows: the live records (neither superseded nor expired) of a namespace
     that `reader` may see, in these review states, and, when given, of these kinds, memory
-    types and tiers, and written by (or for) `agent_id`."""
+    types, tiers and scopes, and written by (or for) `agent_id`."""
 
     namespace: str
     reader: PersonalReader
@@ -124,6 +124,7 @@ class RecordFilter:
     record_kinds: tuple[str, ...] = ()
     memory_types: tuple[str, ...] = ()
     tiers: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
     agent_id: str | None = None
 
 
@@ -351,6 +352,7 @@ class PostgresRecords:
               AND ($6::text[] IS NULL OR record_kind <> 'memory' OR memory_type = ANY($6))
               AND ($7::text[] IS NULL OR tier = ANY($7))
               AND ($8::text IS NULL OR agent_id = $8)
+              AND ($13::text[] IS NULL OR scope = ANY($13))
               AND ($9::timestamptz IS NULL OR (created_at, record_id) < ($9, $10))
             ORDER BY created_at DESC, record_id DESC LIMIT $12
             """,
@@ -359,6 +361,7 @@ class PostgresRecords:
             list(wanted.memory_types) or None, list(wanted.tiers) or None, wanted.agent_id,
             None if after is None else after.created_at,
             None if after is None else after.record_id, SUMMARY_CHARS, limit,
+            list(wanted.scopes) or None,
         )
         return [RecordSummary(
             record_id=row["record_id"], record_kind=row["record_kind"], title=row["title"],

@@ -166,7 +166,7 @@ def memory_server(callers: Callers) -> MCPServer:
             "only your personal memories (your working memory with tier active), not the "
             "team's shared ones"))] = False,
         tier: Annotated[list[Tier] | None, Field(description=(
-            "only these tiers: active (working memory), core, archival"))] = None,
+            "only these tiers: active (working memory), short_term, long_term"))] = None,
         memory_type: Annotated[list[MemoryType] | None, Field(
             description="only memories of these types")] = None,
         cursor: Annotated[str | None, Field(description=(

@@ -6,7 +6,7 @@ record the caller may not see is answered as one that does not exist."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
@@ -14,7 +14,8 @@ from processors.access import Caller
 from processors.blocks import BlockDiff, usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
 from processors.listing import ListingPosition, cursor_position, description, encode_cursor
-from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer
+from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer, one_of
+from schemas.events import Scope
 from stores.core_blocks import CoreBlocks
 from stores.record_versions import PersonalReader, RecordVersions
 from stores.records import RecordFilter, Records, RecordSummary, StoredRecord
@@ -53,12 +54,13 @@ MAX_IDS = 100
 LISTING_LIMIT = 50
 MAX_LISTING_LIMIT = 200
 LISTING = integer(1, MAX_LISTING_LIMIT)
+SCOPE = one_of(get_args(Scope))
 # What narrows a listing (and has no meaning beside `id`).
 LISTING_PARAMS: Params = {
     "agent": Param(IDENTIFIER), "kind": Param(KIND, repeats=True),
     "memory_type": Param(MEMORY_TYPE, repeats=True), "tier": Param(TIER, repeats=True),
-    "review_state": Param(REVIEW_STATE, repeats=True), "cursor": Param(cursor_position),
-    "limit": Param(LISTING),
+    "scope": Param(SCOPE, repeats=True), "review_state": Param(REVIEW_STATE, repeats=True),
+    "cursor": Param(cursor_position), "limit": Param(LISTING),
 }
 RECORDS_PARAMS: Params = {**READER_PARAMS, "id": Param(IDENTIFIER, repeats=True),
                           **LISTING_PARAMS}
@@ -175,6 +177,7 @@ async def record_listing(records: Records, namespace: str, reader: PersonalReade
         record_kinds=tuple(repeated(params, "kind", KIND)),
         memory_types=tuple(repeated(params, "memory_type", MEMORY_TYPE)),
         tiers=tuple(repeated(params, "tier", TIER)),
+        scopes=tuple(repeated(params, "scope", SCOPE)),
         agent_id=optional(params, "agent", IDENTIFIER))
     limit = value(params, "limit", LISTING, LISTING_LIMIT)
     # One more than asked: whether there is a next page.
