@@ -231,12 +231,12 @@ class PostgresIndex:
             await pool.close()
 
 
-# A point within a SearchScope: its namespace, kinds, related id, visibility and filters
+# A point within a SearchScope: its namespace, kinds, related ids, visibility and filters
 # ($1 is the query vector; see scope_args for $2-$12).
 _SCOPE = """
     namespace = $2
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
-    AND ($4::text IS NULL OR $4 = ANY(related_ids))
+    AND ($4::text[] IS NULL OR related_ids && $4)
     AND (scope = 'shared' OR agent_id = $5)
     AND (expires_at IS NULL OR expires_at > $6)
     AND ($7::text[] IS NULL OR tags && $7)
@@ -251,7 +251,7 @@ _SCOPE = """
 def scope_args(scope: SearchScope) -> tuple[Any, ...]:
     """The arguments $2-$12 of a scope filter over Postgres (this index's, and the records'
     own in stores/records_search.py, which names its columns alike)."""
-    return (scope.namespace, list(scope.record_kinds) or None, scope.related_id,
+    return (scope.namespace, list(scope.record_kinds) or None, list(scope.related_ids) or None,
             scope.agent_id, time.time(), list(scope.tags) or None,
             list(scope.memory_types) or None, list(scope.tiers) or None,
             list(scope.review_states), scope.since, scope.until)

@@ -221,14 +221,14 @@ class EdgeIndex:
         return await self._counts.counts(namespace, term_ids, count)
 
     async def count(self, namespace: str | None = None) -> int:
-        flt = _filter(namespace, None, None) if namespace else None
+        flt = _filter(namespace, None, ()) if namespace else None
         return self._open_shard().count(qe.CountRequest(exact=True, filter=flt))
 
     async def iter_record_ids(
         self, namespace: str | None = None, batch_size: int = 1024
     ) -> AsyncIterator[list[str]]:
         offset: qe.PointId | None = None
-        flt = _filter(namespace, None, None) if namespace else None
+        flt = _filter(namespace, None, ()) if namespace else None
         while True:
             records, offset = self._open_shard().scroll(
                 qe.ScrollRequest(offset=offset, limit=batch_size, filter=flt,
@@ -269,9 +269,9 @@ class EdgeIndex:
 
 
 def _scope_filter(scope: SearchScope) -> qe.Filter:
-    """What a search of `scope` may return: its namespace, kinds, related id, visibility,
+    """What a search of `scope` may return: its namespace, kinds, related ids, visibility,
     and the optional filters."""
-    must = _conditions(scope.namespace, scope.record_kinds, scope.related_id,
+    must = _conditions(scope.namespace, scope.record_kinds, scope.related_ids,
                        Visibility(scope.agent_id, time.time()))
     for name, values in (("tags", scope.tags), ("tier", scope.tiers),
                          ("review_state", scope.review_states)):
@@ -291,14 +291,14 @@ def _scope_filter(scope: SearchScope) -> qe.Filter:
 
 
 def _filter(namespace: str | None, record_kinds: Sequence[str] | None,
-            related_id: str | None) -> qe.Filter:
-    return qe.Filter(must=_conditions(namespace, record_kinds, related_id))
+            related_ids: Sequence[str]) -> qe.Filter:
+    return qe.Filter(must=_conditions(namespace, record_kinds, related_ids))
 
 
 def _conditions(
     namespace: str | None,
     record_kinds: Sequence[str] | None,
-    related_id: str | None,
+    related_ids: Sequence[str],
     visibility: Visibility | None = None,
 ) -> list[qe.ConditionType]:
     must: list[qe.ConditionType] = []
@@ -306,9 +306,9 @@ def _conditions(
         must.append(qe.FieldCondition("namespace", match=qe.MatchValue(namespace)))
     if record_kinds:
         must.append(qe.FieldCondition("record_kind", match=qe.MatchAny(list(record_kinds))))
-    if related_id is not None:
-        # On an array field, MatchValue matches when any element equals the value.
-        must.append(qe.FieldCondition("related_ids", match=qe.MatchValue(related_id)))
+    if related_ids:
+        # On an array field, MatchAny matches when any element is one of the values.
+        must.append(qe.FieldCondition("related_ids", match=qe.MatchAny(list(related_ids))))
     if visibility is not None:
         must.append(qe.FieldCondition("readers", match=qe.MatchAny(visibility.readers)))
         must.append(qe.FieldCondition("live_until", range=qe.RangeFloat(gt=visibility.now)))

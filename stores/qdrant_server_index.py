@@ -209,7 +209,7 @@ class QdrantClientIndex:
     async def count(self, namespace: str | None = None) -> int:
         result = await self._client.count(
             self._collection,
-            count_filter=_filter(namespace, None, None) if namespace else None,
+            count_filter=_filter(namespace, None, ()) if namespace else None,
             exact=True,
         )
         return result.count
@@ -221,7 +221,7 @@ class QdrantClientIndex:
         while True:
             records, next_offset = await self._client.scroll(
                 self._collection,
-                scroll_filter=_filter(namespace, None, None) if namespace else None,
+                scroll_filter=_filter(namespace, None, ()) if namespace else None,
                 limit=batch_size,
                 offset=offset,
                 with_payload=["record_id"],
@@ -242,9 +242,9 @@ class QdrantClientIndex:
 
 
 def _scope_filter(scope: SearchScope) -> models.Filter:
-    """What a search of `scope` may return: its namespace, kinds, related id, visibility,
+    """What a search of `scope` may return: its namespace, kinds, related ids, visibility,
     and the optional filters."""
-    must = _conditions(scope.namespace, scope.record_kinds, scope.related_id,
+    must = _conditions(scope.namespace, scope.record_kinds, scope.related_ids,
                        Visibility(scope.agent_id, time.time()))
     for name, values in (("tags", scope.tags), ("tier", scope.tiers),
                          ("review_state", scope.review_states)):
@@ -265,14 +265,14 @@ def _scope_filter(scope: SearchScope) -> models.Filter:
 
 
 def _filter(namespace: str | None, record_kinds: Sequence[str] | None,
-            related_id: str | None) -> models.Filter:
-    return models.Filter(must=_conditions(namespace, record_kinds, related_id))
+            related_ids: Sequence[str]) -> models.Filter:
+    return models.Filter(must=_conditions(namespace, record_kinds, related_ids))
 
 
 def _conditions(
     namespace: str | None,
     record_kinds: Sequence[str] | None,
-    related_id: str | None,
+    related_ids: Sequence[str],
     visibility: Visibility | None = None,
 ) -> list[models.Condition]:
     must: list[models.Condition] = []
@@ -282,10 +282,10 @@ def _conditions(
     if record_kinds:
         must.append(models.FieldCondition(key="record_kind",
                                           match=models.MatchAny(any=list(record_kinds))))
-    if related_id is not None:
-        # On an array field, MatchValue matches when any element equals the value.
+    if related_ids:
+        # On an array field, MatchAny matches when any element is one of the values.
         must.append(models.FieldCondition(key="related_ids",
-                                          match=models.MatchValue(value=related_id)))
+                                          match=models.MatchAny(any=list(related_ids))))
     if visibility is not None:
         must.append(models.FieldCondition(key="readers",
                                           match=models.MatchAny(any=visibility.readers)))

@@ -15,8 +15,10 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from processors.listing import ListingPosition
 from processors.memory_graph import GraphRecord
 from schemas.records import Record
+from stores.pg_index import scope_args
 from stores.pgvector import Vector
 from stores.postgres_rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
 from stores.record_versions import (
@@ -24,6 +26,15 @@ from stores.record_versions import (
     MergeMember,
     PersonalReader,
     merge_members,
+)
+from stores.records_search import INDEXED, RECORD_SCOPE
+from stores.vector_index import SearchScope
+
+# The columns of a FoundRecord.
+FOUND_COLUMNS = (
+    "record_id, record_kind, title, text, body, source_ref, created_at, related_ids, tags,"
+    " scope, agent_id, review_state, trust_class, tier, run_ref, version, memory_type, thread,"
+    " provenance, expires_at, embedding"
 )
 
 
@@ -94,6 +105,52 @@ class RecordExcerpt:
 
 
 @dataclass(frozen=True)
+class RelatedRecord:
+    """A record found by its related ids, and how many of those asked it lists."""
+
+    record: FoundRecord
+    shared: int
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """What a listing shows: the live records (neither superseded nor expired) of a namespace
+    that `reader` may see, in these review states, and, when given, of these kinds, memory
+    types, tiers and scopes, and written by (or for) `agent_id`."""
+
+    namespace: str
+    reader: PersonalReader
+    review_states: tuple[str, ...] = ("approved",)
+    record_kinds: tuple[str, ...] = ()
+    memory_types: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """A record as a listing names it: the start of its text, for a one-line description."""
+
+    record_id: str
+    record_kind: str
+    title: str | None
+    # The first SUMMARY_CHARS characters of its text.
+    opening: str
+    memory_type: str | None
+    tier: str
+    scope: str
+    agent_id: str | None
+    review_state: str
+    created_at: datetime
+    updated_at: datetime
+
+
+# Enough of a text for its first sentence, cut to a description (processors/listing.py).
+SUMMARY_CHARS = 400
+
+
+@dataclass(frozen=True)
 class RecordLineage:
     """A record, its versions and the records it superseded (a replacement's members stay
     stored, hidden from search and reachable from here); for a merge, its members as they are
@@ -132,6 +189,15 @@ class Records(Protocol):
     async def stored_records(self, namespace: str,
                              record_ids: Sequence[str]) -> list[StoredRecord]:
         """The records with these ids in the namespace, as stored now, in id order."""
+
+    async def list_records(self, wanted: RecordFilter, after: ListingPosition | None,
+                           limit: int) -> list[RecordSummary]:
+        """Up to `limit` records of `wanted`, newest first (by created_at, then id), after
+        `after` if given."""
+
+    async def related_records(self, scope: SearchScope) -> list[RelatedRecord]:
+        """The records within `scope` (as a search's: the same visibility and filters) that
+        list any of its related ids, those that list the most first, then the newest."""
 
     async def record_excerpts(self, namespace: str,
                               record_ids: Sequence[str]) -> dict[str, RecordExcerpt]:
@@ -245,10 +311,8 @@ class PostgresRecords:
     async def records_by_id(self, namespace: str,
                             record_ids: Sequence[str]) -> dict[str, FoundRecord]:
         rows = await self._pool.fetch(
-            """
-            SELECT record_id, record_kind, title, text, body, source_ref, created_at,
-                   related_ids, tags, scope, agent_id, review_state, trust_class, tier,
-                   run_ref, version, memory_type, thread, provenance, expires_at, embedding
+            f"""
+            SELECT {FOUND_COLUMNS}
             FROM unnest($2::text[]) AS wanted (id)
             JOIN records ON records.record_id = wanted.id
             WHERE namespace = $1
@@ -271,6 +335,51 @@ class PostgresRecords:
         )
         return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
                              row["superseded_by"]) for row in rows]
+
+    async def list_records(self, wanted: RecordFilter, after: ListingPosition | None,
+                           limit: int) -> list[RecordSummary]:
+        # Keyset pagination: a record written while a reader pages never shifts the pages
+        # after the one it is on, as an offset would.
+        rows = await self._pool.fetch(
+            f"""
+            SELECT record_id, record_kind, title, left(text, $11) AS opening, memory_type, tier,
+                   scope, agent_id, review_state, created_at, updated_at
+            FROM records
+            WHERE namespace = $1 AND {INDEXED} AND (expires_at IS NULL OR expires_at > now())
+              AND (scope <> 'personal' OR $3 OR agent_id = $2)
+              AND review_state = ANY($4)
+              AND ($5::text[] IS NULL OR record_kind = ANY($5))
+              AND ($6::text[] IS NULL OR record_kind <> 'memory' OR memory_type = ANY($6))
+              AND ($7::text[] IS NULL OR tier = ANY($7))
+              AND ($8::text IS NULL OR agent_id = $8)
+              AND ($13::text[] IS NULL OR scope = ANY($13))
+              AND ($9::timestamptz IS NULL OR (created_at, record_id) < ($9, $10))
+            ORDER BY created_at DESC, record_id DESC LIMIT $12
+            """,
+            wanted.namespace, wanted.reader.agent_id, wanted.reader.every_agent,
+            list(wanted.review_states), list(wanted.record_kinds) or None,
+            list(wanted.memory_types) or None, list(wanted.tiers) or None, wanted.agent_id,
+            None if after is None else after.created_at,
+            None if after is None else after.record_id, SUMMARY_CHARS, limit,
+            list(wanted.scopes) or None,
+        )
+        return [RecordSummary(
+            record_id=row["record_id"], record_kind=row["record_kind"], title=row["title"],
+            opening=row["opening"], memory_type=row["memory_type"], tier=row["tier"],
+            scope=row["scope"], agent_id=row["agent_id"], review_state=row["review_state"],
+            created_at=row["created_at"], updated_at=row["updated_at"]) for row in rows]
+
+    async def related_records(self, scope: SearchScope) -> list[RelatedRecord]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {FOUND_COLUMNS}, (SELECT count(*) FROM unnest(related_ids) AS related
+                                     WHERE related = ANY($4)) AS shared
+            FROM records WHERE {RECORD_SCOPE} AND related_ids && $4
+            ORDER BY shared DESC, created_at DESC, record_id LIMIT $1
+            """,
+            scope.limit, *scope_args(scope),
+        )
+        return [RelatedRecord(_found_record(row), int(row["shared"])) for row in rows]
 
     async def record_excerpts(self, namespace: str,
                               record_ids: Sequence[str]) -> dict[str, RecordExcerpt]:

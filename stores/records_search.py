@@ -20,11 +20,12 @@ from stores.vector_index import DIM, IndexHit, SearchScope, TermCounts, Vector, 
 # The records an index holds: neither superseded nor expired; deprecated ones too, which
 # search leaves out unless asked for them (the stream and stores.reindex keep this rule).
 INDEXED = "superseded_by IS NULL AND expired_at IS NULL"
-# A record within a SearchScope ($1 is the query; see scope_args for $2-$12).
-_SCOPE = f"""
+# A record within a SearchScope ($1 is the query, or the limit of a search that has none;
+# see scope_args for $2-$12).
+RECORD_SCOPE = f"""
     namespace = $2 AND {INDEXED}
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
-    AND ($4::text IS NULL OR $4 = ANY(related_ids))
+    AND ($4::text[] IS NULL OR related_ids && $4)
     AND (scope = 'shared' OR agent_id = $5)
     AND (expires_at IS NULL OR expires_at > to_timestamp($6))
     AND ($7::text[] IS NULL OR tags && $7)
@@ -52,7 +53,7 @@ class RecordsSearch:
         rows = await self._pool.fetch(
             f"""
             SELECT record_id, 1 - (embedding <=> $1) AS score FROM records
-            WHERE {_SCOPE} AND embedding IS NOT NULL AND 1 - (embedding <=> $1) >= $14
+            WHERE {RECORD_SCOPE} AND embedding IS NOT NULL AND 1 - (embedding <=> $1) >= $14
             ORDER BY embedding <=> $1, record_id LIMIT $13
             """,
             as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
@@ -65,7 +66,7 @@ class RecordsSearch:
         rows = await self._pool.fetch(
             f"""
             SELECT record_id, -(lexical <#> $1) AS score FROM records
-            WHERE {_SCOPE} AND lexical_terms && $13::integer[]
+            WHERE {RECORD_SCOPE} AND lexical_terms && $13::integer[]
             ORDER BY lexical <#> $1, record_id LIMIT $14
             """,
             query, *scope_args(scope), list(query.indices), scope.limit,

@@ -70,14 +70,14 @@ class SearchScope:
     """What one search may return and how much: the `limit` best records of `namespace`
     (dense: with cosine similarity >= `min_score`), personal records only to their owner
     `agent_id`, and, when given, only those of these kinds, memory types, tiers and review
-    states (approved only, unless asked), holding one of `tags`, listing `related_id`, created
-    (occurred) within [`since`, `until`] (epoch seconds)."""
+    states (approved only, unless asked), holding one of `tags`, listing one of
+    `related_ids`, created (occurred) within [`since`, `until`] (epoch seconds)."""
 
     namespace: str
     limit: int
     min_score: float
     record_kinds: tuple[str, ...] = ()
-    related_id: str | None = None
+    related_ids: tuple[str, ...] = ()
     agent_id: str | None = None
     tags: tuple[str, ...] = ()
     memory_types: tuple[str, ...] = ()

@@ -22,7 +22,7 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from client.sdk import AsyncMemoryClient, BadRequest, MemstreamError, NotFound
-from client.sdk.models import Record, SearchAnswer, SearchHit
+from client.sdk.models import SearchAnswer, SearchHit, StoredRecord
 from schemas.events import MAX_RELATED_IDS
 
 # Seed 000: top 5, relevance at least 0.5.
@@ -154,17 +154,20 @@ def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = M
         return found if isinstance(found, dict) else hits_view(found)
 
     @toolset.tool
-    async def card_memory_search(ctx: RunContext[MemoryRun], related_id: str,
-                                 query: str) -> dict[str, Any]:
-        """Find the memories related to one memory (those that list its id in their related
-        ids), the closest to `query` first. Counts as a search.
+    async def card_memory_search(ctx: RunContext[MemoryRun], related_ids: list[str],
+                                 query: str | None = None) -> dict[str, Any]:
+        """Find the memories related to some memories (those that list any of their ids in
+        their related ids): without a query, those related to the most of them first, then
+        the newest; with one, the closest to it first. Counts as a search.
 
         Args:
-            related_id: The id of the memory they relate to.
-            query: What you want to know about them.
+            related_ids: The ids (up to 10) of the memories they relate to.
+            query: What you want to know about them, if anything in particular.
         """
+        if not related_ids or len(related_ids) > MAX_RELATED_IDS:
+            raise ModelRetry(f"give 1 to {MAX_RELATED_IDS} related ids")
         # The relation is the filter: relevance only ranks what it lets through.
-        found = await searched(ctx.deps, query, 0.0, search_limit, related_id=related_id)
+        found = await searched(ctx.deps, query, 0.0, search_limit, related_ids=related_ids)
         return found if isinstance(found, dict) else hits_view(found)
 
     @toolset.tool
@@ -240,27 +243,26 @@ def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = M
             active_memory_ids: The memories' ids.
         """
         run = ctx.deps
-        memories: list[dict[str, Any]] = []
-        missing: list[str] = []
-        for memory_id in active_memory_ids:
-            found = await call(run.memory.record(memory_id))
-            if isinstance(found, dict):
-                missing.append(memory_id)
-                continue
-            memories.append({**memory_view(found.record), "version": found.version})
-        run.counters.checked_memories += len(memories)
-        return {"memories": memories, "not_found": missing}
+        if not active_memory_ids:
+            raise ModelRetry("give the ids of the memories to read")
+        found = await call(run.memory.records(active_memory_ids))
+        if isinstance(found, dict):
+            return found
+        run.counters.checked_memories += len(found.records)
+        return {"memories": [{**memory_view(record), "version": record.version}
+                             for record in found.records],
+                "not_found": found.not_found}
 
     return toolset
 
 
-async def searched(run: MemoryRun, query: str, min_relevance: float, limit: int,
-                   related_id: str | None = None) -> SearchAnswer | dict[str, Any]:
+async def searched(run: MemoryRun, query: str | None, min_relevance: float, limit: int,
+                   related_ids: Sequence[str] | None = None) -> SearchAnswer | dict[str, Any]:
     """A search for the run, counted, or why it answered nothing (the run's budget spent,
     or the search failed)."""
     run.counters.memory_searches += 1
     answer = await call(run.memory.search(query, run_id=run.run_id, min_score=min_relevance,
-                                          limit=limit, related_id=related_id))
+                                          limit=limit, related_id=related_ids))
     if isinstance(answer, dict):
         return answer
     if answer.budget_exhausted:
@@ -279,7 +281,7 @@ def hits_view(answer: SearchAnswer) -> dict[str, Any]:
                       "tags": hit.tags} for hit in answer.hits]}
 
 
-def memory_view(record: Record) -> dict[str, Any]:
+def memory_view(record: StoredRecord) -> dict[str, Any]:
     """A memory read by id, as the model reads it."""
     return {"memory_id": record.record_id, "title": record.title, "content": record.text,
             "tier": record.tier, "tags": record.tags, "related_ids": record.related_ids,
@@ -292,13 +294,14 @@ async def check_related(run: MemoryRun, related_ids: Sequence[str]) -> dict[str,
     not be made."""
     if len(related_ids) > MAX_RELATED_IDS:
         raise ModelRetry(f"at most {MAX_RELATED_IDS} related ids; keep the closest")
-    for related_id in related_ids:
-        found = await call(run.memory.record(related_id))
-        if isinstance(found, dict):
-            if found.get("not_found"):
-                raise ModelRetry(f"related id {related_id!r} names no memory; "
-                                 "give ids that a search answered")
-            return found
+    if not related_ids:
+        return None
+    found = await call(run.memory.records(related_ids))
+    if isinstance(found, dict):
+        return found
+    if found.not_found:
+        raise ModelRetry(f"related ids {', '.join(map(repr, found.not_found))} name no "
+                         "memory; give ids that a search answered")
     return None
 
 

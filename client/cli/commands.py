@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from client.cli.errors import EXIT_OTHER, EXIT_USAGE, CliError, failure_of
+from client.cli.errors import EXIT_NOT_FOUND, EXIT_OTHER, EXIT_USAGE, CliError, failure_of
 from client.cli.tables import (
     aligned,
     cell,
@@ -136,8 +136,11 @@ def context(client: MemoryClient, args: argparse.Namespace, config: Config,
 
 def show(client: MemoryClient, args: argparse.Namespace, config: Config,
          output: Output) -> int:
+    if len(args.record_ids) > 1:
+        return show_many(client, args, config, output)
+    [record_id] = args.record_ids
     namespace = namespace_of(args, config)
-    answer = client.record(args.record_id, namespace=namespace)
+    answer = client.record(record_id, namespace=namespace)
     if output.as_json:
         output.json(answer.raw)
         return 0
@@ -156,7 +159,7 @@ def show(client: MemoryClient, args: argparse.Namespace, config: Config,
     output.line()
     output.line(prose(record.text, output.width))
     # What each version changed is in its history.
-    versions = client.record_history(args.record_id, namespace=namespace).versions
+    versions = client.record_history(record_id, namespace=namespace).versions
     if versions:
         output.line()
         versions_table(versions, output)
@@ -173,6 +176,52 @@ def show(client: MemoryClient, args: argparse.Namespace, config: Config,
                      [(m.record_id, m.version, m.review_state, m.superseded_by)
                       for m in answer.members],
                      texts=[one_line(m.raw) for m in answer.members])
+    return 0
+
+
+def show_many(client: MemoryClient, args: argparse.Namespace, config: Config,
+              output: Output) -> int:
+    """Several records in one read: each one's fields and text, in the order asked; the ids
+    of none the key may read, said last (exit 4)."""
+    answer = client.records(args.record_ids, namespace=namespace_of(args, config))
+    if output.as_json:
+        output.json(answer.raw)
+    else:
+        for number, record in enumerate(answer.records):
+            if number:
+                output.line()
+            output.line(fields([
+                ("record", record.record_id), ("kind", record.record_kind),
+                ("title", record.title), ("version", record.version),
+                ("type", record.memory_type), ("scope", record.scope),
+                ("agent", record.agent_id), ("tier", record.tier),
+                ("created", when(record.created_at)),
+                ("superseded by", record.superseded_by),
+            ], output.width))
+            output.line(prose(record.text, output.width))
+    if answer.not_found:
+        output.note(f"not found: {', '.join(answer.not_found)}")
+        return EXIT_NOT_FOUND
+    return 0
+
+
+def list_records(client: MemoryClient, args: argparse.Namespace, config: Config,
+                 output: Output) -> int:
+    """A page of records, newest first: id, type, tier, agent, and a one-line description."""
+    answer = client.list_records(
+        namespace=namespace_of(args, config), agent=args.agent, tier=args.tier,
+        memory_type=args.type, kind=args.kind, cursor=args.cursor, limit=args.limit)
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    output.table(["record", "type", "tier", "agent", "created"],
+                 [(item.record_id, item.memory_type or item.kind, item.tier, item.agent_id,
+                   when(item.created_at)) for item in answer.records],
+                 flexible=(3,),
+                 texts=[f"{item.title}: {item.description}" if item.title
+                        else item.description for item in answer.records])
+    if answer.next:
+        output.note(f"more: memstream list --cursor {answer.next}")
     return 0
 
 
@@ -410,7 +459,8 @@ def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: 
 
 
 COMMANDS: dict[str, Command] = {
-    "search": search, "context": context, "show": show, "history": history, "diff": diff,
+    "search": search, "context": context, "show": show, "list": list_records,
+    "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
 }
@@ -456,9 +506,17 @@ def parser() -> argparse.ArgumentParser:
     pack.add_argument("--run", help="a run id: the errors it met, and its search budget")
     pack.add_argument("--profile")
 
-    for name, help_text in (("show", "one record: text, provenance, versions, lineage"),
-                            ("history", "every version of a record")):
-        command(name, help_text).add_argument("record_id")
+    command("show", "records by id: one with its provenance, versions and lineage; several "
+                    "in one read").add_argument("record_ids", nargs="+", metavar="record_id")
+    listed = command("list", "the records the key may read, newest first, a page at a time")
+    listed.add_argument("--agent", help="those of this agent only")
+    listed.add_argument("--tier", action="append",
+                        help="active, short_term, long_term (repeatable)")
+    listed.add_argument("--type", action="append", help="memory type (repeatable)")
+    listed.add_argument("--kind", action="append", help="memory, run_digest, fix_pattern")
+    listed.add_argument("--cursor", help="the cursor a previous list printed: the next page")
+    listed.add_argument("--limit", type=int, help="at most this many (50; at most 200)")
+    command("history", "every version of a record").add_argument("record_id")
     changes = command("diff", "what changed between two versions of a record")
     changes.add_argument("record_id")
     changes.add_argument("--from", dest="from_version", type=int)

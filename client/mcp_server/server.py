@@ -16,8 +16,15 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import Field
 
 from client.mcp_server.callers import Callers
-from client.sdk import AsyncMemoryClient, MemstreamError, NotFound
-from schemas.events import MAX_NEXT_STEPS, MAX_SESSION_MEMORIES, MemoryType, Scope, SessionMemory
+from client.sdk import AsyncMemoryClient, MemstreamError
+from schemas.events import (
+    MAX_NEXT_STEPS,
+    MAX_SESSION_MEMORIES,
+    MemoryType,
+    Scope,
+    SessionMemory,
+    Tier,
+)
 
 INSTRUCTIONS = """\
 memstream is your long-term memory, shared with the other agents of your team. At the start \
@@ -30,8 +37,10 @@ session, `wake` first (your last handoff: where you stopped), `checkpoint` what 
 you go, and `sleep` last with a summary and the next steps."""
 
 Profile = Literal["default", "planning", "incident", "handoff"]
-# As many ids as one call of `get_memories` reads: each is one request of the API.
+# As many ids as one call of `get_memories` reads: records whole fill a model's context fast.
 MAX_IDS = 20
+# Records one page of `list_memories` names.
+MAX_LISTED = 50
 RecordIds = Annotated[list[str], Field(min_length=1, max_length=MAX_IDS)]
 Tags = Annotated[list[str], Field(max_length=20)]
 RelatedIds = Annotated[list[str], Field(max_length=10)]
@@ -152,17 +161,40 @@ def memory_server(callers: Callers) -> MCPServer:
         """Read records whole by their ids (from `recall`, `context` or a related id): text,
         type, tags, related ids, version (which `update_memory` needs), provenance. Ids that
         name no record you may read are listed under `not_found`."""
-        records, missing = [], []
         async with memory(ctx) as client:
-            for record_id in dict.fromkeys(record_ids):
-                try:
-                    found = await client.record(record_id)
-                except NotFound:
-                    missing.append(record_id)
-                    continue
-                records.append({**found.record.raw, "version": found.version,
-                                "superseded_by": found.superseded_by})
-        return {"records": records, "not_found": missing}
+            found = await client.records(record_ids)
+        return {"records": [record.raw for record in found.records],
+                "not_found": found.not_found}
+
+    @server.tool()
+    async def list_memories(
+        ctx: Context,
+        personal: Annotated[bool, Field(description=(
+            "only your personal memories (your working memory with tier active), not the "
+            "team's shared ones"))] = False,
+        tier: Annotated[list[Tier] | None, Field(description=(
+            "only these tiers: active (working memory), short_term, long_term"))] = None,
+        memory_type: Annotated[list[MemoryType] | None, Field(
+            description="only memories of these types")] = None,
+        cursor: Annotated[str | None, Field(description=(
+            "the `next` of the page before, to go on"))] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LISTED, description="at most this many")]
+            = 20,
+    ) -> dict[str, Any]:
+        """List memories newest first, each its record_id, title and a one-line
+        description: an overview of what you hold (with `mine` and tier active, your working
+        memory) before you decide to update one or write a new one. Read the ones that
+        matter whole with `get_memories`; `next`, when not null, gives the next page."""
+        async with memory(ctx) as client:
+            listed = await client.list_records(
+                kind="memory", scope="personal" if personal else None, tier=tier,
+                memory_type=memory_type, cursor=cursor, limit=limit)
+        return {"memories": [{"record_id": item.record_id, "title": item.title,
+                              "description": item.description, "memory_type": item.memory_type,
+                              "tier": item.tier, "scope": item.scope,
+                              "created_at": item.created_at.isoformat()}
+                             for item in listed.records],
+                "next": listed.next}
 
     @server.tool()
     async def update_memory(

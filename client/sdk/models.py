@@ -55,7 +55,8 @@ class SearchHit(Answer):
     text: str
     # Fused and weighed by the profile: what ranks.
     score: float
-    similarity: float
+    # None for a search by related ids alone: no query was embedded.
+    similarity: float | None
     # What `min_score` is a floor on.
     relevance: float
     ranks: Ranks
@@ -69,6 +70,8 @@ class SearchHit(Answer):
     tier: str
     review_state: str
     trust_class: str
+    # Of a search by related ids: those asked that the record lists.
+    shared_related_ids: list[str] = Field(default_factory=list)
 
 
 class SearchAnswer(Answer):
@@ -225,6 +228,47 @@ class RecordLineage(Answer):
     supersedes: list[SupersededMember]
     # A merge's members, as they are now.
     members: list[MergeMember]
+
+
+# Many records: by their ids, or listed a page at a time.
+
+class StoredRecord(Record):
+    """A record read by id among others: as stored now, its version and what superseded it
+    (if anything)."""
+
+    version: int
+    superseded_by: str | None
+
+
+class RecordBatch(Answer):
+    namespace: str
+    # In the order asked.
+    records: list[StoredRecord]
+    # The ids asked that name no record the key may read.
+    not_found: list[str]
+
+
+class RecordSummary(Answer):
+    record_id: str
+    kind: str
+    title: str | None
+    # The first sentence of its text, on one line, cut to 120 characters.
+    description: str
+    memory_type: str | None
+    tier: str
+    scope: str
+    agent_id: str | None
+    review_state: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class RecordList(Answer):
+    namespace: str
+    # Newest first.
+    records: list[RecordSummary]
+    # The cursor of the next page; None on the last.
+    next: str | None
 
 
 class RecordVersion(Answer):

@@ -38,9 +38,11 @@ from client.sdk.models import (
     MemoryGraph,
     MemoryWritten,
     PendingDiffs,
+    RecordBatch,
     RecordDiff,
     RecordHistory,
     RecordLineage,
+    RecordList,
     ReviewQueue,
     RunEventAccepted,
     RunHistory,
@@ -102,17 +104,19 @@ def event_id_of(event_id: str | None) -> str:
 
 # Reads.
 
-def search(config: Config, query: str, *, namespace: str | None = None,
+def search(config: Config, query: str | None = None, *, namespace: str | None = None,
            agent_id: str | None = None, profile: str | None = None,
            run_id: str | None = None, min_score: float | None = None,
            limit: int | None = None, kind: RecordKind | Sequence[RecordKind] | None = None,
            memory_type: MemoryType | Sequence[MemoryType] | None = None,
            tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
            review_state: ReviewState | Sequence[ReviewState] | None = None,
-           related_id: str | None = None, since: Moment | None = None,
+           related_id: Some | None = None, since: Moment | None = None,
            until: Moment | None = None) -> Call[SearchAnswer]:
     """Hybrid search of a namespace (`GET /v1/search`): the hits that reach `min_score`
-    (0.5), best first, at most `limit` (5)."""
+    (0.5), best first, at most `limit` (5). `related_id` (one or several) keeps the records
+    that list any of them; without a query it is the search: those that list the most of
+    them first, then the newest."""
     return get("/v1/search", SearchAnswer, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, profile=profile, run_id=run_id,
                min_score=min_score, limit=limit, kind=kind, memory_type=memory_type, tag=tag,
@@ -153,6 +157,30 @@ def record(config: Config, record_id: str, *,
     """One record, its versions and its lineage (`GET /v1/records/{record_id}`)."""
     return get(f"/v1/records/{segment(record_id)}", RecordLineage,
                namespace=namespace_of(config, namespace))
+
+
+def records(config: Config, record_ids: Sequence[str], *,
+            namespace: str | None = None) -> Call[RecordBatch]:
+    """Records by their ids in one call (`GET /v1/records?id=…`, at most 100): in the order
+    asked, and under `not_found` the ids of none the key may read."""
+    return get("/v1/records", RecordBatch, namespace=namespace_of(config, namespace),
+               id=_listed(record_ids))
+
+
+def list_records(config: Config, *, namespace: str | None = None,
+                 agent_id: str | None = None, agent: str | None = None,
+                 kind: RecordKind | Sequence[RecordKind] | None = None,
+                 memory_type: MemoryType | Sequence[MemoryType] | None = None,
+                 tier: Tier | Sequence[Tier] | None = None,
+                 scope: Scope | Sequence[Scope] | None = None,
+                 review_state: ReviewState | Sequence[ReviewState] | None = None,
+                 cursor: str | None = None, limit: int | None = None) -> Call[RecordList]:
+    """The records the key may read, newest first, a page at a time (`GET /v1/records`):
+    each its id, title and a one-line description; `agent` keeps those of one agent, and
+    `next` is the `cursor` of the page after."""
+    return get("/v1/records", RecordList, namespace=namespace_of(config, namespace),
+               agent_id=agent_id, agent=agent, kind=kind, memory_type=memory_type, tier=tier,
+               scope=scope, review_state=review_state, cursor=cursor, limit=limit)
 
 
 def record_history(config: Config, record_id: str, *,

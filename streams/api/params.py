@@ -104,6 +104,14 @@ def repeated(params: Any, name: str, rule: Parser[T]) -> list[T]:
     return list(dict.fromkeys(parsed(name, rule, item) for item in _items(values) if item))
 
 
+def at_most(params: Any, name: str, rule: Parser[T], most: int) -> list[T]:
+    """A repeated parameter (`repeated`) of at most `most` distinct items."""
+    found = repeated(params, name, rule)
+    if len(found) > most:
+        raise BadQuery(f"{name}: at most {most} in one request (got {len(found)})")
+    return found
+
+
 def moment(params: Mapping[str, str], name: str) -> float | None:
     """An ISO 8601 time (`processors.parameters.instant`), as epoch seconds."""
     found = optional(params, name, instant)

@@ -1,22 +1,25 @@
 """The read views of what is kept: a record and its lineage, its versions, what changed
 between two of them, the diffs waiting for review, an agent's core blocks, and a namespace's
-counts. A record the caller may not see is answered as one that does not exist."""
+counts; and many records at once: by their ids, or listed newest first a page at a time. A
+record the caller may not see is answered as one that does not exist."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.blocks import BlockDiff, usage
 from processors.lifecycle import PendingDiff, RecordVersion, version_diff
+from processors.listing import ListingPosition, cursor_position, description, encode_cursor
 from processors.openapi import payload_body
-from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer
-from schemas.events import MemoryBlock
+from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer, one_of, opaque
+from schemas.events import MemoryBlock, Scope
 from stores.core_blocks import CoreBlocks
 from stores.record_versions import PersonalReader, RecordVersions
+from stores.records import RecordFilter, Records, RecordSummary, StoredRecord
 from stores.vector_index import VectorIndex
 from streams.api.auth import granted_namespace, may_see, personal_reader, reader_of
 from streams.api.pages import Pages, ViewHandler, no_record
@@ -26,9 +29,12 @@ from streams.api.params import (
     BadQuery,
     Param,
     Params,
+    at_most,
     optional,
+    repeated,
     value,
 )
+from streams.api.search import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -43,6 +49,23 @@ DIFF_PARAMS: Params = {**RECORD_PARAMS, "from": Param(VERSION), "to": Param(VERS
 BLOCK_PARAMS: Params = {**READER_PARAMS, "label": Param(BLOCK_LABEL)}
 PENDING_DIFF_PARAMS: Params = {**READER_PARAMS, "record_id": Param(IDENTIFIER),
                                "limit": Param(DIFFS)}
+# Records read by id in one request, at most.
+MAX_IDS = 100
+# Records listed per page, by default and at most.
+LISTING_LIMIT = 50
+MAX_LISTING_LIMIT = 200
+LISTING = integer(1, MAX_LISTING_LIMIT)
+SCOPE = one_of(get_args(Scope))
+# What narrows a listing (and has no meaning beside `id`).
+LISTING_PARAMS: Params = {
+    "agent": Param(IDENTIFIER), "kind": Param(KIND, repeats=True),
+    "memory_type": Param(MEMORY_TYPE, repeats=True), "tier": Param(TIER, repeats=True),
+    "scope": Param(SCOPE, repeats=True), "review_state": Param(REVIEW_STATE, repeats=True),
+    "cursor": Param(opaque(cursor_position, "the `next` of the listing's previous page")),
+    "limit": Param(LISTING),
+}
+RECORDS_PARAMS: Params = {**READER_PARAMS, "id": Param(IDENTIFIER, repeats=True),
+                          **LISTING_PARAMS}
 
 
 def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_chars: int,
@@ -51,6 +74,24 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
     `edit_block`'s, the write view of streams/api/writes.py."""
     records, versions, blocks = runtime.stores.records, runtime.stores.versions, \
         runtime.stores.blocks
+
+    @pages.page("/v1/records", params=RECORDS_PARAMS)
+    async def records_view(web: View, request: Request, caller: Caller) -> Response:
+        """With `id` (repeatable): those records whole, in the order asked; without: the
+        records listed, newest first, a page at a time."""
+        namespace = granted_namespace(caller, request.query)
+        query = request.query
+        if "id" not in query:
+            return web.json(await record_listing(
+                records, namespace, personal_reader(caller, query), query))
+        narrowing = sorted(name for name in LISTING_PARAMS if name in query)
+        if narrowing:
+            raise BadQuery(f"id reads records by id; {', '.join(narrowing)} narrow a listing "
+                           "(without id): give one or the other")
+        record_ids = at_most(query, "id", IDENTIFIER, MAX_IDS)
+        if not record_ids:
+            raise BadQuery("id is empty: name the records to read")
+        return web.json(await records_by_ids(records, caller, namespace, record_ids))
 
     @pages.page("/v1/records/{record_id}", params=RECORD_PARAMS)
     async def record_view(web: View, request: Request, caller: Caller,
@@ -110,6 +151,54 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
             "records": await records.record_counts(namespace),
             "index_points": await index.count(namespace),
         })
+
+
+async def records_by_ids(records: Records, caller: Caller, namespace: str,
+                         record_ids: list[str]) -> dict[str, Any]:
+    """The records with these ids, as stored now, in the order asked, and the ids of those
+    that are missing or that the caller may not see, alike."""
+    stored = {found.record.record_id: found for found in
+              await records.stored_records(namespace, record_ids)
+              if caller.sees(found.record.scope, found.record.agent_id)}
+    return {"namespace": namespace,
+            "records": [stored_record_json(stored[i]) for i in record_ids if i in stored],
+            "not_found": [i for i in record_ids if i not in stored]}
+
+
+def stored_record_json(found: StoredRecord) -> dict[str, Any]:
+    return {**found.record.model_dump(mode="json"), "version": found.version,
+            "superseded_by": found.superseded_by}
+
+
+async def record_listing(records: Records, namespace: str, reader: PersonalReader,
+                         params: Any) -> dict[str, Any]:
+    """A page of the records `reader` may see, newest first, narrowed by the listing's
+    filters; `next` is the cursor of the page after, if there is one."""
+    wanted = RecordFilter(
+        namespace=namespace, reader=reader,
+        review_states=tuple(repeated(params, "review_state", REVIEW_STATE) or ("approved",)),
+        record_kinds=tuple(repeated(params, "kind", KIND)),
+        memory_types=tuple(repeated(params, "memory_type", MEMORY_TYPE)),
+        tiers=tuple(repeated(params, "tier", TIER)),
+        scopes=tuple(repeated(params, "scope", SCOPE)),
+        agent_id=optional(params, "agent", IDENTIFIER))
+    limit = value(params, "limit", LISTING, LISTING_LIMIT)
+    # One more than asked: whether there is a next page.
+    found = await records.list_records(wanted, optional(params, "cursor", cursor_position),
+                                       limit + 1)
+    shown = found[:limit]
+    return {"namespace": namespace, "records": [summary_json(item) for item in shown],
+            "next": encode_cursor(ListingPosition(shown[-1].created_at, shown[-1].record_id))
+            if len(found) > limit else None}
+
+
+def summary_json(summary: RecordSummary) -> dict[str, Any]:
+    return {"record_id": summary.record_id, "kind": summary.record_kind,
+            "title": summary.title, "description": description(summary.opening),
+            "memory_type": summary.memory_type, "tier": summary.tier, "scope": summary.scope,
+            "agent_id": summary.agent_id, "review_state": summary.review_state,
+            "created_at": summary.created_at.isoformat(),
+            "updated_at": summary.updated_at.isoformat()}
 
 
 async def record_history(versions: RecordVersions, namespace: str,

@@ -11,6 +11,10 @@ A hit shows when it is relevant enough: `min_score` is a floor on its relevance
 embedding's cosine, and the share of the query's information its words hold) beside the
 best support among the query's candidates, so that 0.5 means "worth showing" and a question
 the namespace knows nothing about finds nothing.
+
+`related_id` (repeatable) keeps the records that list any of these ids; given without a query,
+it is the search (seed 000's `card_memory_search`): those records from Postgres, those that
+list the most of the ids first, then the newest, with the same visibility and filters.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from processors.retrieval import (
 )
 from schemas.events import MemoryType, ReviewState, Tier
 from stores.pgvector import Vector
-from stores.records import FoundRecord
+from stores.records import FoundRecord, RelatedRecord
 from stores.vector_index import SearchIndex, SearchScope, TermCounts
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
@@ -55,6 +59,7 @@ from streams.api.params import (
     BadQuery,
     Param,
     Params,
+    at_most,
     moment,
     optional,
     repeated,
@@ -77,6 +82,8 @@ DENSE_CANDIDATES = 50
 LEXICAL_CANDIDATES = 100
 # As long as a memory's text.
 MAX_QUERY_CHARS = 8000
+# Related ids one search may name.
+MAX_RELATED_IDS = 100
 
 QUERY = text(MAX_QUERY_CHARS)
 LIMIT = integer(1, MAX_LIMIT)
@@ -92,7 +99,8 @@ SEARCH_FILTERS: Params = {
     "run_id": Param(IDENTIFIER), "min_score": Param(MIN_SCORE),
     "kind": Param(KIND, repeats=True), "memory_type": Param(MEMORY_TYPE, repeats=True),
     "tag": Param(TAG, repeats=True), "tier": Param(TIER, repeats=True),
-    "review_state": Param(REVIEW_STATE, repeats=True), "related_id": Param(IDENTIFIER),
+    "review_state": Param(REVIEW_STATE, repeats=True),
+    "related_id": Param(IDENTIFIER, repeats=True),
     "since": Param(instant), "until": Param(instant),
 }
 SEARCH_PARAMS: Params = {**SEARCH_FILTERS, "limit": Param(LIMIT)}
@@ -108,7 +116,9 @@ def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: Se
             return web.json({**budget_exhausted(runtime, "/v1/search", namespace, query.run_id,
                                                 max_searches_per_run), "hits": []})
         answer = await search(runtime, index, fallback, query)
-        retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/search",
+        # A search by related ids alone is logged as what it asked.
+        asked = query.query or "related_id=" + ",".join(query.scope.related_ids)
+        retrievals.surfaced(namespace=namespace, query=asked, route="/v1/search",
                             record_ids=[hit["record_id"] for hit in answer["hits"]],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
         return web.json({**answer, "budget_exhausted": False})
@@ -128,13 +138,12 @@ class SearchQuery:
         caller who reads `agent_id`'s personal memories (or none)."""
         namespace = required(params, "namespace", NAMESPACE)
         query = params.get("query", params.get("q", "")).strip()
-        if not query:
-            raise BadQuery("query is required")
         limit, min_score = limits(params, DEFAULT_LIMIT, DEFAULT_MIN_SCORE)
         profile = profile_of(params)
-        return cls(query, scope_of(params, namespace, limit, min_score, profile, agent_id),
-                   profile,
-                   optional(params, "run_id", IDENTIFIER))
+        scope = scope_of(params, namespace, limit, min_score, profile, agent_id)
+        if not query and not scope.related_ids:
+            raise BadQuery("query is required (or related_id, to search by related ids)")
+        return cls(query, scope, profile, optional(params, "run_id", IDENTIFIER))
 
 
 def profile_of(params: Mapping[str, str]) -> Profile:
@@ -149,7 +158,7 @@ def scope_of(params: Any, namespace: str, limit: int, min_score: float,
     memory_types = repeated(params, "memory_type", MEMORY_TYPE) or profile.memory_types
     return SearchScope(
         namespace, limit, min_score, tuple(kinds),
-        related_id=optional(params, "related_id", IDENTIFIER),
+        related_ids=tuple(at_most(params, "related_id", IDENTIFIER, MAX_RELATED_IDS)),
         agent_id=agent_id,
         tags=tuple(repeated(params, "tag", TAG)),
         memory_types=tuple(memory_types),
@@ -281,16 +290,22 @@ async def ranked(index: SearchIndex, text: str, vector: Vector | None,
 
 def hit_view(hit: Hit) -> dict[str, Any]:
     """A record as search answers show it."""
-    record = hit.record
+    return {
+        **record_view(hit.record),
+        "score": round(hit.score, 4),
+        "similarity": round(hit.similarity, 4),
+        "relevance": round(hit.relevance, 4),
+        "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
+    }
+
+
+def record_view(record: FoundRecord) -> dict[str, Any]:
+    """What every hit shows of its record."""
     return {
         "record_id": record.record_id,
         "kind": record.record_kind,
         "title": record.title,
         "text": record.text,
-        "score": round(hit.score, 4),
-        "similarity": round(hit.similarity, 4),
-        "relevance": round(hit.relevance, 4),
-        "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
         "created_at": record.created_at.isoformat(),
         "source_ref": record.source_ref,
         # A merge's members' source refs (from its body); empty for any other record.
@@ -307,17 +322,34 @@ def hit_view(hit: Hit) -> dict[str, Any]:
 
 async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                  query: SearchQuery) -> dict[str, Any]:
-    found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
-                                query.profile)
+    """A hybrid search, or, without a query, a search by related ids."""
+    if query.query:
+        found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
+                                    query.profile)
+        hits, degraded = [hit_view(hit) for hit in found.hits], found.degraded
+    else:
+        related = await runtime.stores.records.related_records(query.scope)
+        hits = [related_hit_view(found, query.scope.related_ids) for found in related]
+        degraded = False
     return {
         "namespace": query.scope.namespace,
-        "namespace_holds_records": bool(found.hits) or await holds_records(
+        "namespace_holds_records": bool(hits) or await holds_records(
             runtime, query.scope.namespace),
-        "query": query.query,
+        "query": query.query or None,
         "profile": query.profile.name,
-        "degraded": found.degraded,
-        "hits": [hit_view(hit) for hit in found.hits],
+        "degraded": degraded,
+        "hits": hits,
     }
+
+
+def related_hit_view(found: RelatedRecord, related_ids: Sequence[str]) -> dict[str, Any]:
+    """A record found by related ids, as search answers show it: its score and relevance the
+    share of the ids asked that it lists; no similarity, no ranks (no query was embedded)."""
+    share = round(found.shared / len(related_ids), 4)
+    record = found.record
+    return {**record_view(record), "score": share, "similarity": None, "relevance": share,
+            "ranks": {"dense": None, "lexical": None},
+            "shared_related_ids": [i for i in related_ids if i in record.related_ids]}
 
 
 async def holds_records(runtime: Runtime, namespace: str) -> bool:

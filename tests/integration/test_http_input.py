@@ -73,6 +73,7 @@ NAMES = st.sampled_from([
     "namespace", "query", "q", "error", "agent_id", "run_id", "kind", "memory_type", "type",
     "tag", "tier", "review_state", "profile", "limit", "min_score", "since", "until",
     "related_id", "budget_tokens", "from", "to", "record_id", "after", "label", "", "x",
+    "id", "cursor", "agent",
 ]) | st.text(max_size=20)
 VALUES = st.sampled_from([
     "", "0", "-1", "1", "5", "1e400", "nan", "inf", "-0", "99999999999999999999", str(2**31),
@@ -129,6 +130,16 @@ async def test_the_requests_of_the_issue_answer_400_with_the_reason(
                  + base64.urlsafe_b64encode(b"2026-01-01T00:00:00+00:00|99999999999|m").decode()),
          "after: not a cursor this feed gave"),
         (("GET", f"/v1/graph?namespace={namespace}&namespace=other"), "given 2 times"),
+        (("GET", f"/v1/records?namespace={namespace}&id="
+                 + ",".join(f"mem_{n}" for n in range(101))), "id: at most 100 in one request"),
+        (("GET", f"/v1/records?namespace={namespace}&id=mem_1&tier=active"),
+         "id reads records by id; tier narrow a listing"),
+        (("GET", f"/v1/records?namespace={namespace}&cursor=bm9waXBl"),
+         "cursor: not a cursor this listing gave"),
+        (("GET", f"/v1/records?namespace={namespace}&limit=201"),
+         "limit: must be an integer from 1 to 200"),
+        (("GET", f"/v1/search?namespace={namespace}&limit=3"),
+         "query is required (or related_id"),
     ]
     for (method, path), reason in refused:
         answer = await http.request(method, path)

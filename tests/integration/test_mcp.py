@@ -34,8 +34,8 @@ from tests.integration.test_auth import AGENTS, SECRET_TOPIC, Vaults, vaults
 pytestmark = pytest.mark.integration
 
 __all__ = ["vaults"]  # the fixture, shared with test_auth.py
-TOOLS = {"recall", "remember", "context", "get_memories", "update_memory", "core_block",
-         "wake", "checkpoint", "sleep"}
+TOOLS = {"recall", "remember", "context", "get_memories", "list_memories", "update_memory",
+         "core_block", "wake", "checkpoint", "sleep"}
 WAIT_S = 30.0
 GUIDE = REPO_ROOT / "docs" / "mcp.md"
 
@@ -259,6 +259,9 @@ async def visible_through(client: Client, tool: str, target: str) -> set[str]:
     if tool == "get_memories":
         read = await call(client, "get_memories", record_ids=[target])
         return {record["record_id"] for record in read["records"]}
+    if tool == "list_memories":
+        listed = await call(client, "list_memories", limit=50)
+        return {memory["record_id"] for memory in listed["memories"]}
     if tool == "related":
         return set(hit_ids(await call(client, "recall", query=SECRET_TOPIC, min_score=0,
                                       related_id=target)))
@@ -273,8 +276,8 @@ async def visible_through(client: Client, tool: str, target: str) -> set[str]:
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(["agent:ann", "agent:bob", "agent:cy", "reader"]),
-       tool=st.sampled_from(["recall", "context", "get_memories", "related",
-                             "record_resource"]),
+       tool=st.sampled_from(["recall", "context", "get_memories", "list_memories",
+                             "related", "record_resource"]),
        owner=st.sampled_from(AGENTS), which=st.sampled_from([0, 1]))
 async def test_a_key_never_sees_personal_memories_it_may_not_read_through_any_tool(
     mcp_url: str, vaults: Vaults, key: str, tool: str, owner: str, which: int,

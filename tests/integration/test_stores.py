@@ -262,10 +262,10 @@ async def test_min_score_and_filters(index: VectorIndex) -> None:
         "ns", limit=10, min_score=-1.0, record_kinds=("run_digest", "fix_pattern")))
     assert [h.record_id for h in hits] == ["mid-digest", "far-fix"]
     hits = await index.search(query, SearchScope(
-        "ns", limit=10, min_score=-1.0, related_id="err-2"))
+        "ns", limit=10, min_score=-1.0, related_ids=("err-2",)))
     assert [h.record_id for h in hits] == ["mid-digest"]
     hits = await index.search(query, SearchScope(
-        "ns", limit=10, min_score=-1.0, record_kinds=("memory",), related_id="err-1"))
+        "ns", limit=10, min_score=-1.0, record_kinds=("memory",), related_ids=("err-1",)))
     assert [h.record_id for h in hits] == ["close-memory"]
 
 
@@ -320,7 +320,7 @@ async def test_postgres_fallback_search_keeps_the_index_rules(migrated_dsn: str)
         assert [round(hit.score, 3) for hit in hits] == [0.9, 0.8]
         assert await found(agent_id="ann") == ["close", "ann-private", "digest"]
         assert await found(record_kinds=("run_digest",)) == ["digest"]
-        assert await found(related_id="x") == ["close"]
+        assert await found(related_ids=("x",)) == ["close"]
         assert await found(review_states=("approved", "draft")) == ["draft", "close", "digest"]
     finally:
         await fallback.close()

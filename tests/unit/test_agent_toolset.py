@@ -46,6 +46,8 @@ class FakeWorker:
             return httpx.Response(202, json={"record_id": record_id,
                                              "event_id": body["event_id"],
                                              "topic": "memory.events"})
+        if path == "/v1/records":
+            return self.by_ids(request.url.params.get_list("id"))
         record_id = path.split("/")[3]
         if record_id not in self.memories:
             return httpx.Response(404, json={"error": f"no record {record_id!r}"})
@@ -66,15 +68,23 @@ class FakeWorker:
             return httpx.Response(200, json={
                 "namespace": "team-a", "run_id": run_id, "budget_exhausted": True,
                 "max_searches_per_run": BUDGET, "hits": []})
-        words = set(params["query"].lower().split())
+        words = set(params.get("query", "").lower().split())
         texts = {record_id: set(memory["text"].lower().strip(".").replace(".", " ").split())
                  for record_id, memory in self.memories.items()}
-        related = params.get("related_id")
+        related = set(params.get_list("related_id"))
         hits = [hit(record_id, memory) for record_id, memory in self.memories.items()
-                if words & texts[record_id]
-                and (related is None or related in memory.get("related_ids", []))]
+                if (words & texts[record_id] or not words)
+                and (not related or related & set(memory.get("related_ids", [])))]
         return httpx.Response(200, json={"namespace": "team-a", "hits": hits[:5],
                                          "budget_exhausted": False})
+
+    def by_ids(self, record_ids: list[str]) -> httpx.Response:
+        return httpx.Response(200, json={
+            "namespace": "team-a",
+            "records": [{**lineage(i, self.memories[i])["record"],
+                         "version": self.memories[i]["version"], "superseded_by": None}
+                        for i in record_ids if i in self.memories],
+            "not_found": [i for i in record_ids if i not in self.memories]})
 
     def bodies(self, path: str) -> list[Any]:
         return [json.loads(r.content) for r in self.requests if r.url.path == path]
@@ -181,7 +191,9 @@ async def test_related_ids_are_validated_before_a_write(
     await memory_agent(script).run("Deploy.", deps=run)
     too_many, unknown, _ = script.retries()
     assert "at most 10 related ids" in too_many
-    assert "'mem_9' names no memory" in unknown
+    assert "related ids 'mem_9' name no memory" in unknown
+    # The ids are checked in one read.
+    assert [r.url.params.get_list("id") for r in worker.requests] == [["mem_0", "mem_9"]]
     assert worker.bodies("/v1/memories") == [] and run.counters.memories_written == 0
 
 
@@ -214,17 +226,23 @@ async def test_card_and_subagent_searches_count_against_the_budget(
     worker.memories["mem_1"] = {"text": "The VPN profile lives in the ops vault.",
                                 "related_ids": ["mem_0"], "version": 1}
     script = Script([
-        [("card_memory_search", {"related_id": "mem_0", "query": "VPN"})],
+        [("card_memory_search", {"related_ids": ["mem_0", "mem_5"], "query": "VPN"})],
+        [("card_memory_search", {"related_ids": ["mem_0"]})],
+        [("card_memory_search", {"related_ids": [f"mem_{n}" for n in range(11)]})],
         [("subagent_memory_search", {"query": "VPN"})],
         "Done.", "Done."])
     await memory_agent(script).run("Deploy.", deps=run)
     (card,) = script.tool_results(1)
     assert [h["record_id"] for h in card["hits"]] == ["mem_1"]
-    (summary,) = script.tool_results(2)
+    (without_query,) = script.tool_results(2)
+    assert [h["record_id"] for h in without_query["hits"]] == ["mem_1"]
+    assert "give 1 to 10 related ids" in script.retries()[0]
+    (summary,) = script.tool_results(4)
     assert summary.startswith("2 memories about 'VPN'") and "[mem_0]" in summary
-    related = [r.url.params.get("related_id") for r in worker.requests]
-    assert related == ["mem_0", None]
-    assert worker.searches == {"run-1": 2}
+    searches = [r.url.params for r in worker.requests if r.url.path == "/v1/search"]
+    assert [(s.get_list("related_id"), s.get("query")) for s in searches] == [
+        (["mem_0", "mem_5"], "VPN"), (["mem_0"], None), ([], "VPN")]
+    assert worker.searches == {"run-1": 3}
 
 
 async def test_memory_down_is_a_tool_result_and_the_run_goes_on(

@@ -48,6 +48,8 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "context": lambda: routes.context(CONFIG, "deploy"),
     "fix_patterns": lambda: routes.fix_patterns(CONFIG, "KeyError: 'x'"),
     "record": lambda: routes.record(CONFIG, "mem_1"),
+    "records": lambda: routes.records(CONFIG, ["mem_1", "mem_2"]),
+    "list_records": lambda: routes.list_records(CONFIG, tier="active", cursor="c"),
     "record_history": lambda: routes.record_history(CONFIG, "mem_1"),
     "record_diff": lambda: routes.record_diff(CONFIG, "mem_1"),
     "block": lambda: routes.block(CONFIG, "persona"),

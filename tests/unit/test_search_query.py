@@ -23,10 +23,21 @@ def params(**values: str | list[str]) -> MultiDict[str]:
 def test_defaults_follow_the_contract() -> None:
     query = SearchQuery.from_params(params(namespace="a", query="vpn"), None)
     scope = query.scope
-    assert (scope.limit, scope.min_score, scope.record_kinds, scope.related_id) == (
-        5, 0.5, (), None)
+    assert (scope.limit, scope.min_score, scope.record_kinds, scope.related_ids) == (
+        5, 0.5, (), ())
     assert scope.review_states == ("approved",), "approved only, unless asked"
     assert (query.profile.name, query.run_id) == ("default", None)
+
+
+def test_related_ids_stand_for_the_query_and_are_capped() -> None:
+    query = SearchQuery.from_params(params(namespace="a", related_id=["mem_1,mem_2", "mem_1"]),
+                                    None)
+    assert (query.query, query.scope.related_ids) == ("", ("mem_1", "mem_2"))
+    with pytest.raises(BadQuery, match="query is required"):
+        SearchQuery.from_params(params(namespace="a"), None)
+    with pytest.raises(BadQuery, match="related_id: at most 100 in one request"):
+        SearchQuery.from_params(params(namespace="a", related_id=",".join(
+            f"mem_{n}" for n in range(101))), None)
 
 
 def test_kinds_may_repeat_or_be_comma_separated() -> None:
