@@ -76,8 +76,12 @@ def empty_block(namespace: str, agent_id: str, label: str,
 
 
 def serialize(fields: Mapping[str, FieldValue]) -> str:
-    return "\n".join(f"[{name}] {_joined(value)}" for name, value in fields.items()
-                     if value)
+    return "\n".join(line for _, line in field_lines(fields))
+
+
+def field_lines(fields: Mapping[str, FieldValue]) -> list[tuple[str, str]]:
+    """Each field that holds something, with its line as the agent sees it, in order."""
+    return [(name, f"[{name}] {_joined(value)}") for name, value in fields.items() if value]
 
 
 def edit_block(block: Block, payload: MemoryBlockPayload, max_chars: int) -> BlockEdit:

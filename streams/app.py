@@ -162,8 +162,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     # After the writes: the first route that matches a path serves it, whatever the method,
     # and POST /v1/runs/events must meet its own before /v1/runs/{run_id}.
     wire_runs(pages, runtime)
-    wire_sessions(pages, runtime, index, fallback, settings.memory, settings.block_max_chars,
-                  retrievals)
+    wire_sessions(pages, runtime, index, fallback, settings.memory, retrievals)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)

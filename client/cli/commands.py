@@ -123,15 +123,32 @@ def context(client: MemoryClient, args: argparse.Namespace, config: Config,
         return 0
     packed = [(section, item) for section, items in answer.sections.items()
               for item in items]
+    blocks = answer.core.blocks if answer.core else []
     output.table(["section", "record", "kind", "tokens", "source"],
-                 [(section, item.record_id, item.kind, item.token_cost, item.source)
-                  for section, item in packed],
-                 texts=[one_line(item.raw) for _, item in packed])
+                 [("core", block.label, "block", block.token_cost,
+                   f"block:{block.label} v{block.version}") for block in blocks]
+                 + [(section, item.record_id, item.kind, item.token_cost, item.source)
+                    for section, item in packed],
+                 texts=[block.text.replace("\n", " ") for block in blocks]
+                 + [one_line(item.raw) for _, item in packed])
+    note_core(answer, output)
     note_empty_namespace(answer, output)
     budget = answer.budget_tokens
     output.note(f"{answer.tokens} tokens" + (f" of {budget}" if budget else "")
                 + (f"; degraded: {', '.join(answer.degraded)}" if answer.degraded else ""))
     return 0
+
+
+def note_core(answer: ContextPack, output: Output) -> None:
+    """What the pack's core section could not hold, or why it holds nothing."""
+    if answer.core is None:
+        return
+    if answer.core.absent:
+        output.note(f"no core blocks: {answer.core.absent}")
+    for block in answer.core.blocks:
+        if block.fields_left_out:
+            output.note(f"core block {block.label}: {', '.join(block.fields_left_out)} left "
+                        f"out of the budget (GET /v1/blocks/{block.label} shows it whole)")
 
 
 def show(client: MemoryClient, args: argparse.Namespace, config: Config,
@@ -498,7 +515,8 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--min-score", type=float)
     found.add_argument("--limit", type=int)
 
-    pack = command("context", "the context pack for a task: history, then long-term memories")
+    pack = command("context", "the context pack for a task: the agent's core blocks, "
+                   "history, then long-term memories")
     pack.add_argument("query")
     pack.add_argument("--agent")
     pack.add_argument("--budget", type=int, help="token budget")

@@ -145,9 +145,10 @@ def memory_server(callers: Callers) -> MCPServer:
             "an error message you met: the fixes that worked for it before come first"))]
             = None,
     ) -> dict[str, Any]:
-        """The context pack for a task, within a token budget: what fixed the errors met
-        before (history), then the long-term memories most relevant to the task. Call it once
-        at the start of a task, before planning."""
+        """The context pack for a task, within a token budget: your core blocks first (fields
+        that did not fit are named), what fixed the errors met before (history), then the
+        long-term memories most relevant to the task. Call it once at the start of a task,
+        before planning."""
         async with memory(ctx) as client:
             pack = await client.context(task, budget_tokens=budget_tokens, profile=profile,
                                         error=error)
@@ -245,9 +246,10 @@ def memory_server(callers: Callers) -> MCPServer:
         budget_tokens: Annotated[int | None, Field(
             ge=1, description="the most tokens the context pack may take")] = None,
     ) -> dict[str, Any]:
-        """Start a work session: answers its session_id (for `checkpoint` and `sleep`), your
-        core blocks, the handoff your last session left (its summary and next steps: where
-        you stopped) and the context pack for the task. Call it first, once per session."""
+        """Start a work session: answers its session_id (for `checkpoint` and `sleep`), the
+        handoff your last session left (its summary and next steps: where you stopped) and
+        the context pack for the task, your core blocks first. Call it first, once per
+        session."""
         async with memory(ctx) as client:
             return (await client.wake(task, budget_tokens=budget_tokens)).raw
 

@@ -104,10 +104,36 @@ class ContextItem(Answer):
     token_cost: int
 
 
+class PackedCoreBlock(Answer):
+    label: str
+    version: int
+    # The fields that fit in the core's share of the budget, one line each.
+    text: str
+    token_cost: int
+    # The fields that did not fit: read the whole block with `block(label)`.
+    fields_left_out: list[str]
+
+
+class CoreSection(Answer):
+    """The pack's first section: the core blocks of the agent it is read as, within at most
+    half the budget (docs/retrieval.md)."""
+
+    agent_id: str | None
+    # Why there are no blocks (no agent, none kept, their store failed); None when there are.
+    absent: str | None
+    tokens: int
+    share_tokens: int
+    # Whether a block lost fields to the budget.
+    truncated: bool
+    blocks: list[PackedCoreBlock]
+
+
 class ContextPack(Answer):
     namespace: str
-    # `sections` by name, in order: history, then long_term.
+    # `sections` by name, in order: history, then long_term (after `core`).
     sections: dict[str, list[ContextItem]]
+    # None when memory is disabled or the run's search budget is spent.
+    core: CoreSection | None = None
     tokens: int
     # The parts left out because their store failed (`index`: Postgres answered instead).
     degraded: list[str]
@@ -727,14 +753,15 @@ class Handoff(Answer):
 
 class Woke(Answer):
     """A session started: what the agent needs first. `handoff` is None before the agent's
-    first sleep (or while its handoff is on its way); `context` is None for no task."""
+    first sleep (or while its handoff is on its way); `context` is the pack for the task,
+    the agent's core blocks first (without a task: the core blocks alone), None when memory
+    is disabled."""
 
     namespace: str
     session_id: str
     agent_id: str
     task: str
     event_id: str
-    core_blocks: list[CoreBlock]
     handoff: Handoff | None
     context: ContextPack | None
 

@@ -134,8 +134,9 @@ def context(config: Config, query: str, *, namespace: str | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
             until: Moment | None = None) -> Call[ContextPack]:
-    """The context pack for a task (`GET /v1/context`): history (fix patterns of `error`, or
-    of the errors `run_id` met; run digests), then long-term memories, in `budget_tokens`."""
+    """The context pack for a task (`GET /v1/context`): the agent's core blocks, history (fix
+    patterns of `error`, or of the errors `run_id` met; run digests), then long-term
+    memories, in `budget_tokens`."""
     return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, run_id=run_id, error=error,
                budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
@@ -437,8 +438,8 @@ def wake(config: Config, task: str = "", *, namespace: str | None = None,
          agent_id: str | None = None, session_id: str | None = None,
          budget_tokens: int | None = None, event_id: str | None = None) -> Call[Woke]:
     """Start a session on `task` (a `session.woke`; the key's agent unless `agent_id` names
-    one): answers the agent's core blocks, its last handoff and the context pack for the
-    task. The session id is a new one unless given."""
+    one): answers its last handoff and the context pack for the task, the agent's core
+    blocks first. The session id is a new one unless given."""
     return post("/v1/sessions/wake", Woke, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id), task=task,
         agent_id=agent_id, session_id=session_id, budget_tokens=budget_tokens))

@@ -2,13 +2,15 @@
 
     namespace, query, run_id?, error?, budget_tokens?, profile?, agent_id?, min_score?
 
-Sections, in order: history (for the error given, or those the run met, the fix patterns of
-its signature, most successful first, then similar ones; run digests like the query), then
-long-term memories. Each section is searched hybrid, like /v1/search, and the candidates are
-packed into the token budget (processors/context_pack.py). Fail-open per section: a section
-whose store is down contributes nothing and is named in `degraded` (`index` when the index
-failed and Postgres answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM,
-MEMORY_FAIL_OPEN, MEMORY_CONTEXT_BUDGET_TOKENS.
+Sections, in order: core (the core blocks of the agent the pack is read as: the key's, or the
+one an admin key names; none without an agent), history (for the error given, or those the
+run met, the fix patterns of its signature, most successful first, then similar ones; run
+digests like the query), then long-term memories. Each retrieved section is searched hybrid,
+like /v1/search, and everything is packed into the token budget, core first within its share
+(processors/context_pack.py). Fail-open per section: a section whose store is down
+contributes nothing and is named in `degraded` (`index` when the index failed and Postgres
+answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_FAIL_OPEN,
+MEMORY_CONTEXT_BUDGET_TOKENS.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from typing import Any
 from faust.web import Request, Response, View
 
 from processors.access import Caller
-from processors.context_pack import Candidate, pack
+from processors.blocks import field_lines
+from processors.context_pack import Candidate, CoreBlock, CoreField, CorePack, Pack, pack
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
 from processors.parameters import IDENTIFIER, NAMESPACE, integer
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
+from stores.core_blocks import CoreBlocks
 from stores.records import FoundRecord
 from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace, reader_of
@@ -96,11 +100,12 @@ class ContextQuery:
     error: str | None
 
     @classmethod
-    def from_params(cls, params: Any, flags: MemoryFlags,
-                    agent_id: str | None) -> ContextQuery:
+    def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
+                    query_required: bool = True) -> ContextQuery:
+        """`query_required=False`: an empty query asks for the core blocks alone."""
         namespace = required(params, "namespace", NAMESPACE)
         query = params.get("query", params.get("q", "")).strip()
-        if not query:
+        if not query and query_required:
             raise BadQuery("query is required")
         min_score = value(params, "min_score", MIN_SCORE, DEFAULT_MIN_SCORE)
         budget = value(params, "budget_tokens", BUDGET_TOKENS, flags.context_budget_tokens)
@@ -113,15 +118,55 @@ class ContextQuery:
 
 @dataclass
 class Gathered:
+    core: list[CoreBlock]
     candidates: list[Candidate]
     degraded: set[str]
 
 
 async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                         flags: MemoryFlags, query: ContextQuery) -> dict[str, Any]:
-    """The context pack for `query` (see the module docstring)."""
+    """The context pack for `query` (see the module docstring); an empty query packs the
+    core blocks alone (a session woken without a task)."""
+    gathered = Gathered([], [], set())
+    agent = query.scope.agent_id
+    if agent is not None:
+        try:
+            gathered.core = await core_blocks(runtime, query.scope.namespace, agent)
+        except Exception:
+            if not flags.fail_open:
+                raise
+            log.exception("context: the core section failed; left out")
+            gathered.degraded.add("core")
+    if query.query:
+        await retrieve(runtime, index, fallback, flags, query, gathered)
+    packed = pack(gathered.candidates, query.budget_tokens, gathered.core)
+    holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
+    for part in sorted(gathered.degraded):
+        runtime.metrics.context_degraded.labels(part).inc()
+    runtime.metrics.context_items.observe(len(packed.items))
+    return {
+        "namespace": query.scope.namespace,
+        "namespace_holds_records": holds,
+        "query": query.query,
+        "profile": query.profile.name,
+        "budget_tokens": query.budget_tokens,
+        "tokens": packed.tokens,
+        "degraded": sorted(gathered.degraded),
+        "dropped": packed.dropped,
+        "core": core_view(agent, packed.core, "core" in gathered.degraded),
+        "sections": sections_view(packed),
+    }
+
+
+def sections_view(packed: Pack) -> dict[str, list[dict[str, Any]]]:
+    return {name: [item_view(item) for item in packed.items if item.section == name]
+            for name in ("history", "long_term")}
+
+
+async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                   flags: MemoryFlags, query: ContextQuery, gathered: Gathered) -> None:
+    """The candidates of the retrieved sections, history then long-term memories."""
     vector = (await runtime.embed([query.query]))[0]
-    gathered = Gathered([], set())
 
     async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
         try:
@@ -147,22 +192,38 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
         await section("long_term", lambda: searched(hybrid_search(
             runtime, index, fallback, query.query, memories, query.profile, vector)))
-    packed = pack(gathered.candidates, query.budget_tokens)
-    holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
-    for part in sorted(gathered.degraded):
-        runtime.metrics.context_degraded.labels(part).inc()
-    runtime.metrics.context_items.observe(len(packed.items))
+
+
+async def core_blocks(runtime: Runtime, namespace: str, agent: str) -> list[CoreBlock]:
+    """The agent's core blocks, by label, each field's line with its cost in the model's
+    tokens."""
+    store: CoreBlocks = runtime.stores.blocks
+    found = [block for label in await store.labels(namespace, agent)
+             if (block := await store.block(namespace, agent, label)) is not None]
+    lines = [field_lines(block.fields) for block in found]
+    costs = iter(await asyncio.to_thread(runtime.embedder.token_costs,
+                                         [line for each in lines for _, line in each]))
+    return [CoreBlock(block.label, block.version,
+                      tuple(CoreField(name, line, next(costs)) for name, line in each))
+            for block, each in zip(found, lines, strict=True)]
+
+
+def core_view(agent: str | None, core: CorePack, failed: bool) -> dict[str, Any]:
+    """The core section: every block of the agent, what of it fits, and what was left out
+    and why; `absent` says why there are no blocks at all."""
+    absent = ("no agent: a key bound to an agent, or an admin key that names one, reads its "
+              "core blocks") if agent is None else \
+        "its store failed (see degraded)" if failed else \
+        "the agent has no core blocks" if not core.blocks else None
     return {
-        "namespace": query.scope.namespace,
-        "namespace_holds_records": holds,
-        "query": query.query,
-        "profile": query.profile.name,
-        "budget_tokens": query.budget_tokens,
-        "tokens": packed.tokens,
-        "degraded": sorted(gathered.degraded),
-        "dropped": packed.dropped,
-        "sections": {name: [item_view(item) for item in packed.items if item.section == name]
-                     for name in ("history", "long_term")},
+        "agent_id": agent,
+        "absent": absent,
+        "tokens": core.tokens,
+        "share_tokens": core.share_tokens,
+        "truncated": core.truncated,
+        "blocks": [{"label": block.label, "version": block.version, "text": block.text,
+                    "token_cost": block.token_cost, "fields_left_out": list(block.left_out)}
+                   for block in core.blocks],
     }
 
 

@@ -9,7 +9,8 @@ session's ledger.
 Each POST publishes a session event to `sessions.events`, checked as the worker's intake
 will check it (400 with the reason its dead letter would carry); the session stage applies it
 (streams/stages/session_ledger.py). Wake answers at once what the agent needs to start: its
-core blocks, its last handoff, and the context pack for its task.
+last handoff, and the context pack for its task, whose core section holds its core blocks
+(the pack of streams/api/context.py: one way to pack them).
 
 A session is an agent's: a key bound to an agent wakes, checkpoints and sleeps as that agent
 only, and another agent's session answers 404 exactly as one that does not exist.
@@ -38,7 +39,6 @@ from streams.api.auth import granted_namespace
 from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context
 from streams.api.pages import Pages, ViewHandler
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
-from streams.api.records import core_block
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.writes import (
     POST,
@@ -59,12 +59,11 @@ WAKE_ONLY = frozenset({"budget_tokens"})
 
 class SessionViews:
     def __init__(self, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
-                 flags: MemoryFlags, block_max_chars: int, retrievals: RetrievalLog) -> None:
+                 flags: MemoryFlags, retrievals: RetrievalLog) -> None:
         self._runtime = runtime
         self._retrievals = retrievals
         self._index, self._fallback = index, fallback
         self._flags = flags
-        self._block_max_chars = block_max_chars
         self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
 
     async def _body(self, request: Request) -> dict[str, Any]:
@@ -88,13 +87,9 @@ class SessionViews:
         budget_tokens = None if budget is None else parsed("budget_tokens", BUDGET_TOKENS,
                                                            str(budget))
         published = await self._gate.publish(raw, event)
-        blocks = self._runtime.stores.blocks
-        shown = [await core_block(blocks, namespace, agent, label, self._block_max_chars)
-                 for label in await blocks.labels(namespace, agent)]
         return web.json({
             "namespace": namespace, "session_id": event.payload.session_id,
             "agent_id": agent, "task": event.payload.task, "event_id": published.event_id,
-            "core_blocks": [block for block in shown if block is not None],
             "handoff": await self._last_handoff(namespace, agent),
             "context": await self._context(namespace, agent, event.payload.task,
                                            budget_tokens),
@@ -117,13 +112,14 @@ class SessionViews:
 
     async def _context(self, namespace: str, agent: str, task: str,
                        budget_tokens: int | None) -> dict[str, Any] | None:
-        """The context pack for the task; none for a session woken without one."""
-        if not task.strip() or not self._flags.enabled:
+        """The context pack for the task, its core blocks first; for a session woken without
+        a task, the core blocks alone; none when memory is disabled."""
+        if not self._flags.enabled:
             return None
         params = {"namespace": namespace, "query": task}
         if budget_tokens is not None:
             params["budget_tokens"] = str(budget_tokens)
-        query = ContextQuery.from_params(params, self._flags, agent)
+        query = ContextQuery.from_params(params, self._flags, agent, query_required=False)
         pack = await build_context(self._runtime, self._index, self._fallback, self._flags,
                                    query)
         self._retrievals.surfaced(
@@ -208,8 +204,8 @@ def no_session(web: View, session_id: str, namespace: str) -> Response:
 
 
 def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
-                  flags: MemoryFlags, block_max_chars: int, retrievals: RetrievalLog) -> None:
-    views = SessionViews(runtime, index, fallback, flags, block_max_chars, retrievals)
+                  flags: MemoryFlags, retrievals: RetrievalLog) -> None:
+    views = SessionViews(runtime, index, fallback, flags, retrievals)
     # The first route that matches a path serves it: wake before the ledger's
     # /v1/sessions/{session_id}.
     pages.page("/v1/sessions/wake", params=NO_PARAMS, methods=POST, body=payload_body(

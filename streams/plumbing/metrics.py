@@ -222,7 +222,7 @@ class Metrics:
         )
         self.context_degraded = Counter(
             "memstream_context_degraded_total",
-            "Context packs answered without a part (index: from Postgres; history or "
+            "Context packs answered without a part (index: from Postgres; core, history or "
             "long_term: left out), by part.",
             ["part"],
             registry=r,
@@ -264,7 +264,7 @@ class Metrics:
         self.retrieval_log_dropped.inc(0)
         for route in ("/v1/search", "/v1/context"):
             self.search_budget_exhausted.labels(route)
-        for part in ("index", "history", "long_term", "budget"):
+        for part in ("index", "core", "history", "long_term", "budget"):
             self.context_degraded.labels(part)
         for reason in get_args(ConsolidateReason):
             self.consolidation_requests.labels(reason)

@@ -1,6 +1,6 @@
 """The read half on the real stack: hybrid search with filters, the context pack with its
-sections, budget, provenance and fail-open parts, the search budget per run, and the
-retrieval log."""
+sections (the agent's core blocks first), budget, provenance and fail-open parts, the search
+budget per run, and the retrieval log."""
 
 from __future__ import annotations
 
@@ -115,6 +115,60 @@ async def test_the_context_pack_puts_what_fixed_the_error_first_then_memories(
     assert pack["tokens"] == sum(item["token_cost"] for item in history + memories)
     assert pack["tokens"] <= pack["budget_tokens"] == 2000
     assert pack["degraded"] == []
+
+
+async def test_an_agents_pack_starts_with_its_own_core_blocks_within_the_budget(
+    stack: Stack, worker: Worker, seeded: Seeded, http: httpx.AsyncClient,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        await publisher.edit_block(seeded.namespace, "ann", "human", set={
+            "USER": "Caroline | release manager", "TASK": "Get the VPN fixed for staging"},
+            append={"CONTEXT": ["ann-marker: deploys wait for the VPN"]})
+        await publisher.edit_block(seeded.namespace, "ann", "persona",
+                                   set={"ROLE": "Keeps staging deployable"})
+        await publisher.edit_block(seeded.namespace, "bob", "human",
+                                   set={"USER": "bob-marker: Dana | payments"})
+    await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
+    ann = stack.make_key("--namespace", seeded.namespace, "--perm", "read", "--agent", "ann")
+    async with httpx.AsyncClient(base_url=worker.base_url, timeout=10,
+                                 headers={"Authorization": f"Bearer {ann}"}) as as_ann:
+        pack = await context(as_ann, seeded.namespace, query="staging database VPN")
+        core = pack["core"]
+        assert (core["agent_id"], core["absent"], core["truncated"]) == ("ann", None, False)
+        assert [block["label"] for block in core["blocks"]] == ["human", "persona"]
+        assert core["blocks"][0]["text"] == (
+            "[USER] Caroline | release manager\n[TASK] Get the VPN fixed for staging\n"
+            "[CONTEXT] ann-marker: deploys wait for the VPN")
+        items = pack["sections"]["history"] + pack["sections"]["long_term"]
+        assert items, "the rest of the budget still packs memories"
+        assert core["tokens"] == sum(block["token_cost"] for block in core["blocks"]) > 0
+        assert pack["tokens"] == core["tokens"] + sum(item["token_cost"] for item in items)
+        assert core["tokens"] <= core["share_tokens"] == pack["budget_tokens"] // 2
+        assert "bob-marker" not in str(pack)
+
+        # Over their share of a small budget, the blocks lose fields, named, never silently.
+        tight = await context(as_ann, seeded.namespace, query="staging database VPN",
+                              budget_tokens="24")
+        assert tight["core"]["truncated"] and tight["core"]["tokens"] <= 12
+        assert [block["label"] for block in tight["core"]["blocks"]] == ["human", "persona"]
+        left_out = {block["label"]: block["fields_left_out"]
+                    for block in tight["core"]["blocks"]}
+        assert left_out["human"], left_out
+        assert tight["tokens"] <= 24
+
+        # Ann's key may not read the pack as Bob.
+        assert (await as_ann.get("/v1/context", params={
+            "namespace": seeded.namespace, "query": "payments", "agent_id": "bob"})
+        ).status_code == 403
+
+    # An admin key names the agent; without one, no agent and so no core, said so.
+    as_bob = await context(http, seeded.namespace, query="payments", agent_id="bob")
+    assert [block["text"] for block in as_bob["core"]["blocks"]] == [
+        "[USER] bob-marker: Dana | payments"]
+    assert "ann-marker" not in str(as_bob)
+    nobody = await context(http, seeded.namespace, query="staging database VPN")
+    assert (nobody["core"]["agent_id"], nobody["core"]["blocks"]) == (None, [])
+    assert nobody["core"]["absent"].startswith("no agent")
 
 
 async def test_the_budget_holds_and_drafts_and_deprecated_stay_out_unless_asked(

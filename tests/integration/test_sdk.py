@@ -536,8 +536,9 @@ async def test_a_session_woken_checkpointed_slept_and_its_handoff_read_next_time
     ruby = clients.connect((await operator.create_key("read,write", agent_id="ruby")).token,
                            namespace)
     woke = await finn.wake("upgrade the payment SDK", budget_tokens=500)
-    assert (woke.agent_id, woke.handoff, woke.core_blocks) == ("finn", None, [])
+    assert (woke.agent_id, woke.handoff) == ("finn", None)
     assert woke.context is not None and woke.context.query == "upgrade the payment SDK"
+    assert woke.context.core is not None and woke.context.core.blocks == []
     kept = await finn.checkpoint(woke.session_id, [
         {"text": "The payment SDK 4.x drops the sync client.", "memory_type": "lesson"}])
     slept = await finn.sleep(woke.session_id, "Moved checkout to the async client.",

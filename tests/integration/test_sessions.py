@@ -83,9 +83,14 @@ async def test_wake_checkpoint_sleep_and_the_next_wake_returns_the_handoff(
         woke = await posted(http, "/v1/sessions/wake", {"namespace": namespace, "task": TASK})
         session_id = woke["session_id"]
         assert (woke["agent_id"], woke["task"], woke["handoff"]) == ("ann", TASK, None)
-        assert [block["label"] for block in woke["core_blocks"]] == ["persona"]
-        assert "Keeps the login tests green" in woke["core_blocks"][0]["text"]
+        core = woke["context"]["core"]
+        assert [block["label"] for block in core["blocks"]] == ["persona"]
+        assert core["blocks"][0]["text"] == "[ROLE] Keeps the login tests green"
         assert woke["context"]["query"] == TASK
+        # Without a task a wake still answers the core blocks: the pack's core alone.
+        bare = await posted(http, "/v1/sessions/wake", {"namespace": namespace})
+        assert bare["context"]["core"] == core and bare["context"]["sections"] == {
+            "history": [], "long_term": []}
 
         checkpoint = await posted(http, f"/v1/sessions/{session_id}/checkpoint", {
             "namespace": namespace, "memories": [

@@ -169,3 +169,27 @@ def test_a_long_text_is_cut_after_its_last_line_and_a_narrow_terminal_still_wrap
     narrow = table(["#", "record"], [(1, RECORD)], 20, flexible=(), texts=[TEXT]).splitlines()
     assert narrow[1] == f"1  {RECORD}"
     assert texts_in(narrow[2:]).replace(" …", "") in TEXT
+
+
+def test_context_shows_the_core_blocks_first_and_says_what_the_budget_left_out() -> None:
+    core = {"agent_id": "finn", "absent": None, "tokens": 20, "share_tokens": 1000,
+            "truncated": True, "blocks": [
+                {"label": "human", "version": 3, "text": "[USER] Alice\n[TASK] Billing",
+                 "token_cost": 20, "fields_left_out": ["CONTEXT"]}]}
+    answer = {**ANSWERS["/v1/context"], "core": core}
+    args = parser().parse_args(["context", "deploy", "-n", "team-a"])
+    out, err = io.StringIO(), io.StringIO()
+    output = Output(out, err, as_json=False)
+    output.width = WIDTH
+    client = MemoryClient("http://worker", key="k", namespace="team-a", env={},
+                          transport=httpx.MockTransport(
+                              lambda request: httpx.Response(200, json=answer)))
+    assert COMMANDS["context"](client, args, client.config, output) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[1].split() == ["core", "human", "block", "20", "block:human", "v3"]
+    assert texts_in(lines).startswith("[USER] Alice [TASK] Billing ")
+    assert "core block human: CONTEXT left out of the budget" in err.getvalue()
+    answer["core"] = {**core, "agent_id": None, "absent": "no agent: …", "blocks": [],
+                      "tokens": 0, "truncated": False}
+    assert COMMANDS["context"](client, args, client.config, output) == 0
+    assert "no core blocks: no agent: …" in err.getvalue()

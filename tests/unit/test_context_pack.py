@@ -1,4 +1,5 @@
-"""Packing a context pack: never over the budget, sections in order, near-duplicates out."""
+"""Packing a context pack: core blocks first within their share, never over the budget,
+sections in order, near-duplicates out."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.context_pack import Candidate, pack
+from processors.context_pack import CORE_SHARE, Candidate, CoreBlock, CoreField, pack
 
 RNG = np.random.default_rng(3)
 
@@ -59,3 +60,61 @@ def test_a_near_duplicate_of_an_item_taken_is_dropped() -> None:
                    candidate("c", "long_term", 5)], 100)
     assert [item.record_id for item in packed.items] == ["a", "c"]
     assert packed.dropped == {"budget": 0, "duplicate": 1}
+
+
+def core_block(label: str, *costs: int) -> CoreBlock:
+    """A block whose fields F0, F1, … cost these tokens."""
+    return CoreBlock(label, 1, tuple(CoreField(f"F{n}", f"[F{n}] {label} {n}", cost)
+                                     for n, cost in enumerate(costs)))
+
+
+def test_core_blocks_come_first_and_whole_when_they_fit_in_their_share() -> None:
+    packed = pack([candidate("h1", "history", 30), candidate("m1", "long_term", 30)], 100,
+                  [core_block("human", 10, 15), core_block("persona", 20)])
+    assert [(b.label, b.token_cost, b.left_out) for b in packed.core.blocks] == [
+        ("human", 25, ()), ("persona", 20, ())]
+    assert packed.core.blocks[0].text == "[F0] human 0\n[F1] human 1"
+    assert (packed.core.tokens, packed.core.share_tokens, packed.core.truncated) == (
+        45, 50, False)
+    # What the blocks leave of their share goes to the sections: 45 + 30, then 25 left.
+    assert [item.record_id for item in packed.items] == ["h1"]
+    assert packed.tokens == 75 and packed.dropped["budget"] == 1
+
+
+def test_blocks_over_their_share_lose_fields_named_and_leave_the_rest_to_memories() -> None:
+    packed = pack([candidate("m1", "long_term", 50)], 100,
+                  [core_block("human", 30, 40, 5), core_block("persona", 60)])
+    human, persona = packed.core.blocks
+    assert (human.left_out, [f.name for f in human.kept]) == (("F1",), ["F0", "F2"])
+    assert (persona.left_out, persona.kept, persona.text) == (("F0",), (), "")
+    assert packed.core.truncated and packed.core.tokens == 35
+    assert [item.record_id for item in packed.items] == ["m1"] and packed.tokens == 85
+
+
+def test_no_blocks_leave_the_whole_budget_to_the_sections() -> None:
+    packed = pack([candidate("m1", "long_term", 100)], 100)
+    assert packed.core.blocks == [] and packed.core.tokens == 0
+    assert [item.record_id for item in packed.items] == ["m1"]
+
+
+@given(st.lists(st.lists(st.integers(min_value=0, max_value=300), max_size=6), max_size=4),
+       st.lists(st.integers(min_value=0, max_value=600), max_size=20),
+       st.integers(min_value=0, max_value=2000))
+def test_core_never_takes_more_than_its_share_nor_the_pack_more_than_its_budget(
+    blocks: list[list[int]], items: list[int], budget: int,
+) -> None:
+    core = [core_block(f"b{n}", *costs) for n, costs in enumerate(blocks)]
+    packed = pack([candidate(f"r{n}", "long_term", tokens) for n, tokens in enumerate(items)],
+                  budget, core)
+    assert packed.core.tokens == sum(b.token_cost for b in packed.core.blocks)
+    assert packed.core.tokens <= int(budget * CORE_SHARE)
+    assert packed.tokens == packed.core.tokens + sum(i.token_cost for i in packed.items)
+    assert packed.tokens <= budget
+    # Every block is answered, and each of its fields is either kept or named as left out.
+    assert [b.label for b in packed.core.blocks] == [b.label for b in core]
+    for given_block, packed_block in zip(core, packed.core.blocks, strict=True):
+        assert sorted([f.name for f in packed_block.kept] + list(packed_block.left_out)) == \
+            sorted(f.name for f in given_block.fields)
+    left = packed.core.share_tokens - packed.core.tokens
+    assert all(f.token_cost > left for b in core for f in b.fields
+               if f.name in next(p for p in packed.core.blocks if p.label == b.label).left_out)
