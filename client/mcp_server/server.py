@@ -183,8 +183,8 @@ def memory_server(callers: Callers) -> MCPServer:
             = 20,
     ) -> dict[str, Any]:
         """List memories newest first, each its record_id, title and a one-line
-        description: an overview of what you hold (with `mine` and tier active, your working
-        memory) before you decide to update one or write a new one. Read the ones that
+        description: an overview of what you hold (with `personal` and tier active, your
+        working memory) before you decide to update one or write a new one. Read the ones that
         matter whole with `get_memories`; `next`, when not null, gives the next page."""
         async with memory(ctx) as client:
             listed = await client.list_records(

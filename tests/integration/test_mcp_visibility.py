@@ -189,6 +189,18 @@ async def probe_get_memories(probe: Probe) -> list[str]:
     return [text]
 
 
+async def probe_list_memories(probe: Probe) -> list[str]:
+    texts = []
+    for personal in (False, True):
+        listed, text = await answered(probe.client, "list_memories", personal=personal,
+                                      limit=50)
+        shown = {memory["record_id"] for memory in listed["memories"]}
+        assert set(probe.mine.personal) <= shown, "its own memories are listed"
+        assert not shown & set(probe.theirs.personal)
+        texts.append(text)
+    return texts
+
+
 async def probe_update_memory(probe: Probe) -> list[str]:
     hidden = await refused(probe.client, "update_memory", record_id=probe.their_record,
                            expected_version=1, text=f"{probe.me} was here.")
@@ -273,7 +285,8 @@ async def probe_sleep(probe: Probe) -> list[str]:
 # answered.
 PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
     "recall": probe_recall, "remember": probe_remember, "context": probe_context,
-    "get_memories": probe_get_memories, "update_memory": probe_update_memory,
+    "get_memories": probe_get_memories, "list_memories": probe_list_memories,
+    "update_memory": probe_update_memory,
     "core_block": probe_core_block, "wake": probe_wake, "checkpoint": probe_checkpoint,
     "sleep": probe_sleep, "memstream://blocks/{label}": probe_block_resource,
     "memstream://records/{record_id}": probe_record_resource,
