@@ -177,6 +177,7 @@ class MemoryClient(_Settings):
 
     search = Route(routes.search)
     context = Route(routes.context)
+    summary = Route(routes.summary)
     fix_patterns = Route(routes.fix_patterns)
     record = Route(routes.record)
     record_history = Route(routes.record_history)
@@ -259,6 +260,7 @@ class AsyncMemoryClient(_Settings):
 
     search = AsyncRoute(routes.search)
     context = AsyncRoute(routes.context)
+    summary = AsyncRoute(routes.summary)
     fix_patterns = AsyncRoute(routes.fix_patterns)
     record = AsyncRoute(routes.record)
     record_history = AsyncRoute(routes.record_history)
