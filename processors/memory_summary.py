@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from processors.condense import sentences
 from processors.lexical import coverage, query_term_ids, term_id, term_presence, terms
@@ -161,7 +162,7 @@ def _in_text_order(text: str, chosen: list[str]) -> str:
     found = sentences(text)
     positions = sorted(found.index(sentence) for sentence in dict.fromkeys(chosen))
     parts = [found[positions[0]]]
-    for before, at in zip(positions, positions[1:], strict=False):
+    for before, at in pairwise(positions):
         parts.append(("… " if at > before + 1 else "") + found[at])
     return " ".join(parts)
 

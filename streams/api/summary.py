@@ -39,7 +39,6 @@ from streams.api.search import (
 from streams.plumbing.llm_hook import summary_prose
 from streams.plumbing.runtime import Runtime
 
-ROUTE = "/v1/summary"
 # Seed 000's subagent_memory_search: a brief, not a context pack.
 DEFAULT_BUDGET_TOKENS = 400
 MAX_BUDGET_TOKENS = 4000
@@ -50,17 +49,17 @@ SUMMARY_PARAMS: Params = {**SEARCH_PARAMS, "budget_tokens": Param(BUDGET_TOKENS)
 
 def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                  max_searches_per_run: int, retrievals: RetrievalLog) -> None:
-    @pages.page(ROUTE, params=SUMMARY_PARAMS)
+    @pages.page("/v1/summary", params=SUMMARY_PARAMS)
     async def summary_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
         query = SearchQuery.from_params(request.query, reader_of(caller, request.query))
         budget = value(request.query, "budget_tokens", BUDGET_TOKENS, DEFAULT_BUDGET_TOKENS)
         if not await spend_search(runtime, namespace, query.run_id, max_searches_per_run):
-            return web.json({**budget_exhausted(runtime, ROUTE, namespace, query.run_id,
+            return web.json({**budget_exhausted(runtime, "/v1/summary", namespace, query.run_id,
                                                 max_searches_per_run),
                              "summary": None, "memory_ids": []})
         answer = await summary_of(runtime, index, fallback, query, budget)
-        retrievals.surfaced(namespace=namespace, query=query.query, route=ROUTE,
+        retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/summary",
                             record_ids=answer["memory_ids"], agent_id=query.scope.agent_id,
                             run_id=query.run_id)
         return web.json({**answer, "budget_exhausted": False})
