@@ -211,7 +211,8 @@ class Metrics:
         )
         self.search_budget_exhausted = Counter(
             "memstream_search_budget_exhausted_total",
-            "Searches and context packs refused because their run spent its budget, by route.",
+            "Searches, context packs and summaries refused because their run spent its "
+            "budget, by route.",
             ["route"],
             registry=r,
         )
