@@ -146,6 +146,8 @@ def memory_server(callers: Callers) -> MCPServer:
         profile: Annotated[Profile | None, Field(description="as `recall`'s")] = None,
         limit: Annotated[int, Field(ge=1, le=50, description=(
             "summarize at most this many memories"))] = 5,
+        min_score: Annotated[float | None, Field(
+            ge=0, le=1, description="the least relevance a memory must reach (0.5)")] = None,
     ) -> dict[str, Any]:
         """A short brief of what memory knows on a topic, each memory cited by its
         record_id, within a token budget: the most relevant memories condensed to their
@@ -155,7 +157,7 @@ def memory_server(callers: Callers) -> MCPServer:
         `get_memories` to read a cited one whole."""
         async with memory(ctx) as client:
             brief = await client.summary(query, budget_tokens=budget_tokens, profile=profile,
-                                         limit=limit)
+                                         limit=limit, min_score=min_score)
         return {"summary": brief.summary, "memory_ids": brief.memory_ids,
                 "rewritten": brief.rewritten,
                 "namespace_holds_records": brief.namespace_holds_records}
