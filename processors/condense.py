@@ -14,10 +14,7 @@ def condense(text: str, max_chars: int) -> str:
         return text
     kept: list[str] = []
     used = 0
-    for sentence in _SENTENCE_END.split(text):
-        sentence = " ".join(sentence.split())
-        if not sentence:
-            continue
+    for sentence in sentences(text):
         if used + len(sentence) + 1 > max_chars - 1:
             break
         kept.append(sentence)
@@ -27,6 +24,11 @@ def condense(text: str, max_chars: int) -> str:
         head = text[: max_chars - 1]
         return (head.rsplit(" ", 1)[0] if " " in head else head) + "…"
     return " ".join(kept) + " …"
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` in order (a line break ends one too), whitespace collapsed."""
+    return [" ".join(part.split()) for part in _SENTENCE_END.split(text) if part.strip()]
 
 
 def approx_tokens(text: str) -> int:

@@ -64,6 +64,24 @@ def handoff_rewrite_request(handoff: str) -> list[ChatMessage]:
     ]
 
 
+_SUMMARY_SYSTEM = (
+    "You brief a software agent on what its long-term memory holds about its question, from"
+    " the memories given only. Answer the question as the memories do: keep every fact, name"
+    " and number exactly; add nothing; say each fact once. Cite each memory by its id in"
+    " brackets, as given, and cite every memory given; cite no other id. Plain prose, no"
+    " heading. At most {chars} characters. Answer with the brief only."
+)
+
+
+def summary_rewrite_request(query: str, summary: str, budget_tokens: int) -> list[ChatMessage]:
+    """The question and the deterministic summary of the memories found for it
+    (processors/memory_summary.py)."""
+    return [
+        {"role": "system", "content": _SUMMARY_SYSTEM.format(chars=budget_tokens * 3)},
+        {"role": "user", "content": f"Question: {query}\n\n{summary}"},
+    ]
+
+
 def accepted_prose(reply: str, cap_tokens: int = DIGEST_TOKEN_CAP) -> str | None:
     """The reply as stored (secrets redacted), or None when it cannot replace the text."""
     text = reply.strip()

@@ -43,6 +43,7 @@ from streams.api.review_queue import wire_review_queue
 from streams.api.runs import wire_runs
 from streams.api.search import wire_search
 from streams.api.sessions import wire_sessions
+from streams.api.summary import wire_summary
 from streams.api.writes import wire_writes
 from streams.plumbing.config import Settings
 from streams.plumbing.faust_credentials import broker_credentials
@@ -152,6 +153,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_search(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)
     wire_context(pages, runtime, index, fallback, settings.memory,
                  settings.max_searches_per_run, retrievals)
+    wire_summary(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)
     wire_fix_patterns(pages, runtime, index, fallback)
     wire_consolidation(pages, runtime)
     edit_block = wire_writes(pages, runtime)

@@ -22,15 +22,14 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from client.sdk import AsyncMemoryClient, BadRequest, MemstreamError, NotFound
-from client.sdk.models import SearchAnswer, SearchHit, StoredRecord
+from client.sdk.models import SearchAnswer, StoredRecord
 from schemas.events import MAX_RELATED_IDS
 
 # Seed 000: top 5, relevance at least 0.5.
 SEARCH_LIMIT = 5
 MIN_RELEVANCE = 0.5
-# What a memory-grounded summary may take of the model's context (4 characters a token).
+# What a memory-grounded summary may take of the model's context, in tokens.
 SUMMARY_TOKENS = 400
-CHARS_PER_TOKEN = 4
 # Times in a row a tool may send the model back to fix its call (a related id that names no
 # memory, a parameter refused) before the run fails.
 TOOL_RETRIES = 3
@@ -86,26 +85,6 @@ def memory_reminder(ctx: RunContext[MemoryRun], output: Output) -> Output:
         run.reminded = True
         raise ModelRetry(REMINDER.format(missing=" and ".join(missing)))
     return output
-
-
-def condensed(query: str, hits: Sequence[SearchHit], budget_tokens: int) -> str:
-    """A memory-grounded summary of the hits, deterministic: each memory's id, title and
-    text, best first, cut to the budget (a memory that does not fit whole is cut short)."""
-    if not hits:
-        return f"No memory is relevant to {query!r}."
-    budget = budget_tokens * CHARS_PER_TOKEN
-    lines = [f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} about {query!r}, "
-             "most relevant first:"]
-    used = len(lines[0])
-    for hit in hits:
-        line = f"- [{hit.record_id}] " + (f"{hit.title}: " if hit.title else "") + hit.text
-        room = budget - used - 1
-        # No room left for the memory's id and a word of it.
-        if room <= len(hit.record_id) + 5:
-            break
-        lines.append(line if len(line) <= room else line[: room - 1] + "…")
-        used += len(lines[-1]) + 1
-    return "\n".join(lines)
 
 
 def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = MIN_RELEVANCE,
@@ -172,16 +151,23 @@ def memory_toolset(*, search_limit: int = SEARCH_LIMIT, min_relevance: float = M
 
     @toolset.tool
     async def subagent_memory_search(ctx: RunContext[MemoryRun], query: str) -> str:
-        """A short summary of what memory holds about `query`, each memory with its id.
-        Counts as a search.
+        """A short summary of what memory holds about `query`, each memory cited by its id
+        (read one whole with get_detailed_active_memories). Counts as a search.
 
         Args:
             query: What you want to know.
         """
-        found = await searched(ctx.deps, query, min_relevance, search_limit)
-        if isinstance(found, dict):
-            return str(found["error"])
-        return condensed(query, found.hits, summary_tokens)
+        run = ctx.deps
+        run.counters.memory_searches += 1
+        answer = await call(run.memory.summary(
+            query, run_id=run.run_id, min_score=min_relevance, limit=search_limit,
+            budget_tokens=summary_tokens))
+        if isinstance(answer, dict):
+            return str(answer["error"])
+        if answer.budget_exhausted or answer.summary is None:
+            return str(budget_spent(answer.max_searches_per_run)["error"])
+        run.counters.checked_memories += len(answer.memory_ids)
+        return answer.summary
 
     @toolset.tool
     async def create_active_memory(ctx: RunContext[MemoryRun], title: str,
@@ -266,12 +252,16 @@ async def searched(run: MemoryRun, query: str | None, min_relevance: float, limi
     if isinstance(answer, dict):
         return answer
     if answer.budget_exhausted:
-        return {"error": f"search refused: this run has made its "
-                         f"{answer.max_searches_per_run} searches. Work with what you found; "
-                         "you can still write memory.",
-                "budget_exhausted": True}
+        return budget_spent(answer.max_searches_per_run)
     run.counters.checked_memories += len(answer.hits)
     return answer
+
+
+def budget_spent(max_searches_per_run: int | None) -> dict[str, Any]:
+    """What a search tool answers once the server refused the run's search."""
+    return {"error": f"search refused: this run has made its {max_searches_per_run} "
+                     "searches. Work with what you found; you can still write memory.",
+            "budget_exhausted": True}
 
 
 def hits_view(answer: SearchAnswer) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from client.sdk import Config, MemoryClient, MemstreamError, UnexpectedAnswer
 from client.sdk.models import (
     Change,
     ContextPack,
+    MemorySummary,
     RecordVersion,
     ReviewItem,
     SearchAnswer,
@@ -107,7 +108,8 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
     return 0
 
 
-def note_empty_namespace(answer: SearchAnswer | ContextPack, output: Output) -> None:
+def note_empty_namespace(answer: SearchAnswer | ContextPack | MemorySummary,
+                         output: Output) -> None:
     if answer.namespace_holds_records is False:
         output.note(f"namespace {answer.namespace!r} holds no records: is its name "
                     "spelled right?")
@@ -149,6 +151,28 @@ def note_core(answer: ContextPack, output: Output) -> None:
         if block.fields_left_out:
             output.note(f"core block {block.label}: {', '.join(block.fields_left_out)} left "
                         f"out of the budget (GET /v1/blocks/{block.label} shows it whole)")
+
+
+def summary(client: MemoryClient, args: argparse.Namespace, config: Config,
+            output: Output) -> int:
+    answer = client.summary(
+        args.query, namespace=namespace_of(args, config), agent_id=args.agent,
+        budget_tokens=args.budget, run_id=args.run, profile=args.profile,
+        min_score=args.min_score, limit=args.limit)
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    if answer.budget_exhausted:
+        output.note(f"the search budget of run {answer.run_id} is spent")
+        return 0
+    output.line(answer.summary or "")
+    note_empty_namespace(answer, output)
+    output.note(f"{answer.hits_used} of {answer.hits_found} memories found, {answer.tokens} "
+                f"tokens of {answer.budget_tokens}"
+                + ("; rewritten by the LLM hook" if answer.rewritten else "")
+                + ("; degraded: the index is down, these come from Postgres"
+                   if answer.degraded else ""))
+    return 0
 
 
 def show(client: MemoryClient, args: argparse.Namespace, config: Config,
@@ -480,6 +504,7 @@ COMMANDS: dict[str, Command] = {
     "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
+    "summary": summary,
 }
 
 
@@ -524,6 +549,15 @@ def parser() -> argparse.ArgumentParser:
     pack.add_argument("--run", help="a run id: the errors it met, and its search budget")
     pack.add_argument("--profile")
 
+    brief = command("summary", "what memory holds about a query, in a token budget: the "
+                               "hits condensed, each memory cited by its id")
+    brief.add_argument("query")
+    brief.add_argument("--agent")
+    brief.add_argument("--budget", type=int, help="token budget (400)")
+    brief.add_argument("--run", help="a run id: the summary is one search of its budget")
+    brief.add_argument("--profile")
+    brief.add_argument("--min-score", type=float)
+    brief.add_argument("--limit", type=int, help="hits to summarize (5)")
     command("show", "records by id: one with its provenance, versions and lineage; several "
                     "in one read").add_argument("record_ids", nargs="+", metavar="record_id")
     listed = command("list", "the records the key may read, newest first, a page at a time")

@@ -155,6 +155,31 @@ def memory_server(callers: Callers) -> MCPServer:
         return pack.raw
 
     @server.tool()
+    async def summarize(
+        query: Annotated[str, Field(description="the topic or question, in plain words")],
+        ctx: Context,
+        budget_tokens: Annotated[int, Field(ge=32, le=4000, description=(
+            "the most tokens the brief may take"))] = 400,
+        profile: Annotated[Profile | None, Field(description="as `recall`'s")] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description=(
+            "summarize at most this many memories"))] = 5,
+        min_score: Annotated[float | None, Field(
+            ge=0, le=1, description="the least relevance a memory must reach (0.5)")] = None,
+    ) -> dict[str, Any]:
+        """A short brief of what memory knows on a topic, each memory cited by its
+        record_id, within a token budget: the most relevant memories condensed to their
+        sentences about the query. Use it when you (a sub-agent, or an agent short of
+        context) need the gist of what memory holds before you act, without spending your
+        context on whole records; use `recall` when you need the memories themselves, and
+        `get_memories` to read a cited one whole."""
+        async with memory(ctx) as client:
+            brief = await client.summary(query, budget_tokens=budget_tokens, profile=profile,
+                                         limit=limit, min_score=min_score)
+        return {"summary": brief.summary, "memory_ids": brief.memory_ids,
+                "rewritten": brief.rewritten,
+                "namespace_holds_records": brief.namespace_holds_records}
+
+    @server.tool()
     async def get_memories(
         record_ids: Annotated[RecordIds, Field(description="the record ids to read")],
         ctx: Context,

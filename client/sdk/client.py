@@ -177,6 +177,7 @@ class MemoryClient(_Settings):
 
     search = Route(routes.search)
     context = Route(routes.context)
+    summary = Route(routes.summary)
     fix_patterns = Route(routes.fix_patterns)
     record = Route(routes.record)
     records = Route(routes.records)
@@ -262,6 +263,7 @@ class AsyncMemoryClient(_Settings):
 
     search = AsyncRoute(routes.search)
     context = AsyncRoute(routes.context)
+    summary = AsyncRoute(routes.summary)
     fix_patterns = AsyncRoute(routes.fix_patterns)
     record = AsyncRoute(routes.record)
     records = AsyncRoute(routes.records)

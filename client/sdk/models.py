@@ -150,6 +150,29 @@ class ContextPack(Answer):
     max_searches_per_run: int | None = None
 
 
+class MemorySummary(Answer):
+    """What memory holds about a query, in a token budget (`GET /v1/summary`)."""
+
+    namespace: str
+    # The summary, each memory cited by its id; None when the run's search budget is spent.
+    summary: str | None
+    # The memories it cites, in rank order.
+    memory_ids: list[str]
+    budget_exhausted: bool
+    # True when the LLM hook rewrote the deterministic summary.
+    rewritten: bool = False
+    hits_found: int = 0
+    hits_used: int = 0
+    tokens: int = 0
+    budget_tokens: int | None = None
+    namespace_holds_records: bool | None = None
+    query: str | None = None
+    profile: str | None = None
+    degraded: bool = False
+    run_id: str | None = None
+    max_searches_per_run: int | None = None
+
+
 class ErrorSignature(Answer):
     signature_id: str
     dialect: str

@@ -36,6 +36,7 @@ from client.sdk.models import (
     KeyList,
     MadeKey,
     MemoryGraph,
+    MemorySummary,
     MemoryWritten,
     PendingDiffs,
     RecordBatch,
@@ -122,6 +123,26 @@ def search(config: Config, query: str | None = None, *, namespace: str | None = 
                min_score=min_score, limit=limit, kind=kind, memory_type=memory_type, tag=tag,
                tier=tier, review_state=review_state, related_id=related_id, since=since,
                until=until)
+
+
+def summary(config: Config, query: str, *, namespace: str | None = None,
+            agent_id: str | None = None, budget_tokens: int | None = None,
+            run_id: str | None = None, profile: str | None = None,
+            min_score: float | None = None, limit: int | None = None,
+            kind: RecordKind | Sequence[RecordKind] | None = None,
+            memory_type: MemoryType | Sequence[MemoryType] | None = None,
+            tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
+            review_state: ReviewState | Sequence[ReviewState] | None = None,
+            related_id: str | None = None, since: Moment | None = None,
+            until: Moment | None = None) -> Call[MemorySummary]:
+    """What memory holds about `query`, in `budget_tokens` (400) (`GET /v1/summary`): the
+    hits of the same search as `search` condensed, each memory cited by its id (rewritten by
+    the worker's LLM hook when one is configured). One search of `run_id`'s budget."""
+    return get("/v1/summary", MemorySummary, namespace=namespace_of(config, namespace),
+               query=query, agent_id=agent_id, budget_tokens=budget_tokens, run_id=run_id,
+               profile=profile, min_score=min_score, limit=limit, kind=kind,
+               memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
+               related_id=related_id, since=since, until=until)
 
 
 def context(config: Config, query: str, *, namespace: str | None = None,

@@ -7,6 +7,7 @@ their deterministic text: the hook may improve prose, never block or break the p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,9 @@ from processors.llm_prompts import (
     digest_rewrite_request,
     handoff_rewrite_request,
     merge_rewrite_request,
+    summary_rewrite_request,
 )
+from processors.memory_summary import Summary, TokenCount, grounded_rewrite
 from streams.plumbing.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -102,4 +105,29 @@ async def handoff_prose(llm: ChatEndpoint | None, handoff: str, metrics: Metrics
         log.warning("LLM hook failed for a handoff; keeping the deterministic text: %s", exc)
         prose = None
     metrics.llm_hook.labels("handoff", "fallback" if prose is None else "used").inc()
+    return prose
+
+
+async def summary_prose(llm: ChatEndpoint | None, query: str, summary: Summary,
+                        budget_tokens: int, count_tokens: TokenCount,
+                        metrics: Metrics) -> str | None:
+    """The hook's rewrite of a memory summary, grounded in the same memories and within the
+    same budget (processors/memory_summary.py `grounded_rewrite`), or None to keep the
+    deterministic summary."""
+    if llm is None:
+        return None
+    try:
+        reply = await llm.complete(summary_rewrite_request(query, summary.text, budget_tokens))
+        # Counting tokens takes the model's tokenizer: off the event loop.
+        prose = await asyncio.to_thread(grounded_rewrite, reply, summary, budget_tokens,
+                                        count_tokens)
+        if prose is None:
+            log.warning("the LLM hook's memory summary was refused (empty, over %d tokens, or "
+                        "not citing exactly the memories' ids); keeping the deterministic one",
+                        budget_tokens)
+    except LLMHookError as exc:
+        log.warning("LLM hook failed for a memory summary; keeping the deterministic one: %s",
+                    exc)
+        prose = None
+    metrics.llm_hook.labels("summary", "fallback" if prose is None else "used").inc()
     return prose

@@ -211,7 +211,8 @@ class Metrics:
         )
         self.search_budget_exhausted = Counter(
             "memstream_search_budget_exhausted_total",
-            "Searches and context packs refused because their run spent its budget, by route.",
+            "Searches, context packs and summaries refused because their run spent its "
+            "budget, by route.",
             ["route"],
             registry=r,
         )
@@ -258,11 +259,11 @@ class Metrics:
             self.fix_pattern_versions.labels(change)
         for kind in get_args(RecordKind):
             self.records.labels(kind)
-        for use in ("digest", "merge", "handoff"):
+        for use in ("digest", "merge", "handoff", "summary"):
             for outcome in ("used", "fallback"):
                 self.llm_hook.labels(use, outcome)
         self.retrieval_log_dropped.inc(0)
-        for route in ("/v1/search", "/v1/context"):
+        for route in ("/v1/search", "/v1/context", "/v1/summary"):
             self.search_budget_exhausted.labels(route)
         for part in ("index", "core", "history", "long_term", "budget"):
             self.context_degraded.labels(part)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
+from processors.memory_summary import RECORD_ID
 from stores.api_keys import PostgresApiKeys
 from stores.migrate import apply_migrations
 from streams.api.auth import Authenticator
@@ -157,13 +158,15 @@ async def visible_ids(http: httpx.AsyncClient, vaults: Vaults, route: str,
     # The parameters each route takes: a read by id shows what the key may see, whatever
     # agent a request names, and names none.
     params: dict[str, Any] = {"namespace": vaults.namespace}
-    if route in ("search", "context"):
+    if route in ("search", "context", "summary"):
         params |= {"query": SECRET_TOPIC, "min_score": "-1"}
-    if route in ("search", "pending", "changes", "graph"):
+    if route in ("search", "pending", "changes", "graph", "summary"):
         params["limit"] = "50"
+    if route == "summary":
+        params["budget_tokens"] = "4000"
     if requested_agent is not None and route not in ("record", "history", "diff"):
         params["agent_id"] = requested_agent
-    path = {"search": "/v1/search", "context": "/v1/context",
+    path = {"search": "/v1/search", "context": "/v1/context", "summary": "/v1/summary",
             "record": f"/v1/records/{record_id}",
             "history": f"/v1/records/{record_id}/history",
             "diff": f"/v1/records/{record_id}/diff",
@@ -181,6 +184,8 @@ async def visible_ids(http: httpx.AsyncClient, vaults: Vaults, route: str,
         return {hit["record_id"] for hit in body["hits"]}
     if route == "context":
         return {item["record_id"] for items in body["sections"].values() for item in items}
+    if route == "summary":
+        return set(body["memory_ids"]) | set(RECORD_ID.findall(body["summary"]))
     if route == "changes":
         return {change["record_id"] for change in body["changes"]}
     if route == "graph":
@@ -194,7 +199,7 @@ async def visible_ids(http: httpx.AsyncClient, vaults: Vaults, route: str,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(["agent:ann", "agent:bob", "agent:cy", "reader", "admin"]),
        route=st.sampled_from(["search", "context", "record", "history", "diff", "pending",
-                              "queue", "changes", "graph"]),
+                              "queue", "changes", "graph", "summary"]),
        requested=st.none() | st.sampled_from(AGENTS),
        owner=st.sampled_from(AGENTS), which=st.sampled_from([0, 1]))
 async def test_a_key_never_shows_personal_memories_it_may_not_read(
@@ -216,7 +221,7 @@ async def test_a_key_never_shows_personal_memories_it_may_not_read(
     assert not shown & others, (key, route, requested, sorted(shown & others))
     if route in ("record", "history", "diff"):
         assert shown == ({target} if owner in may_read else set())
-    elif route == "search" and bound is not None:
+    elif route in ("search", "summary") and bound is not None:
         assert set(vaults.personal[bound]) <= shown, "its own vault is read"
 
 

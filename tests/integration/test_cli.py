@@ -359,3 +359,18 @@ async def test_a_sessions_ledger_shown(
     assert "    Moved checkout to async.; Upgrade refunds" in lines
     missing = run("session", "no-such-session", "-n", namespace)
     assert missing.code != 0 and "no session 'no-such-session'" in missing.err
+
+
+async def test_cli_summarizes_what_memory_holds_citing_each_memory(
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str, run: Any,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT, title="Billing deploys")
+        await announced(updates, record_id, [("created", 1)])
+    shown = run("summary", "does the billing deploy need the VPN?", "-n", namespace)
+    assert shown.code == 0, shown.err
+    assert shown.out.splitlines()[1] == f"- [{record_id}] Billing deploys: {TEXT}"
+    assert re.fullmatch(r"1 of 1 memories found, \d+ tokens of 400", shown.err.strip()), \
+        shown.err
+    brief = run("--json", "summary", "billing VPN", "-n", namespace, "--budget", "100").json()
+    assert brief["memory_ids"] == [record_id] and brief["tokens"] <= 100

@@ -94,6 +94,7 @@ def usable(route: str, seeded: Seeded) -> list[tuple[str, str]]:
         return []
     wanted = {"/v1/search": [("query", "deploy staging")],
               "/v1/context": [("query", "deploy staging")],
+              "/v1/summary": [("query", "deploy staging")],
               "/v1/fix-patterns": [("error", "KeyError: 'user-1234'")],
               "/v1/blocks/{label}": [("agent_id", "ann")]}
     return [("namespace", seeded.namespace), *wanted.get(route, [])]

@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from harness.stack import Stack, Worker, free_port
+from processors.memory_summary import RECORD_ID
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.test_auth import AGENTS, SECRET_TOPIC, Vaults, vaults
 
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.integration
 
 __all__ = ["vaults"]  # the fixture, shared with test_auth.py
 TOOLS = {"recall", "remember", "context", "get_memories", "list_memories", "update_memory",
-         "core_block", "wake", "checkpoint", "sleep"}
+         "core_block", "wake", "checkpoint", "sleep", "summarize"}
 WAIT_S = 30.0
 GUIDE = REPO_ROOT / "docs" / "mcp.md"
 
@@ -256,6 +257,10 @@ async def visible_through(client: Client, tool: str, target: str) -> set[str]:
     if tool == "context":
         pack = await call(client, "context", task=SECRET_TOPIC)
         return {item["record_id"] for items in pack["sections"].values() for item in items}
+    if tool == "summarize":
+        brief = await call(client, "summarize", query=SECRET_TOPIC, limit=50, min_score=0,
+                           budget_tokens=4000)
+        return set(brief["memory_ids"]) | set(RECORD_ID.findall(brief["summary"]))
     if tool == "get_memories":
         read = await call(client, "get_memories", record_ids=[target])
         return {record["record_id"] for record in read["records"]}
@@ -277,7 +282,7 @@ async def visible_through(client: Client, tool: str, target: str) -> set[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(["agent:ann", "agent:bob", "agent:cy", "reader"]),
        tool=st.sampled_from(["recall", "context", "get_memories", "list_memories",
-                             "related", "record_resource"]),
+                             "related", "record_resource", "summarize"]),
        owner=st.sampled_from(AGENTS), which=st.sampled_from([0, 1]))
 async def test_a_key_never_sees_personal_memories_it_may_not_read_through_any_tool(
     mcp_url: str, vaults: Vaults, key: str, tool: str, owner: str, which: int,
@@ -293,7 +298,7 @@ async def test_a_key_never_sees_personal_memories_it_may_not_read_through_any_to
     assert not shown & others, (key, tool, sorted(shown & others))
     if tool in ("get_memories", "record_resource"):
         assert shown == ({target} if owner == bound else set())
-    elif tool == "recall" and bound is not None:
+    elif tool in ("recall", "summarize") and bound is not None:
         assert set(vaults.personal[bound]) <= shown, "its own vault is read"
 
 

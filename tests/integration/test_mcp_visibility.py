@@ -201,6 +201,14 @@ async def probe_list_memories(probe: Probe) -> list[str]:
     return texts
 
 
+async def probe_summarize(probe: Probe) -> list[str]:
+    brief, text = await answered(probe.client, "summarize", query=SECRET_TOPIC, limit=50,
+                                 min_score=0, budget_tokens=4000)
+    assert set(probe.mine.personal[:2]) <= set(brief["memory_ids"]), "its own are summarized"
+    assert not set(brief["memory_ids"]) & set(probe.theirs.personal)
+    return [text]
+
+
 async def probe_update_memory(probe: Probe) -> list[str]:
     hidden = await refused(probe.client, "update_memory", record_id=probe.their_record,
                            expected_version=1, text=f"{probe.me} was here.")
@@ -286,7 +294,7 @@ async def probe_sleep(probe: Probe) -> list[str]:
 PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
     "recall": probe_recall, "remember": probe_remember, "context": probe_context,
     "get_memories": probe_get_memories, "list_memories": probe_list_memories,
-    "update_memory": probe_update_memory,
+    "update_memory": probe_update_memory, "summarize": probe_summarize,
     "core_block": probe_core_block, "wake": probe_wake, "checkpoint": probe_checkpoint,
     "sleep": probe_sleep, "memstream://blocks/{label}": probe_block_resource,
     "memstream://records/{record_id}": probe_record_resource,

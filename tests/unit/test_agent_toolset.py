@@ -13,9 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from client.agents.pydantic_ai import MemoryCounters, MemoryRun, condensed
+from client.agents.pydantic_ai import MemoryCounters, MemoryRun
 from client.sdk import AsyncMemoryClient, Retries
-from client.sdk.models import SearchHit
+from processors.condense import approx_tokens
+from processors.memory_summary import SummaryHit, summarize
 from tests.scripted_agent import Script, memory_agent
 
 NOW = "2026-05-01T12:00:00+00:00"
@@ -39,6 +40,8 @@ class FakeWorker:
         path = request.url.path
         if path == "/v1/search":
             return self.search(request.url.params)
+        if path == "/v1/summary":
+            return self.summary(request.url.params)
         if path == "/v1/memories":
             body = json.loads(request.content)
             record_id = f"mem_{len(self.memories)}"
@@ -62,21 +65,35 @@ class FakeWorker:
         return httpx.Response(200, json=lineage(record_id, self.memories[record_id]))
 
     def search(self, params: httpx.QueryParams) -> httpx.Response:
-        run_id = params["run_id"]
+        if not self.spend(params["run_id"]):
+            return httpx.Response(200, json={**refused(params["run_id"]), "hits": []})
+        return httpx.Response(200, json={"namespace": "team-a", "hits": self.found(params),
+                                         "budget_exhausted": False})
+
+    def summary(self, params: httpx.QueryParams) -> httpx.Response:
+        """The worker's summary of the hits the search would answer."""
+        if not self.spend(params["run_id"]):
+            return httpx.Response(200, json={**refused(params["run_id"]), "summary": None,
+                                             "memory_ids": []})
+        made = summarize(params["query"], [
+            SummaryHit(found["record_id"], found["title"], found["text"])
+            for found in self.found(params)], int(params["budget_tokens"]), approx_tokens)
+        return httpx.Response(200, json={
+            "namespace": "team-a", "summary": made.text, "memory_ids": list(made.memory_ids),
+            "rewritten": False, "budget_exhausted": False})
+
+    def spend(self, run_id: str) -> bool:
         self.searches[run_id] = self.searches.get(run_id, 0) + 1
-        if self.searches[run_id] > BUDGET:
-            return httpx.Response(200, json={
-                "namespace": "team-a", "run_id": run_id, "budget_exhausted": True,
-                "max_searches_per_run": BUDGET, "hits": []})
+        return self.searches[run_id] <= BUDGET
+
+    def found(self, params: httpx.QueryParams) -> list[dict[str, Any]]:
         words = set(params.get("query", "").lower().split())
         texts = {record_id: set(memory["text"].lower().strip(".").replace(".", " ").split())
                  for record_id, memory in self.memories.items()}
         related = set(params.get_list("related_id"))
-        hits = [hit(record_id, memory) for record_id, memory in self.memories.items()
+        return [hit(record_id, memory) for record_id, memory in self.memories.items()
                 if (words & texts[record_id] or not words)
-                and (not related or related & set(memory.get("related_ids", [])))]
-        return httpx.Response(200, json={"namespace": "team-a", "hits": hits[:5],
-                                         "budget_exhausted": False})
+                and (not related or related & set(memory.get("related_ids", [])))][:5]
 
     def by_ids(self, record_ids: list[str]) -> httpx.Response:
         return httpx.Response(200, json={
@@ -88,6 +105,11 @@ class FakeWorker:
 
     def bodies(self, path: str) -> list[Any]:
         return [json.loads(r.content) for r in self.requests if r.url.path == path]
+
+
+def refused(run_id: str) -> dict[str, Any]:
+    return {"namespace": "team-a", "run_id": run_id, "budget_exhausted": True,
+            "max_searches_per_run": BUDGET}
 
 
 def hit(record_id: str, memory: dict[str, Any]) -> dict[str, Any]:
@@ -238,11 +260,16 @@ async def test_card_and_subagent_searches_count_against_the_budget(
     assert [h["record_id"] for h in without_query["hits"]] == ["mem_1"]
     assert "give 1 to 10 related ids" in script.retries()[0]
     (summary,) = script.tool_results(4)
-    assert summary.startswith("2 memories about 'VPN'") and "[mem_0]" in summary
+    assert summary.startswith('What memory holds about "VPN"')
+    assert "[mem_0] Staging deploys need the VPN." in summary and "[mem_1]" in summary
+    (asked,) = [r.url.params for r in worker.requests if r.url.path == "/v1/summary"]
+    assert (asked["run_id"], asked["min_score"], asked["limit"], asked["budget_tokens"]) == (
+        "run-1", "0.5", "5", "400")
     searches = [r.url.params for r in worker.requests if r.url.path == "/v1/search"]
     assert [(s.get_list("related_id"), s.get("query")) for s in searches] == [
-        (["mem_0", "mem_5"], "VPN"), (["mem_0"], None), ([], "VPN")]
+        (["mem_0", "mem_5"], "VPN"), (["mem_0"], None)]
     assert worker.searches == {"run-1": 3}
+    assert run.counters == MemoryCounters(checked_memories=4, memory_searches=3)
 
 
 async def test_memory_down_is_a_tool_result_and_the_run_goes_on(
@@ -258,10 +285,11 @@ async def test_memory_down_is_a_tool_result_and_the_run_goes_on(
     assert run.counters == MemoryCounters(memory_searches=1)
 
 
-def test_a_summary_names_each_memory_and_keeps_to_its_budget() -> None:
-    hits = [SearchHit.model_validate(hit(f"mem_{n}", {"text": "word " * 200, "title": "T"}))
-            for n in range(3)]
-    summary = condensed("deploys", hits, budget_tokens=100)
-    assert len(summary) <= 400 and summary.startswith("3 memories about 'deploys'")
-    assert "[mem_0] T: word" in summary and summary.endswith("…")
-    assert condensed("deploys", [], 100) == "No memory is relevant to 'deploys'."
+async def test_a_summary_past_the_budget_says_the_search_was_refused(
+        worker: FakeWorker, run: MemoryRun) -> None:
+    worker.searches["run-1"] = BUDGET
+    script = Script([[("subagent_memory_search", {"query": "VPN"})], "Done.", "Done."])
+    await memory_agent(script).run("Deploy.", deps=run)
+    (refusal,) = script.tool_results(1)
+    assert refusal.startswith(f"search refused: this run has made its {BUDGET} searches")
+    assert run.counters == MemoryCounters(memory_searches=1)

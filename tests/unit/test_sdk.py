@@ -46,6 +46,7 @@ EVENT_ID = re.compile(r"^[0-9a-f]{32}$")
 SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "search": lambda: routes.search(CONFIG, "vpn"),
     "context": lambda: routes.context(CONFIG, "deploy"),
+    "summary": lambda: routes.summary(CONFIG, "deploy", budget_tokens=200),
     "fix_patterns": lambda: routes.fix_patterns(CONFIG, "KeyError: 'x'"),
     "record": lambda: routes.record(CONFIG, "mem_1"),
     "records": lambda: routes.records(CONFIG, ["mem_1", "mem_2"]),
