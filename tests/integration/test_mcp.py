@@ -48,6 +48,13 @@ def guide_servers() -> tuple[dict[str, Any], dict[str, Any]]:
     return stdio, http
 
 
+def test_the_readmes_mcp_entry_is_the_guides_tested_one() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    (entry,) = (json.loads(block)["mcpServers"]["memstream"]
+                for block in re.findall(r"```json\n(.*?)```", readme, re.S))
+    assert entry == guide_servers()[1]
+
+
 def as_written(value: Any, key: str, namespace: str) -> Any:
     """A snippet's value with the test's key and namespace in place of the guide's."""
     text = json.dumps(value).replace("msk_\\u2026", key).replace("msk_…", key)
