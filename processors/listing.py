@@ -5,13 +5,12 @@ that new records do not move, unlike an offset."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from processors.parameters import IDENTIFIER, InvalidValue, instant
+from processors import cursors
+from processors.parameters import IDENTIFIER
 
 # What a listing shows of a record's text, at most.
 DESCRIPTION_CHARS = 120
@@ -44,20 +43,10 @@ class ListingPosition:
 
 
 def encode_cursor(position: ListingPosition) -> str:
-    raw = f"{position.created_at.isoformat()}|{position.record_id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return cursors.encode_cursor(position.created_at, position.record_id)
 
 
 def cursor_position(cursor: str) -> ListingPosition:
-    """The position a cursor of `encode_cursor` stands for; its parts follow the rules of the
-    values they are (processors/parameters.py)."""
-    cursor = cursor.strip()
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, record_id = raw.split("|", 1)
-        # The listing's times carry their offset.
-        if datetime.fromisoformat(at).tzinfo is not None:
-            return ListingPosition(instant(at), IDENTIFIER(record_id))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        pass
-    raise InvalidValue("not a cursor this listing gave")
+    """The position a cursor of `encode_cursor` stands for."""
+    return cursors.position_of(cursor, 1, "listing", lambda created_at, keys: ListingPosition(
+        created_at, IDENTIFIER(keys[0])))

@@ -6,16 +6,15 @@ feed at a time instead of a cursor."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from faust.web import Request, Response, View
 
+from processors import cursors
 from processors.access import Caller
-from processors.parameters import IDENTIFIER, VERSION, InvalidValue, instant, integer, opaque
+from processors.parameters import IDENTIFIER, VERSION, instant, integer, opaque
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
@@ -47,8 +46,7 @@ def wire_changes(pages: Pages, runtime: Runtime) -> None:
 
 
 def encode_cursor(position: ChangePosition) -> str:
-    raw = f"{position.changed_at.isoformat()}|{position.version}|{position.record_id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return cursors.encode_cursor(position.changed_at, str(position.version), position.record_id)
 
 
 def start_position(params: Mapping[str, str]) -> ChangePosition | None:
@@ -64,23 +62,18 @@ def start_position(params: Mapping[str, str]) -> ChangePosition | None:
 
 
 def cursor_position(cursor: str) -> ChangePosition | None:
-    """The position a cursor of `encode_cursor` stands for (its time in UTC); None for no
-    cursor. Its parts follow the rules of the values they are (processors/parameters.py)."""
-    cursor = cursor.strip()
-    if not cursor:
+    """The position a cursor of `encode_cursor` stands for; None for no cursor."""
+    if not cursor.strip():
         return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        changed_at, version, record_id = raw.split("|", 2)
-        # The feed's times carry their offset. A version's position names its record; a
-        # time's (from `since`), none and version 0.
-        if datetime.fromisoformat(changed_at).tzinfo is not None:
-            if not record_id and version == "0":
-                return ChangePosition(instant(changed_at), "", 0)
-            return ChangePosition(instant(changed_at), IDENTIFIER(record_id), VERSION(version))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        pass
-    raise InvalidValue("not a cursor this feed gave")
+    return cursors.position_of(cursor, 2, "feed", change_position)
+
+
+def change_position(changed_at: datetime, keys: list[str]) -> ChangePosition:
+    # A version's position names its record; a time's (from `since`), none and version 0.
+    version, record_id = keys
+    if not record_id and version == "0":
+        return ChangePosition(changed_at, "", 0)
+    return ChangePosition(changed_at, IDENTIFIER(record_id), VERSION(version))
 
 
 CHANGES_PARAMS: Params = {**READER_PARAMS, "after": Param(opaque(

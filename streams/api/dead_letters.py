@@ -8,13 +8,11 @@ answered as a missing one."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-from datetime import datetime
 from typing import Any
 
 from faust.web import Request, Response, View
 
+from processors import cursors
 from processors.access import Caller
 from processors.dead_letters import (
     ERROR_CLASSES,
@@ -26,7 +24,6 @@ from processors.dead_letters import (
 from processors.parameters import (
     IDENTIFIER,
     NAMESPACE,
-    InvalidValue,
     instant,
     integer,
     one_of,
@@ -116,25 +113,15 @@ def dead_letter_json(entry: DeadLetterEntry) -> dict[str, Any]:
 
 
 def encode_cursor(entry: DeadLetterEntry) -> str:
-    raw = f"{entry.dead_lettered_at.isoformat()}|{entry.dead_letter_id}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return cursors.encode_cursor(entry.dead_lettered_at, entry.dead_letter_id)
 
 
 def cursor_position(cursor: str) -> DeadLetterPosition | None:
-    """The position a cursor of `encode_cursor` stands for (its time in UTC); None for no
-    cursor. Its parts follow the rules of the values they are (processors/parameters.py)."""
-    cursor = cursor.strip()
-    if not cursor:
+    """The position a cursor of `encode_cursor` stands for; None for no cursor."""
+    if not cursor.strip():
         return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        at, dead_letter_id = raw.split("|", 1)
-        # The listing's times carry their offset.
-        if datetime.fromisoformat(at).tzinfo is not None:
-            return DeadLetterPosition(instant(at), IDENTIFIER(dead_letter_id))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        pass
-    raise InvalidValue("not a cursor this listing gave")
+    return cursors.position_of(cursor, 1, "listing", lambda at, keys: DeadLetterPosition(
+        at, IDENTIFIER(keys[0])))
 
 
 DEAD_LETTERS_PARAMS: Params = {
