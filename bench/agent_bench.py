@@ -50,6 +50,7 @@ WARM_UP = 20
 LIMIT = 10
 MIN_SCORE = 0.3
 START_S = 30.0
+CALLS = 200
 WAYS = ("mcp_recall", "httpx_async", "sdk_async", "httpx_sync", "sdk_sync")
 
 
@@ -186,7 +187,7 @@ def summary(latencies: dict[str, list[float]], points: int) -> dict[str, Any]:
 
 
 async def run_agent_bench(stack: Stack, worker: Worker, namespace: str, points: int,
-                          calls: int) -> dict[str, Any]:
+                          calls: int = CALLS) -> dict[str, Any]:
     """The five ways on a running worker whose `namespace` holds `points` memories."""
     key = stack.make_key("--namespace", namespace, "--perm", "read", "--label", "agent-bench")
     target = Target(worker.base_url, key, namespace)
@@ -243,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=100_000)
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=CALLS)
     args = parser.parse_args(argv)
     results = asyncio.run(run(args.points, args.calls))
     for name, value, target in agent_rows(results):
