@@ -8,7 +8,8 @@ fraction of LoCoMo's dev turns it merges (bench/consolidation_locomo.py), then
 the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means),
 and evidence recall of /v1/search on LoCoMo's development conversations beside baselines
 computed in the same run (bench/retrieval_eval.py), and what API keys add to a search
-(bench/auth_bench.py).
+(bench/auth_bench.py); on the pipeline's 100k memories, the MCP server's `recall` over
+streamable HTTP and the SDK beside bare HTTP (bench/agent_bench.py).
 The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`;
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+from bench.agent_bench import agent_rows, run_agent_bench
 from bench.agent_memory_eval import run_agent_memory_eval
 from bench.auth_bench import run_auth_bench
 from bench.consolidation_bench import run_consolidation_bench
@@ -46,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     build(out=DEFAULT_OUT)
     embedder = run_embedder_bench(DEFAULT_OUT)
     pipeline = asyncio.run(
-        run_pipeline_bench(args.events, args.search_points, args.latency_seconds))
+        run_pipeline_bench(args.events, args.search_points, args.latency_seconds,
+                           on_corpus=run_agent_bench))
 
     rows = [
         (f"embedder int8 ({embedder['sentences']} sentences, calls of "
@@ -69,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, value, target in rows:
         print(f"{name:<{width}}  {value:>16}  {target}")
     print("\n".join(format_table(pipeline).splitlines()[2:]))
+    for name, value, target in agent_rows(pipeline["on_corpus"]):
+        print(f"{name:<{width}}  {value:>16}  {target}")
     return 0
 
 

@@ -26,6 +26,8 @@ announcement. On 2 cores, two workers share the cores one worker already uses.
 Search: 100k memories are loaded straight into Postgres and the index (real sentences
 embedded by the model, each reused with a small perturbation so that 100k vectors do not
 take minutes to embed), then `GET /v1/search` is timed end to end, query embedding included.
+While that worker serves them, `make bench` measures the agents' ways in on the same corpus
+(bench/agent_bench.py: the MCP server's `recall`, the SDK beside bare HTTP).
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ from streams.plumbing.config import Settings
 
 NAMESPACE = "bench"
 SEARCH_NAMESPACE = f"{NAMESPACE}-search"
+
+# What else is measured on the search corpus while its worker serves it (stack, worker,
+# namespace, memories), so that the 100k memories are loaded once.
+CorpusBench = Callable[[Stack, Worker, str, int], Awaitable[dict[str, Any]]]
 
 
 def memory_texts(n: int) -> list[str]:
@@ -298,7 +304,8 @@ def read_latencies(worker: Worker, route: str, queries: Sequence[str], namespace
     return latencies
 
 
-async def run_pipeline_bench(events: int, search_points: int, latency_s: float) -> dict[str, Any]:
+async def run_pipeline_bench(events: int, search_points: int, latency_s: float,
+                             on_corpus: CorpusBench | None = None) -> dict[str, Any]:
     settings = Settings.from_env({})
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as scratch:
@@ -347,6 +354,9 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float) 
                                       budget_tokens=2000)
             results["context_p50_ms"] = percentile(measured, 50) * 1000
             results["context_p95_ms"] = percentile(measured, 95) * 1000
+            if on_corpus is not None:
+                results["on_corpus"] = await on_corpus(stack, worker, SEARCH_NAMESPACE,
+                                                       search_points)
         finally:
             stack.stop()
     results["one_worker_per_s"] = await scale_out_rate(1, events)
