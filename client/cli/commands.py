@@ -145,7 +145,9 @@ def note_core(answer: ContextPack, output: Output) -> None:
     """What the pack's core section could not hold, or why it holds nothing."""
     if answer.core is None:
         return
-    if answer.core.absent:
+    # A pack read as no agent has no core blocks to speak of; one read as an agent says why
+    # it holds none.
+    if answer.core.absent and answer.core.agent_id is not None:
         output.note(f"no core blocks: {answer.core.absent}")
     for block in answer.core.blocks:
         if block.fields_left_out:

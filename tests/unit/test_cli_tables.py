@@ -189,7 +189,12 @@ def test_context_shows_the_core_blocks_first_and_says_what_the_budget_left_out()
     assert lines[1].split() == ["core", "human", "block", "20", "block:human", "v3"]
     assert texts_in(lines).startswith("[USER] Alice [TASK] Billing ")
     assert "core block human: CONTEXT left out of the budget" in err.getvalue()
-    answer["core"] = {**core, "agent_id": None, "absent": "no agent: …", "blocks": [],
+    answer["core"] = {**core, "absent": "the agent has no core blocks", "blocks": [],
                       "tokens": 0, "truncated": False}
     assert COMMANDS["context"](client, args, client.config, output) == 0
-    assert "no core blocks: no agent: …" in err.getvalue()
+    assert "no core blocks: the agent has no core blocks" in err.getvalue()
+    err.seek(0)
+    err.truncate()
+    answer["core"] = {**answer["core"], "agent_id": None, "absent": "no agent: …"}
+    assert COMMANDS["context"](client, args, client.config, output) == 0
+    assert "core" not in err.getvalue()
