@@ -5,6 +5,7 @@ its own, configured by the environment or a config file), and the `/v1/changes` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -312,10 +313,12 @@ async def test_tail_follow_prints_new_changes_until_ctrl_c(
                    if not name.startswith("MEMSTREAM_")}
     environment.update(HOME=str(tmp_path), MEMSTREAM_URL=worker.base_url,
                        MEMSTREAM_API_KEY=stack.operator_key)
+    # Started as a terminal starts it: Ctrl-C at its default even when the tests run as a
+    # background job, whose children inherit SIGINT ignored.
     follower = subprocess.Popen(
         [sys.executable, "-m", "client.cli", "tail", "-n", namespace, "--follow", "--json"],
         cwd=REPO_ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
+        text=True, preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
     try:
         async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
             record_id = await publisher.write_memory(namespace, TEXT)

@@ -10,6 +10,7 @@ Its data goes to a scratch directory, never to `var/`."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -127,9 +128,11 @@ def test_the_readme_tour_runs_as_written_from_a_first_make_run(
         scratch_env: dict[str, str]) -> None:
     blocks = tour_blocks(README.read_text())
     assert len(blocks) >= 8, "the tour's blocks are marked ```sh tour"
+    # A terminal's job: Ctrl-C at its default even when the tests run as a background job.
     make = subprocess.Popen(["make", "run"], cwd=REPO_ROOT, env=scratch_env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=functools.partial(
+                                signal.signal, signal.SIGINT, signal.SIG_DFL))
     console = Console(make)
     try:
         # The first start ends with the key, framed, once both processes serve.

@@ -124,10 +124,15 @@ def test_a_cursor_the_feed_did_not_give_is_refused(cursor: str) -> None:
 
 
 def test_a_ctrl_c_inside_a_deferred_block_is_raised_when_the_block_is_whole() -> None:
-    finished = []
-    with pytest.raises(KeyboardInterrupt), interrupts_deferred():
-        os.kill(os.getpid(), signal.SIGINT)
-        finished.append(True)
-    assert finished == [True]
-    # Outside the block, Ctrl-C is Python's again.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # As an interactive shell starts a command (a background job ignores Ctrl-C).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        finished = []
+        with pytest.raises(KeyboardInterrupt), interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            finished.append(True)
+        assert finished == [True]
+        # Outside the block, Ctrl-C is Python's again.
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
