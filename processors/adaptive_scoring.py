@@ -184,7 +184,10 @@ def usefulness(use: MemoryUse, now: datetime, config: ScoringConfig) -> float:
         return share
     remaining = math.pow(0.5, _days_since(use.last_valued_at, now)
                          / config.rehabilitation_half_life_days)
-    return config.neutral_usefulness - (config.neutral_usefulness - share) * remaining
+    # Written from the share up, and capped, so that rounding never puts it outside
+    # [share, neutral].
+    recovered = share + (config.neutral_usefulness - share) * (1.0 - remaining)
+    return min(config.neutral_usefulness, recovered)
 
 
 def recency(use: MemoryUse, now: datetime, config: ScoringConfig) -> float:
