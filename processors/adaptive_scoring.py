@@ -95,7 +95,7 @@ def scoring_config_problems(config: ScoringConfig) -> list[str]:
         if not 0 <= getattr(config, name) <= 1:
             problems.append(f"{name} must be in [0, 1] (got {getattr(config, name)!r})")
 
-    # A single valuation may not decide usefulness on its own; 0 would divide by 0.
+    # With 0, a memory never valued would divide 0 by 0.
     at_least("min_valuations_for_signal", 1)
     positive("recency_half_life_days")
     positive("rehabilitation_half_life_days")
