@@ -60,7 +60,7 @@ class RatingViews:
             for record_id, record in found.items()})
         if missing:
             return web.json({"error": not_rateable(rater, namespace, missing),
-                             "not_found": missing}, status=404)
+                             "reason": "broken_reference", "not_found": missing}, status=404)
         published = await self._gate.publish(raw, event)
         return web.json({"event_id": published.event_id, "agent_id": rater,
                          "rated": len(memory_ids)}, status=202)
