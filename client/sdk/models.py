@@ -820,3 +820,32 @@ class Session(Answer):
     slept_at: datetime | None
     handoff_record_id: str | None
     events: list[SessionEventEntry]
+
+
+class RatingAccepted(Answer):
+    """A rating accepted: the worker applies it once, by its event id."""
+
+    event_id: str
+    agent_id: str
+    rated: int
+
+
+class Valuation(Answer):
+    event_id: str
+    useful: bool
+    valued_at: datetime
+
+
+class MemoryScores(Answer):
+    """The inputs of one memory's adaptive score for one agent (the score is computed from
+    them at recall), and the agent's latest ratings of it, newest first."""
+
+    namespace: str
+    agent_id: str
+    memory_id: str
+    valuation_count: int
+    useful_count: int
+    last_valuation_at: datetime | None
+    access_count: int
+    last_access_at: datetime | None
+    valuations: list[Valuation]

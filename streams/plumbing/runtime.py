@@ -23,6 +23,7 @@ from stores.core_blocks import CoreBlocks
 from stores.dead_letters import DeadLetters
 from stores.fix_patterns import FixPatterns
 from stores.pgvector import Vector
+from stores.ratings import Ratings
 from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.retrievals import Retrievals
@@ -77,6 +78,9 @@ class Stores(Protocol):
 
     @property
     def sessions(self) -> Sessions: ...
+
+    @property
+    def ratings(self) -> Ratings: ...
 
     async def ping(self) -> None: ...
 

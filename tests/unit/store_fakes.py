@@ -217,6 +217,7 @@ class InMemoryStores:
     keys: Any = field(default_factory=lambda: Unused("keys"))
     dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
     sessions: Any = field(default_factory=lambda: Unused("sessions"))
+    ratings: Any = field(default_factory=lambda: Unused("ratings"))
 
     async def ping(self) -> None:
         pass
