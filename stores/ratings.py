@@ -17,6 +17,8 @@ from typing import Protocol
 
 import asyncpg
 
+from processors.adaptive_scoring import MemoryUse
+
 
 @dataclass(frozen=True)
 class Gap:
@@ -40,18 +42,6 @@ class NewRating:
 
 
 @dataclass(frozen=True)
-class ScoreInputs:
-    """What the adaptive score of one memory for one agent is computed from."""
-
-    memory_id: str
-    valuation_count: int
-    useful_count: int
-    last_valuation_at: datetime | None
-    access_count: int
-    last_access_at: datetime | None
-
-
-@dataclass(frozen=True)
 class Valuation:
     event_id: str
     useful: bool
@@ -64,8 +54,9 @@ class Ratings(Protocol):
         (and nothing changed) if its event was applied before."""
 
     async def score_inputs(self, namespace: str, agent_id: str,
-                           memory_ids: Sequence[str]) -> dict[str, ScoreInputs]:
-        """The score inputs of the agent's memories among these that have any."""
+                           memory_ids: Sequence[str]) -> dict[str, MemoryUse]:
+        """What the agent did with those of these memories it rated or read (the adaptive
+        score's inputs), by memory id."""
 
     async def valuations(self, namespace: str, agent_id: str, memory_id: str,
                          limit: int) -> list[Valuation]:
@@ -132,7 +123,7 @@ class PostgresRatings:
         return True
 
     async def score_inputs(self, namespace: str, agent_id: str,
-                           memory_ids: Sequence[str]) -> dict[str, ScoreInputs]:
+                           memory_ids: Sequence[str]) -> dict[str, MemoryUse]:
         rows = await self._pool.fetch(
             """
             SELECT memory_id, valuation_count, useful_count, last_valuation_at, access_count,
@@ -141,9 +132,10 @@ class PostgresRatings:
             WHERE namespace = $1 AND agent_id = $2 AND memory_id = ANY($3::text[])
             """,
             namespace, agent_id, list(memory_ids))
-        return {row["memory_id"]: ScoreInputs(
-            row["memory_id"], row["valuation_count"], row["useful_count"],
-            row["last_valuation_at"], row["access_count"], row["last_access_at"])
+        return {row["memory_id"]: MemoryUse(
+            useful_count=row["useful_count"], valuation_count=row["valuation_count"],
+            last_valued_at=row["last_valuation_at"], access_count=row["access_count"],
+            last_accessed_at=row["last_access_at"])
             for row in rows}
 
     async def valuations(self, namespace: str, agent_id: str, memory_id: str,

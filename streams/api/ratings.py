@@ -22,12 +22,12 @@ from typing import Any
 from faust.web import Request, Response, View
 
 from processors.access import Caller
+from processors.adaptive_scoring import MemoryUse
 from processors.intake import json_object
 from processors.openapi import payload_body
 from processors.parameters import IDENTIFIER
 from processors.ratings import Owner, not_rateable, unrateable, visible_to
 from schemas.events import MemoryRate
-from stores.ratings import ScoreInputs
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages, no_record
 from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required
@@ -78,7 +78,9 @@ class RatingViews:
         if record is None or not visible_to(agent, Owner(record.scope, record.agent_id)):
             return no_record(web, memory_id, namespace)
         ratings = self._runtime.stores.ratings
-        inputs = (await ratings.score_inputs(namespace, agent, [memory_id])).get(memory_id)
+        # A memory the agent never rated nor read has no row: no use yet.
+        inputs = (await ratings.score_inputs(namespace, agent, [memory_id])).get(
+            memory_id, MemoryUse())
         valuations = await ratings.valuations(namespace, agent, memory_id, VALUATIONS_SHOWN)
         return web.json({
             "namespace": namespace, "agent_id": agent, "memory_id": memory_id,
@@ -88,16 +90,16 @@ class RatingViews:
         })
 
 
-def inputs_view(inputs: ScoreInputs | None) -> dict[str, Any]:
-    """The score inputs as answered; a memory never rated nor read by the agent has none."""
+def inputs_view(use: MemoryUse) -> dict[str, Any]:
+    """The adaptive score's inputs as answered."""
     return {
-        "valuation_count": 0 if inputs is None else inputs.valuation_count,
-        "useful_count": 0 if inputs is None else inputs.useful_count,
-        "last_valuation_at": None if inputs is None or inputs.last_valuation_at is None
-        else inputs.last_valuation_at.isoformat(),
-        "access_count": 0 if inputs is None else inputs.access_count,
-        "last_access_at": None if inputs is None or inputs.last_access_at is None
-        else inputs.last_access_at.isoformat(),
+        "valuation_count": use.valuation_count,
+        "useful_count": use.useful_count,
+        "last_valuation_at": None if use.last_valued_at is None
+        else use.last_valued_at.isoformat(),
+        "access_count": use.access_count,
+        "last_access_at": None if use.last_accessed_at is None
+        else use.last_accessed_at.isoformat(),
     }
 
 
