@@ -188,7 +188,9 @@ def proposed_patterns(namespace: str, runs: Iterable[RunStatements],
     ordered = sorted(runs, key=lambda run: (run.finished_at, run.run_id))
     seen: dict[tuple[str, StatementKind, str], list[tuple[RunStatements, str]]] = {}
     for run in ordered:
-        for kind, texts in (("decision", run.decisions), ("gotcha", run.gotchas)):
+        sections: tuple[tuple[StatementKind, tuple[str, ...]], ...] = (
+            ("decision", run.decisions), ("gotcha", run.gotchas))
+        for kind, texts in sections:
             for text in texts:
                 key = (run.task_key, kind, normalized_statement(kind, text))
                 if key[2] and run.run_id not in {met.run_id for met, _ in seen.get(key, ())}:
