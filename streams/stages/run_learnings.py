@@ -93,7 +93,10 @@ async def publish_learnings(runtime: Runtime, attempts: Attempts, learnings: Sou
             events = [event for learning, _ in proposed
                       if (event := learning_event(learning,
                                                   stored_learning(stored.get(learning.record_id))))]
-            outbound = [Outbound(*destination(event), event.model_dump_json().encode())
+            # Without the fields left unset: an update's absent field is no change, while an
+            # explicit null reads as one (processors/lifecycle.py sets what the event names).
+            outbound = [Outbound(*destination(event),
+                                 event.model_dump_json(exclude_none=True).encode())
                         for event in events]
             if outbound:
                 await attempts.until_done(partial(runtime.producer.produce, outbound),
