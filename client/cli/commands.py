@@ -40,7 +40,8 @@ FOLLOW_INTERVAL_S = 1.0
 # The items a review decision looks its id up among: the most the review queue answers.
 REVIEW_LOOKUP_LIMIT = 500
 # What `review approve|reject` says it decided, by the queue item's kind.
-REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge"}
+REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge",
+            "proposed_lesson": "proposed lesson"}
 EXIT_INTERRUPTED = 130
 # `tail` prints each change as it comes, so its columns are as wide as their values may be
 # (a record id, the longest change kind), not as the rows seen so far; the actor is cut first.
@@ -349,6 +350,8 @@ def awaiting_of(item: ReviewItem) -> str:
     """What a queue item would change: a diff's record or block, a merge's members."""
     if item.kind == "draft_merge":
         return f"merge of {len(item.members)}"
+    if item.kind == "proposed_lesson":
+        return f"{item.memory_type} from {item.source_ref}"
     if item.record_id:
         return item.record_id
     if item.block is None:

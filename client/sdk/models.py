@@ -423,10 +423,11 @@ class ReviewBodies(Answer):
 
 
 class ReviewItem(Answer):
-    """A pending diff (with the fields of `PendingDiff`) or a draft merge (with its version,
-    memory type, scope, agent and `members`)."""
+    """A pending diff (with the fields of `PendingDiff`), a draft merge (with its version,
+    memory type, scope, agent and `members`) or a proposed lesson (with its version, memory
+    type, scope, agent, `source_ref` and `related_ids`)."""
 
-    # `pending_diff` or `draft_merge`.
+    # `pending_diff`, `draft_merge` or `proposed_lesson`.
     kind: str
     # What a review decides: the diff's id, or the merge's record id.
     id: str
@@ -447,6 +448,8 @@ class ReviewItem(Answer):
     scope: str | None = None
     agent_id: str | None = None
     members: list[MergeMember] = Field(default_factory=list)
+    source_ref: str | None = None
+    related_ids: list[str] = Field(default_factory=list)
 
 
 class ReviewQueue(Answer):
