@@ -209,8 +209,11 @@ class MemoryUpdatePayload(_Payload):
 
     @model_validator(mode="after")
     def _changes_something(self) -> MemoryUpdatePayload:
-        if not self.model_fields_set & UPDATABLE_FIELDS:
-            raise ValueError(f"an update sets one of {', '.join(sorted(UPDATABLE_FIELDS))}")
+        # A field given as null sets nothing, as one left out.
+        if not any(getattr(self, name) is not None
+                   for name in self.model_fields_set & UPDATABLE_FIELDS):
+            raise ValueError(f"an update sets one of {', '.join(sorted(UPDATABLE_FIELDS))} "
+                             "(null sets nothing)")
         return self
 
 
