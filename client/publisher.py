@@ -13,6 +13,7 @@ TLS takes `security=KafkaSecurity(...)` (client.kafka_security), or
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -166,6 +167,19 @@ class Publisher:
         return await self.publish("memory.block", namespace, {
             "agent_id": agent_id, "label": label, "set": set or {}, "append": append or {},
             "strategy": strategy, "expected_version": expected_version,
+        }, event_id=event_id)
+
+    async def rate_memories(
+        self, namespace: str, agent_id: str, ratings: Mapping[str, bool], *,
+        gap: str | None = None, gap_query: str | None = None, event_id: str | None = None,
+    ) -> str:
+        """Publish a memory.rate: `agent_id` judged each memory it was given useful or not
+        (`{memory_id: useful}`, 1 to 50), and may name a `gap`, what it needed and memory
+        did not hold (`gap_query`: what it searched for it); return the event id."""
+        return await self.publish("memory.rate", namespace, {
+            "agent_id": agent_id, "gap": gap, "gap_query": gap_query,
+            "ratings": [{"memory_id": memory_id, "useful": useful}
+                        for memory_id, useful in ratings.items()],
         }, event_id=event_id)
 
     async def request_consolidation(self, namespace: str, *, event_id: str | None = None) -> str:

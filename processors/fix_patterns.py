@@ -72,6 +72,17 @@ class Fix:
     files_changed: tuple[str, ...]
     key_changes: tuple[str, ...]
 
+    def changes(self) -> str:
+        """What the run changed, in words: its digest's key changes, else its commits, pull
+        requests and files."""
+        what = [*self.key_changes] or [
+            *(f"commit {c}" for c in self.commits),
+            *(f"pull request {p}" for p in self.pull_requests),
+        ]
+        if self.files_changed and not self.key_changes:
+            what.append("files: " + ", ".join(self.files_changed))
+        return "; ".join(what) if what else "no recorded changes"
+
 
 @dataclass(frozen=True)
 class FixPattern:
@@ -101,19 +112,12 @@ class FixPattern:
             return "\n".join(lines)
         lines.append(f"What worked ({self.success_count} successful runs):")
         for fix in self.fixes:
-            what = [*fix.key_changes] or [
-                *(f"commit {c}" for c in fix.commits),
-                *(f"pull request {p}" for p in fix.pull_requests),
-            ]
-            if fix.files_changed and not fix.key_changes:
-                what.append("files: " + ", ".join(fix.files_changed))
             after = (
                 "recovered within the run"
                 if fix.after_runs == (fix.run_id,)
                 else "after " + ", ".join(fix.after_runs)
             )
-            changed = "; ".join(what) if what else "no recorded changes"
-            lines.append(condense(f"- run {fix.run_id} ({after}): {changed}", 400))
+            lines.append(condense(f"- run {fix.run_id} ({after}): {fix.changes()}", 400))
         return "\n".join(lines)
 
 

@@ -47,3 +47,15 @@ def session_memory_event_id(namespace: str, session_event_id: str, part: str) ->
     """The `memory.write` a session event asks for (a checkpoint's n-th memory, a sleep's
     handoff): named by that event, so a replayed session event writes the same memory."""
     return f"ses_{_digest('session_memory', namespace, session_event_id, part)}"
+
+
+def learning_event_id(namespace: str, source: str) -> str:
+    """The `memory.write` that proposes a run learning (a lesson of a fix pattern, a pattern
+    of a task's runs): named by what it is learnt from, so it is proposed once."""
+    return f"lrn_{_digest('run_learning', namespace, source)}"
+
+
+def learning_update_event_id(namespace: str, source: str, text: str) -> str:
+    """The `memory.update` that grows a run learning to `text`: the same evidence names the
+    same update, so a replay applies it once."""
+    return f"lrn_{_digest('run_learning_update', namespace, source, text)}"

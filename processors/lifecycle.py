@@ -197,7 +197,8 @@ def _update(event: MemoryUpdate, facts: Facts, protect: Collection[Protection],
         raise Rejected("invalid_transition",
                        f"{record.record_id} is deprecated: restore a version of it first")
     payload = event.payload
-    proposed = payload.model_dump(include=payload.model_fields_set & CONTENT_FIELDS)
+    proposed = payload.model_dump(include=payload.model_fields_set & CONTENT_FIELDS,
+                                  exclude_none=True)
     missing = [related for related in proposed.get("related_ids", ())
                if related not in facts.known_ids]
     if missing:

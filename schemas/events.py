@@ -6,6 +6,7 @@ Schema exported from these models (`python -m schemas.export`).
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -15,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     model_validator,
 )
@@ -207,8 +209,11 @@ class MemoryUpdatePayload(_Payload):
 
     @model_validator(mode="after")
     def _changes_something(self) -> MemoryUpdatePayload:
-        if not self.model_fields_set & UPDATABLE_FIELDS:
-            raise ValueError(f"an update sets one of {', '.join(sorted(UPDATABLE_FIELDS))}")
+        # A field given as null sets nothing, as one left out.
+        if not any(getattr(self, name) is not None
+                   for name in self.model_fields_set & UPDATABLE_FIELDS):
+            raise ValueError(f"an update sets one of {', '.join(sorted(UPDATABLE_FIELDS))} "
+                             "(null sets nothing)")
         return self
 
 
@@ -290,6 +295,42 @@ class MemoryBlockPayload(_Payload):
         return self
 
 
+MAX_RATINGS = 50
+
+
+class MemoryRating(_Strict):
+    """One agent's judgment of one memory it was given: it helped, or it did not."""
+
+    memory_id: Identifier
+    useful: StrictBool = Field(description="Whether the memory helped: a plain true or false "
+                               "(seed 003: agents are reliable at binary judgments).")
+
+
+class MemoryRatePayload(_Payload):
+    """An agent rates memories it was given (seed 003's rate_memories), and may say what it
+    needed and did not find (a gap). Each memory must exist and be one the agent may see:
+    shared, or personal to it; one that is not dead-letters the whole event."""
+
+    PROSE = frozenset({"gap", "gap_query"})
+
+    agent_id: Identifier = Field(description="The rater: whose score of each memory moves.")
+    ratings: list[MemoryRating] = Field(min_length=1, max_length=MAX_RATINGS)
+    gap: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = Field(
+        default=None, description="What the agent needed and memory did not hold.")
+    gap_query: Annotated[str, StringConstraints(min_length=1, max_length=1000)] | None = \
+        Field(default=None, description="What the agent searched for when it met the gap.")
+
+    @model_validator(mode="after")
+    def _each_memory_once(self) -> MemoryRatePayload:
+        counts = Counter(rating.memory_id for rating in self.ratings)
+        twice = sorted(memory_id for memory_id, count in counts.items() if count > 1)
+        if twice:
+            raise ValueError(f"each memory is rated once per event: {', '.join(twice)}")
+        if self.gap_query is not None and self.gap is None:
+            raise ValueError("gap_query says what was searched for a gap: it needs the gap")
+        return self
+
+
 class RunStarted(_EnvelopeFields):
     type: Literal["run.started"]
     payload: RunStartedPayload
@@ -338,6 +379,11 @@ class MemoryRestore(_EnvelopeFields):
 class MemoryBlock(_EnvelopeFields):
     type: Literal["memory.block"]
     payload: MemoryBlockPayload
+
+
+class MemoryRate(_EnvelopeFields):
+    type: Literal["memory.rate"]
+    payload: MemoryRatePayload
 
 
 ConsolidateReason = Literal["new_memories", "manual"]
@@ -425,7 +471,7 @@ class SessionSlept(_EnvelopeFields):
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 # Events that change a stored memory, named by its record_id.
 LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
-MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock
+MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock | MemoryRate
 SessionEvent = SessionWoke | SessionCheckpointed | SessionSlept
 
 # The event types accepted on each input topic: anything else is an unknown type.
@@ -443,6 +489,7 @@ LIFECYCLE_EVENT_TYPES: dict[str, type[LifecycleEvent]] = {
 }
 MEMORY_EVENT_TYPES: dict[str, type[MemoryEvent]] = {
     "memory.write": MemoryWrite, **LIFECYCLE_EVENT_TYPES, "memory.block": MemoryBlock,
+    "memory.rate": MemoryRate,
 }
 CONSOLIDATE_EVENT_TYPES: dict[str, type[ConsolidateRequest]] = {
     "memory.consolidate": ConsolidateRequest,

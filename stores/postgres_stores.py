@@ -12,6 +12,7 @@ from stores.core_blocks import PostgresCoreBlocks
 from stores.dead_letters import PostgresDeadLetters
 from stores.fix_patterns import PostgresFixPatterns
 from stores.postgres_rows import create_pool
+from stores.ratings import PostgresRatings
 from stores.record_versions import PostgresRecordVersions
 from stores.records import PostgresRecords
 from stores.retrievals import PostgresRetrievals
@@ -38,6 +39,7 @@ class PostgresStores:
         self.keys = PostgresApiKeys(pool)
         self.dead_letters = PostgresDeadLetters(pool)
         self.sessions = PostgresSessions(pool)
+        self.ratings = PostgresRatings(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

@@ -176,6 +176,25 @@ class DraftMerge:
     members: tuple[MergeMember, ...]
 
 
+@dataclass(frozen=True)
+class ProposedLearningDraft:
+    """A lesson or pattern the system derived (from runs: processors/run_learnings.py),
+    waiting for a reviewer: live, a draft."""
+
+    record_id: str
+    version: int
+    title: str | None
+    text: str
+    memory_type: str
+    scope: str
+    agent_id: str | None
+    # What it is learnt from (a fix pattern, a task key) and the digests of its runs.
+    source_ref: str | None
+    related_ids: tuple[str, ...]
+    proposer: str
+    proposed_at: datetime
+
+
 class VersionConflict(MemstreamError):
     """The record changed between reading it and saving its next version (the consolidator
     superseded it): read it again and decide again."""
@@ -213,6 +232,11 @@ class RecordVersions(ExpiringRecords, Protocol):
                            reader: PersonalReader) -> list[DraftMerge]:
         """The live draft merges of the namespace that `reader` may see, oldest first, with
         their members; with `record_id`, the one that is that record or merges it."""
+
+    async def proposed_learnings(self, namespace: str, record_id: str | None, limit: int,
+                                 reader: PersonalReader) -> list[ProposedLearningDraft]:
+        """The live derived lessons and patterns of the namespace still drafts (merges
+        aside) that `reader` may see, oldest first; with `record_id`, that one."""
 
     async def save(self, event_id: str, event_type: str, base_version: int,
                    outcome: Outcome, vector: Vector | None) -> Saved:
@@ -348,6 +372,28 @@ class PostgresRecordVersions:
             text=row["text"], memory_type=row["memory_type"], scope=row["scope"],
             agent_id=row["agent_id"], proposer=row["proposer"], proposed_at=row["stored_at"],
             members=tuple(members[row["record_id"]])) for row in rows]
+
+    async def proposed_learnings(self, namespace: str, record_id: str | None, limit: int,
+                                 reader: PersonalReader) -> list[ProposedLearningDraft]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT record_id, version, title, text, memory_type, scope, agent_id, source_ref,
+                   related_ids, stored_at, provenance ->> 'producer' AS proposer
+            FROM records
+            WHERE namespace = $1 AND {LIVE_MEMORY} AND review_state = 'draft'
+              AND trust_class = 'derived' AND memory_type IN ('lesson', 'pattern')
+              AND NOT body ? 'merged_from'
+              AND ($2::text IS NULL OR record_id = $2)
+              AND (scope <> 'personal' OR $4 OR agent_id = $5)
+            ORDER BY stored_at, record_id LIMIT $3
+            """,
+            namespace, record_id, limit, reader.every_agent, reader.agent_id)
+        return [ProposedLearningDraft(
+            record_id=row["record_id"], version=int(row["version"]), title=row["title"],
+            text=row["text"], memory_type=row["memory_type"], scope=row["scope"],
+            agent_id=row["agent_id"], source_ref=row["source_ref"],
+            related_ids=tuple(row["related_ids"]), proposer=row["proposer"],
+            proposed_at=row["stored_at"]) for row in rows]
 
     async def save(self, event_id: str, event_type: str, base_version: int,
                    outcome: Outcome, vector: Vector | None) -> Saved:

@@ -190,6 +190,11 @@ class Records(Protocol):
                              record_ids: Sequence[str]) -> list[StoredRecord]:
         """The records with these ids in the namespace, as stored now, in id order."""
 
+    async def task_digests(self, namespace: str, run_ids: Sequence[str],
+                           per_task: int) -> list[dict[str, Any]]:
+        """The digest bodies of the runs that share a task key with these runs (theirs
+        included), the latest `per_task` of each task key."""
+
     async def list_records(self, wanted: RecordFilter, after: ListingPosition | None,
                            limit: int) -> list[RecordSummary]:
         """Up to `limit` records of `wanted`, newest first (by created_at, then id), after
@@ -335,6 +340,24 @@ class PostgresRecords:
         )
         return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
                              row["superseded_by"]) for row in rows]
+
+    async def task_digests(self, namespace: str, run_ids: Sequence[str],
+                           per_task: int) -> list[dict[str, Any]]:
+        rows = await self._pool.fetch(
+            """
+            SELECT body FROM (
+                SELECT d.body, row_number() OVER (PARTITION BY d.body ->> 'task_key'
+                                                  ORDER BY d.created_at DESC, d.record_id) AS n
+                FROM records d
+                WHERE d.namespace = $1 AND d.record_kind = 'run_digest'
+                  AND d.body ->> 'task_key' IN (
+                      SELECT body ->> 'task_key' FROM records
+                      WHERE namespace = $1 AND record_kind = 'run_digest'
+                        AND run_ref = ANY($2::text[]))
+            ) AS latest WHERE n <= $3
+            """,
+            namespace, list(run_ids), per_task)
+        return [dict(row["body"]) for row in rows]
 
     async def list_records(self, wanted: RecordFilter, after: ListingPosition | None,
                            limit: int) -> list[RecordSummary]:

@@ -1,6 +1,12 @@
 """What agents retrieve: each run's search budget, counted across workers, and the log of
 the records search and context surfaced. `Retrievals` is the contract the stream stages use;
-`PostgresRetrievals` keeps it in the source of truth."""
+`PostgresRetrievals` keeps it in the source of truth.
+
+Each batch of the log also counts, in the same transaction, the accesses of every agent that
+read (`memory_scores`: the access count and last access of the adaptive score): the count
+moves exactly when the log's rows are written, so it is the count of the log's rows with an
+agent, never off the read path, and never counted twice for rows written once. A read with
+no agent (a key bound to none, naming none) has nobody to score for, and counts nothing."""
 
 from __future__ import annotations
 
@@ -32,7 +38,8 @@ class Retrievals(Protocol):
         """Count one more search made for a run; return how many it has made, this one
         included (every worker counts in the same row)."""
 
-    async def log_retrievals(self, rows: Sequence[RetrievalRow]) -> None: ...
+    async def log_retrievals(self, rows: Sequence[RetrievalRow]) -> None:
+        """Append to the log, and count each agent's accesses, in one transaction."""
 
 
 class PostgresRetrievals:
@@ -51,9 +58,55 @@ class PostgresRetrievals:
         return searches
 
     async def log_retrievals(self, rows: Sequence[RetrievalRow]) -> None:
-        await self._pool.copy_records_to_table(
-            "memory_retrieval_log",
-            columns=["namespace", "record_id", "agent_id", "run_id", "query_hash", "route",
-                     "rank", "retrieved_at"],
-            records=[(r.namespace, r.record_id, r.agent_id, r.run_id, r.query_hash, r.route,
-                      r.rank, r.retrieved_at) for r in rows])
+        counted = accesses_of(rows)
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.copy_records_to_table(
+                "memory_retrieval_log",
+                columns=["namespace", "record_id", "agent_id", "run_id", "query_hash",
+                         "route", "rank", "retrieved_at"],
+                records=[(r.namespace, r.record_id, r.agent_id, r.run_id, r.query_hash,
+                          r.route, r.rank, r.retrieved_at) for r in rows])
+            if not counted:
+                return
+            # In key order, as a rating's: two transactions never wait on each other's rows
+            # crosswise.
+            await connection.execute(
+                """
+                INSERT INTO memory_scores (namespace, agent_id, memory_id, access_count,
+                                           last_access_at)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[],
+                                     $5::timestamptz[])
+                ORDER BY 1, 2, 3
+                ON CONFLICT (namespace, agent_id, memory_id) DO UPDATE SET
+                    access_count = memory_scores.access_count + EXCLUDED.access_count,
+                    last_access_at = GREATEST(memory_scores.last_access_at,
+                                              EXCLUDED.last_access_at),
+                    updated_at = now()
+                """,
+                [a.namespace for a in counted], [a.agent_id for a in counted],
+                [a.record_id for a in counted], [a.count for a in counted],
+                [a.last_at for a in counted])
+
+
+@dataclass(frozen=True)
+class Accesses:
+    """How often one agent was given one record in a batch of the log, and when last."""
+
+    namespace: str
+    agent_id: str
+    record_id: str
+    count: int
+    last_at: datetime
+
+
+def accesses_of(rows: Sequence[RetrievalRow]) -> list[Accesses]:
+    """The accesses the rows with an agent count, one per (namespace, agent, record), in
+    key order."""
+    counted: dict[tuple[str, str, str], tuple[int, datetime]] = {}
+    for row in rows:
+        if row.agent_id is None:
+            continue
+        key = (row.namespace, row.agent_id, row.record_id)
+        count, last_at = counted.get(key, (0, row.retrieved_at))
+        counted[key] = (count + 1, max(last_at, row.retrieved_at))
+    return [Accesses(*key, count, last_at) for key, (count, last_at) in sorted(counted.items())]

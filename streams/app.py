@@ -37,6 +37,7 @@ from streams.api.fix_patterns import wire_fix_patterns
 from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
 from streams.api.openapi import wire_openapi
+from streams.api.ratings import wire_ratings
 from streams.api.records import wire_records
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.review_queue import wire_review_queue
@@ -165,6 +166,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     # and POST /v1/runs/events must meet its own before /v1/runs/{run_id}.
     wire_runs(pages, runtime)
     wire_sessions(pages, runtime, index, fallback, settings.memory, retrievals)
+    wire_ratings(pages, runtime)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)

@@ -31,6 +31,7 @@ from prometheus_client import disable_created_metrics
 from embedder.model import Embedder
 from processors.access import PERMISSIONS
 from processors.consolidation_trigger import TriggerRules
+from processors.run_learnings import LearningThresholds
 from stores.api_keys import ApiKeys, KeyGrant, MadeKey
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
@@ -82,6 +83,7 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
         announcements=KafkaAnnouncementLog(settings.kafka_bootstrap, settings.kafka_security),
         max_event_bytes=settings.max_event_bytes,
         fix_window=timedelta(hours=settings.fix_window_h),
+        learnings=LearningThresholds(settings.lesson_min_fixes, settings.pattern_min_runs),
         llm=ChatEndpoint(settings.llm_url, settings.llm_model, settings.llm_api_key,
                          settings.llm_timeout_s) if settings.llm_url else None,
         trigger_rules=rules,

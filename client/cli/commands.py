@@ -40,7 +40,8 @@ FOLLOW_INTERVAL_S = 1.0
 # The items a review decision looks its id up among: the most the review queue answers.
 REVIEW_LOOKUP_LIMIT = 500
 # What `review approve|reject` says it decided, by the queue item's kind.
-REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge"}
+REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge",
+            "proposed_lesson": "proposed lesson"}
 EXIT_INTERRUPTED = 130
 # `tail` prints each change as it comes, so its columns are as wide as their values may be
 # (a record id, the longest change kind), not as the rows seen so far; the actor is cut first.
@@ -349,6 +350,8 @@ def awaiting_of(item: ReviewItem) -> str:
     """What a queue item would change: a diff's record or block, a merge's members."""
     if item.kind == "draft_merge":
         return f"merge of {len(item.members)}"
+    if item.kind == "proposed_lesson":
+        return f"{item.memory_type} from {item.source_ref}"
     if item.record_id:
         return item.record_id
     if item.block is None:
@@ -491,6 +494,33 @@ def step_text(payload: Mapping[str, Any]) -> str:
     return str(payload.get("task", ""))
 
 
+# How `rate` reads a rating's verdict: `ID:useful` or `ID:not`.
+VERDICTS = {"useful": True, "not": False}
+
+
+def rating_of(argument: str) -> tuple[str, bool]:
+    """`mem_…:useful` or `mem_…:not` as (memory id, useful)."""
+    memory_id, _, verdict = argument.rpartition(":")
+    if not memory_id or verdict not in VERDICTS:
+        raise CliError(EXIT_USAGE, f"a rating is ID:useful or ID:not, not {argument!r}")
+    return memory_id, VERDICTS[verdict]
+
+
+def rate(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
+    ratings = dict(rating_of(argument) for argument in args.ratings)
+    if len(ratings) < len(args.ratings):
+        raise CliError(EXIT_USAGE, "each memory is rated once")
+    answer = client.rate_memories(ratings, gap=args.gap, gap_query=args.gap_query,
+                                  namespace=namespace_of(args, config), agent_id=args.agent)
+    if output.as_json:
+        output.json(answer.raw)
+    else:
+        output.line(f"{answer.rated} ratings by {answer.agent_id} sent "
+                    f"(event {answer.event_id})")
+    return 0
+
+
 def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
     """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
     # Imported here: the mcp SDK takes a second to import, which every other command would
@@ -506,7 +536,7 @@ COMMANDS: dict[str, Command] = {
     "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
-    "summary": summary,
+    "summary": summary, "rate": rate,
 }
 
 
@@ -616,6 +646,12 @@ def parser() -> argparse.ArgumentParser:
 
     command("session", "an agent session's ledger: its task, state, handoff and events"
             ).add_argument("session_id")
+    rated = command("rate", "rate memories you were given: ID:useful or ID:not, and name a "
+                            "gap (what you needed and memory did not hold)")
+    rated.add_argument("ratings", nargs="+", metavar="ID:useful|ID:not")
+    rated.add_argument("--gap", help="what was needed and not found")
+    rated.add_argument("--gap-query", help="what was searched for the gap")
+    rated.add_argument("--agent", help="the rating agent (admin keys bound to none)")
     command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 

@@ -19,7 +19,9 @@ from client.mcp_server.callers import Callers
 from client.sdk import AsyncMemoryClient, MemstreamError
 from schemas.events import (
     MAX_NEXT_STEPS,
+    MAX_RATINGS,
     MAX_SESSION_MEMORIES,
+    MemoryRating,
     MemoryType,
     Scope,
     SessionMemory,
@@ -34,7 +36,9 @@ after this conversation (a decision and why, a lesson from a failure, a fact abo
 project, a preference of the user, a commitment), call `remember` with one self-contained \
 memory. Your core blocks (`core_block`) are the notes you always keep at hand. In a work \
 session, `wake` first (your last handoff: where you stopped), `checkpoint` what you learn as \
-you go, and `sleep` last with a summary and the next steps."""
+you go, and `sleep` last with a summary and the next steps. After you used what memory gave \
+you, `rate_memories`: which memories helped and which did not, and what you needed and did \
+not find."""
 
 Profile = Literal["default", "planning", "incident", "handoff"]
 # As many ids as one call of `get_memories` reads: records whole fill a model's context fast.
@@ -50,6 +54,7 @@ Links = Annotated[list[Annotated[str, Field(min_length=1, max_length=200,
 SessionMemories = Annotated[list[SessionMemory],
                             Field(min_length=1, max_length=MAX_SESSION_MEMORIES)]
 NextSteps = Annotated[list[str], Field(max_length=MAX_NEXT_STEPS)]
+Ratings = Annotated[list[MemoryRating], Field(min_length=1, max_length=MAX_RATINGS)]
 
 
 def memory_server(callers: Callers) -> MCPServer:
@@ -309,6 +314,29 @@ def memory_server(callers: Callers) -> MCPServer:
             accepted = await client.sleep(session_id, summary, next_steps=next_steps)
         return {"session_id": accepted.session_id,
                 "handoff_record_id": accepted.handoff_record_id}
+
+    @server.tool()
+    async def rate_memories(
+        ratings: Annotated[Ratings, Field(description=(
+            "each memory you were given and used or set aside: its record_id as memory_id, "
+            "and useful true if it helped with the task, false if it did not"))],
+        ctx: Context,
+        gap: Annotated[str | None, Field(min_length=1, max_length=2000, description=(
+            "what you needed and memory did not hold, in plain words"))] = None,
+        gap_query: Annotated[str | None, Field(min_length=1, max_length=1000, description=(
+            "what you searched for when you met the gap"))] = None,
+    ) -> dict[str, Any]:
+        """Tell memory which of the memories it gave you (`recall`, `context`, `wake`)
+        helped and which did not, once you have used them: the helpful ones come first in
+        your later recalls, the unhelpful ones sink a little (never out of reach). Judge each
+        plainly (it helped with the task or it did not); rate only memories you were given.
+        When you needed something memory did not hold, say so in `gap` (and `gap_query`,
+        what you searched for): it shows the team what to write down. A memory id that does
+        not exist or that you may not read is refused as not found, and nothing is rated."""
+        async with memory(ctx) as client:
+            accepted = await client.rate_memories(
+                [rating.model_dump() for rating in ratings], gap=gap, gap_query=gap_query)
+        return {"event_id": accepted.event_id, "rated": accepted.rated}
 
     @server.resource("memstream://blocks/{label}", mime_type="application/json",
                      description="your core memory block `label`, as `core_block` reads it")

@@ -213,6 +213,8 @@ class MemoryClient(_Settings):
     checkpoint = Route(routes.checkpoint)
     sleep = Route(routes.sleep)
     session = Route(routes.session)
+    rate_memories = Route(routes.rate_memories)
+    memory_scores = Route(routes.memory_scores)
 
 
 class AsyncMemoryClient(_Settings):
@@ -299,3 +301,5 @@ class AsyncMemoryClient(_Settings):
     checkpoint = AsyncRoute(routes.checkpoint)
     sleep = AsyncRoute(routes.sleep)
     session = AsyncRoute(routes.session)
+    rate_memories = AsyncRoute(routes.rate_memories)
+    memory_scores = AsyncRoute(routes.memory_scores)

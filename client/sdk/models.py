@@ -423,10 +423,11 @@ class ReviewBodies(Answer):
 
 
 class ReviewItem(Answer):
-    """A pending diff (with the fields of `PendingDiff`) or a draft merge (with its version,
-    memory type, scope, agent and `members`)."""
+    """A pending diff (with the fields of `PendingDiff`), a draft merge (with its version,
+    memory type, scope, agent and `members`) or a proposed lesson (with its version, memory
+    type, scope, agent, `source_ref` and `related_ids`)."""
 
-    # `pending_diff` or `draft_merge`.
+    # `pending_diff`, `draft_merge` or `proposed_lesson`.
     kind: str
     # What a review decides: the diff's id, or the merge's record id.
     id: str
@@ -447,6 +448,8 @@ class ReviewItem(Answer):
     scope: str | None = None
     agent_id: str | None = None
     members: list[MergeMember] = Field(default_factory=list)
+    source_ref: str | None = None
+    related_ids: list[str] = Field(default_factory=list)
 
 
 class ReviewQueue(Answer):
@@ -820,3 +823,32 @@ class Session(Answer):
     slept_at: datetime | None
     handoff_record_id: str | None
     events: list[SessionEventEntry]
+
+
+class RatingAccepted(Answer):
+    """A rating accepted: the worker applies it once, by its event id."""
+
+    event_id: str
+    agent_id: str
+    rated: int
+
+
+class Valuation(Answer):
+    event_id: str
+    useful: bool
+    valued_at: datetime
+
+
+class MemoryScores(Answer):
+    """The inputs of one memory's adaptive score for one agent (the score is computed from
+    them at recall), and the agent's latest ratings of it, newest first."""
+
+    namespace: str
+    agent_id: str
+    memory_id: str
+    valuation_count: int
+    useful_count: int
+    last_valuation_at: datetime | None
+    access_count: int
+    last_access_at: datetime | None
+    valuations: list[Valuation]

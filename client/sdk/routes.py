@@ -36,9 +36,11 @@ from client.sdk.models import (
     KeyList,
     MadeKey,
     MemoryGraph,
+    MemoryScores,
     MemorySummary,
     MemoryWritten,
     PendingDiffs,
+    RatingAccepted,
     RecordBatch,
     RecordDiff,
     RecordHistory,
@@ -495,6 +497,31 @@ def session(config: Config, session_id: str, *,
     record id of its handoff once it slept."""
     return get(f"/v1/sessions/{segment(session_id)}", Session,
                namespace=namespace_of(config, namespace))
+
+
+def rate_memories(config: Config, ratings: Mapping[str, bool] | Sequence[Mapping[str, Any]],
+                  *, gap: str | None = None, gap_query: str | None = None,
+                  namespace: str | None = None, agent_id: str | None = None,
+                  event_id: str | None = None) -> Call[RatingAccepted]:
+    """Rate memories you were given (a `memory.rate`): `{memory_id: useful}`, or a list of
+    `{memory_id, useful}` (1 to 50), as the key's agent (`agent_id`: an admin key names
+    one); `gap` says what you needed and memory did not hold, `gap_query` what you searched
+    for it. A memory that does not exist or that the agent may not read: NotFound."""
+    rated = [{"memory_id": memory_id, "useful": useful}
+             for memory_id, useful in ratings.items()] if isinstance(ratings, Mapping) \
+        else [dict(rating) for rating in ratings]
+    return post("/v1/ratings", RatingAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        agent_id=agent_id, ratings=rated, gap=gap, gap_query=gap_query))
+
+
+def memory_scores(config: Config, memory_id: str, *, namespace: str | None = None,
+                  agent_id: str | None = None) -> Call[MemoryScores]:
+    """What the adaptive score of one memory for the key's agent is made of
+    (`GET /v1/memory-scores`): its ratings and accesses counted, when last, and its latest
+    ratings."""
+    return get("/v1/memory-scores", MemoryScores, namespace=namespace_of(config, namespace),
+               memory_id=memory_id, agent_id=agent_id)
 
 
 def _listed(values: Sequence[str] | None) -> list[str] | None:

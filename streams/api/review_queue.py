@@ -1,9 +1,10 @@
 """`GET /v1/review-queue`: everything in a namespace that waits for a reviewer, in one list,
 oldest first: the pending diffs of records and core blocks (each as `/v1/pending-diffs` lists
-it) and the draft merges of consolidation, with their members. Each item says how it is
-decided: the `POST /v1/reviews` body that approves it and the one that rejects it, a
-`memory.review` published to Kafka like every write. What the key may not read is left out,
-as in every listing: another agent's personal records, blocks and merges."""
+it), the draft merges of consolidation, with their members, and the proposed lessons (the
+lessons and patterns derived from runs, still drafts), with what they are learnt from. Each
+item says how it is decided: the `POST /v1/reviews` body that approves it and the one that
+rejects it, a `memory.review` published to Kafka like every write. What the key may not read
+is left out, as in every listing: another agent's personal records, blocks and merges."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from processors.access import Caller
 from processors.blocks import BlockDiff
 from processors.lifecycle import PendingDiff
 from processors.parameters import IDENTIFIER, integer
-from stores.record_versions import DraftMerge
+from stores.record_versions import DraftMerge, ProposedLearningDraft
 from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
@@ -34,7 +35,7 @@ QUEUE_PARAMS: Params = {**READER_PARAMS, "record_id": Param(IDENTIFIER), "limit"
 # Where every item of the queue is decided.
 REVIEW_ROUTE = "POST /v1/reviews"
 
-ReviewKind = Literal["pending_diff", "draft_merge"]
+ReviewKind = Literal["pending_diff", "draft_merge", "proposed_lesson"]
 
 
 def wire_review_queue(pages: Pages, runtime: Runtime) -> None:
@@ -52,15 +53,18 @@ def wire_review_queue(pages: Pages, runtime: Runtime) -> None:
         block_diffs = [] if record_id is not None else \
             await stores.blocks.pending_block_diffs(namespace, limit, reader)
         merges = await stores.versions.draft_merges(namespace, record_id, limit, reader)
+        learnings = await stores.versions.proposed_learnings(namespace, record_id, limit,
+                                                             reader)
         subjects = await stores.records.records_by_id(
             namespace, sorted({diff.record_id for diff in diffs}))
         return web.json({"namespace": namespace, "items": queue_items(
-            namespace, diffs, block_diffs, merges, subjects)[:limit]})
+            namespace, diffs, block_diffs, merges, subjects, learnings)[:limit]})
 
 
 def queue_items(namespace: str, diffs: Sequence[PendingDiff],
                 block_diffs: Sequence[BlockDiff], merges: Sequence[DraftMerge],
-                subjects: Mapping[str, FoundRecord]) -> list[dict[str, Any]]:
+                subjects: Mapping[str, FoundRecord],
+                learnings: Sequence[ProposedLearningDraft]) -> list[dict[str, Any]]:
     """Every item, oldest first (ties by id). `subjects`: the records the diffs change, whose
     title and text an item shows as they are now (what the diff would change)."""
     items: list[tuple[datetime, str, dict[str, Any]]] = []
@@ -87,6 +91,15 @@ def queue_items(namespace: str, diffs: Sequence[PendingDiff],
             "proposed_at": merge.proposed_at.isoformat(),
             "members": [jsonable(member) for member in merge.members],
             "review": review_bodies(namespace, {"record_id": merge.record_id})}))
+    for learning in learnings:
+        items.append((learning.proposed_at, learning.record_id, {
+            **_head("proposed_lesson", learning.record_id, learning.record_id, learning.title,
+                    learning.text),
+            "version": learning.version, "memory_type": learning.memory_type,
+            "scope": learning.scope, "agent_id": learning.agent_id,
+            "proposer": learning.proposer, "proposed_at": learning.proposed_at.isoformat(),
+            "source_ref": learning.source_ref, "related_ids": list(learning.related_ids),
+            "review": review_bodies(namespace, {"record_id": learning.record_id})}))
     items.sort(key=lambda item: (item[0], item[1]))
     return [item for _, _, item in items]
 

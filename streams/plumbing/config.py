@@ -16,6 +16,7 @@ from client.kafka_security import KafkaSecurity
 from processors.consolidation_plan import DerivedReview
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
+from processors.run_learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
 from stores.index_factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +67,11 @@ class Settings:
     session_timeout_s: float = 30.0
     # A run without a task_key fixes an error met in the same repo at most this long before.
     fix_window_h: float = 24.0
+    # Run learnings (processors/run_learnings.py): a fix pattern proposes a draft lesson once
+    # this many distinct runs fixed its error; a decision or gotcha proposes a draft pattern
+    # once it recurs in this many runs of one task key.
+    lesson_min_fixes: int = DEFAULT_LESSON_MIN_FIXES
+    pattern_min_runs: int = DEFAULT_PATTERN_MIN_RUNS
     # The optional LLM hook (an OpenAI-compatible chat endpoint); off while the URL is empty.
     llm_url: str = ""
     llm_model: str = ""
@@ -147,6 +153,8 @@ class Settings:
             commit_interval_s=float(get("COMMIT_INTERVAL_S", str(cls.commit_interval_s))),
             session_timeout_s=float(get("SESSION_TIMEOUT_S", str(cls.session_timeout_s))),
             fix_window_h=float(get("FIX_WINDOW_H", str(cls.fix_window_h))),
+            lesson_min_fixes=int(get("LESSON_MIN_FIXES", str(cls.lesson_min_fixes))),
+            pattern_min_runs=int(get("PATTERN_MIN_RUNS", str(cls.pattern_min_runs))),
             llm_url=get("LLM_URL", cls.llm_url),
             llm_model=get("LLM_MODEL", cls.llm_model),
             llm_api_key=get("LLM_API_KEY", cls.llm_api_key),

@@ -17,12 +17,14 @@ from processors.consolidation import ConsolidationSettings
 from processors.consolidation_plan import DerivedReview
 from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
+from processors.run_learnings import LearningThresholds
 from stores.api_keys import ApiKeys
 from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
 from stores.dead_letters import DeadLetters
 from stores.fix_patterns import FixPatterns
 from stores.pgvector import Vector
+from stores.ratings import Ratings
 from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.retrievals import Retrievals
@@ -78,6 +80,9 @@ class Stores(Protocol):
     @property
     def sessions(self) -> Sessions: ...
 
+    @property
+    def ratings(self) -> Ratings: ...
+
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -92,6 +97,8 @@ class Runtime:
     announcements: AnnouncementLog
     max_event_bytes: int
     fix_window: timedelta = DEFAULT_FIX_WINDOW
+    # How much evidence a run learning needs before it is proposed as a draft memory.
+    learnings: LearningThresholds = field(default_factory=LearningThresholds)
     # The optional LLM hook; None keeps every text deterministic.
     llm: ChatEndpoint | None = None
     trigger_rules: TriggerRules = field(default_factory=TriggerRules)

@@ -8,11 +8,12 @@ agree, and a replay finds nothing changed and announces nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import partial
 
 from processors.embedding_text import embedding_text
 from processors.errors import MemstreamError, Rejection
-from processors.fix_patterns import build_fix_pattern, fix_pattern_record
+from processors.fix_patterns import FixPattern, build_fix_pattern, fix_pattern_record
 from schemas.events import ChangeKind
 from schemas.records import Record
 from stores.fix_patterns import SavedVersion
@@ -26,13 +27,22 @@ from streams.stages.record_sink import RecordChange, RecordSink
 FixPatternKey = tuple[str, str]
 
 
+@dataclass
+class Refreshed:
+    """The events that called for a pattern that could not be rebuilt, with why; and each
+    pattern given a new version, announced, with the events that called for it."""
+
+    refused: list[tuple[InboundMessage, Rejection]] = field(default_factory=list)
+    changed: list[tuple[FixPattern, tuple[InboundMessage, ...]]] = field(default_factory=list)
+
+
 async def refresh_fix_patterns(
     runtime: Runtime, sink: RecordSink, attempts: Attempts,
     keys: Mapping[FixPatternKey, tuple[InboundMessage, ...]],
-) -> list[tuple[InboundMessage, Rejection]]:
-    """Rebuild the fix pattern of each (namespace, signature_id), in a stable order; return
-    the events that called for a pattern that could not be rebuilt, with why."""
-    refused: list[tuple[InboundMessage, Rejection]] = []
+) -> Refreshed:
+    """Rebuild the fix pattern of each (namespace, signature_id), in a stable order."""
+    refreshed = Refreshed()
+    refused = refreshed.refused
     for key in sorted(keys):
         sources = keys[key]
         try:
@@ -43,7 +53,7 @@ async def refresh_fix_patterns(
             continue
         if saved is None:
             continue
-        record, version = saved
+        pattern, record, version = saved
         change: ChangeKind = "created" if version.version == 1 else "updated"
         published = await sink.publish(
             [RecordChange(record, change, version.version, version.vector, sources,
@@ -53,12 +63,13 @@ async def refresh_fix_patterns(
                     for failed, error in published.failed for message in failed.sources]
         if published.done:
             runtime.metrics.fix_pattern_versions.labels(change).inc()
-    return refused
+            refreshed.changed.append((pattern, sources))
+    return refreshed
 
 
 async def _rebuild(
     runtime: Runtime, namespace: str, signature_id: str
-) -> tuple[Record, SavedVersion] | None:
+) -> tuple[FixPattern, Record, SavedVersion] | None:
     async def embed(record: Record) -> Vector:
         vector: Vector = (await runtime.embed([embedding_text(record.title, record.text)]))[0]
         return vector
@@ -76,4 +87,4 @@ async def _rebuild(
         pattern = build_fix_pattern(occurrences, runs, succeeded, runtime.fix_window)
         record = fix_pattern_record(pattern)
         saved = await session.save(record, embed)
-    return None if saved is None else (record, saved)
+    return None if saved is None else (pattern, record, saved)

@@ -1,6 +1,7 @@
 """`memory.update`, `memory.deprecate`, `memory.review`, `memory.restore` → a new version of
 the record → the record sink → `memory.updated`; `memory.block` edits go to
-streams/stages/memory_blocks.py, in the same order.
+streams/stages/memory_blocks.py and `memory.rate` ratings to streams/stages/memory_ratings.py,
+in the same order.
 
 Lifecycle events are applied one at a time, in the order of their partition (memory events
 are keyed by namespace, so every change of a record comes in order): read what the rules
@@ -33,6 +34,7 @@ from schemas.events import (
     ChangeKind,
     LifecycleEvent,
     MemoryBlock,
+    MemoryRate,
     MemoryRestore,
     MemoryReview,
     MemoryUpdate,
@@ -45,9 +47,10 @@ from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
 from streams.stages.memory_blocks import BlockEditor
+from streams.stages.memory_ratings import RatingApplier
 from streams.stages.record_sink import RecordChange, RecordSink
 
-Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent | MemoryBlock]]
+Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent | MemoryBlock | MemoryRate]]
 
 
 class LifecycleApplier:
@@ -61,6 +64,7 @@ class LifecycleApplier:
         self._attempts = runtime.attempts(MEMORY_EVENTS)
         self._blocks = BlockEditor(runtime, sink, runtime.stores.blocks, block_max_chars,
                                    self._attempts, protected="core_blocks" in protect)
+        self._ratings = RatingApplier(runtime)
 
     async def apply(self, items: Sequence[Lifecycle]) -> None:
         events = self._runtime.metrics.events
@@ -74,11 +78,14 @@ class LifecycleApplier:
                 continue
             events.labels(MEMORY_EVENTS, parsed.event.type, outcome).inc()
 
-    def _step(self, message: InboundMessage,
-              parsed: Parsed[LifecycleEvent | MemoryBlock]) -> Callable[[], Awaitable[str]]:
-        """What applies the event: block edits and reviews of a block's diffs go to the
-        block editor, the rest change records."""
+    def _step(self, message: InboundMessage, parsed: Parsed[LifecycleEvent | MemoryBlock |
+                                                            MemoryRate]
+              ) -> Callable[[], Awaitable[str]]:
+        """What applies the event: ratings go to the rating applier, block edits and reviews
+        of a block's diffs to the block editor, the rest change records."""
         event = parsed.event
+        if isinstance(event, MemoryRate):
+            return partial(self._ratings.apply_one, event)
         if isinstance(event, MemoryBlock):
             return partial(self._blocks.apply_one, message, Parsed(event, parsed.sanitized))
         if isinstance(event, MemoryReview) and event.payload.block is not None \

@@ -1,6 +1,7 @@
 """`runs.events` → the run ledger in Postgres → on run.finished, a run digest → the record
 sink → `memory.updated`; errors met → signatures → fix patterns, rebuilt when an error
-recurs or a run that may have fixed one succeeds.
+recurs or a run that may have fixed one succeeds; then the lessons and patterns they teach,
+published to `memory.events` as draft memories (streams/stages/run_learnings.py).
 
 Every step that touches a store isolates the events at fault: a ledger row, an error
 occurrence, a digest or a fix pattern that is refused dead-letters the event that made it,
@@ -30,6 +31,7 @@ from streams.plumbing.runtime import Runtime
 from streams.stages.embedding import embedded, start_embedding
 from streams.stages.fix_pattern_refresh import FixPatternKey, refresh_fix_patterns
 from streams.stages.record_sink import RecordChange, RecordSink
+from streams.stages.run_learnings import propose_lessons, propose_patterns
 
 Dead = list[tuple[InboundMessage, Rejection]]
 
@@ -126,11 +128,21 @@ class RunLedger:
             metrics.error_occurrences.labels(occurrence.signature.dialect).inc()
 
         ended = [end for end in finished if end.message not in refused]
-        dead += await self._store_digests(ended)
+        digests_refused = await self._store_digests(ended)
+        dead += digests_refused
         # Digests first: a fix pattern shows what its fixing runs changed, from their digests.
-        dead += await refresh_fix_patterns(
+        refreshed = await refresh_fix_patterns(
             runtime, self._sink, attempts,
             await self._fix_pattern_keys([item for item in appended.done], ended))
+        dead += refreshed.refused
+        # Learnings last: they are drawn from the digests and fix patterns stored above. Every
+        # finished run is looked at, a replayed one too, so a learning a crash kept from being
+        # published is published then.
+        dead += await propose_lessons(runtime, attempts, refreshed.changed)
+        without_digest = {message for message, _ in digests_refused}
+        dead += await propose_patterns(runtime, attempts, {
+            (end.event.namespace, end.event.payload.run_id): end.message
+            for end in ended if end.message not in without_digest})
         await send_dead_letters(runtime, dead)
 
     async def _store_digests(self, finished: Sequence[_Finished]) -> Dead:

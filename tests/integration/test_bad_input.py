@@ -5,6 +5,7 @@ event after it becomes searchable, and the worker never restarts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable
@@ -139,6 +140,9 @@ MEMORY_CASES = [
          change("memory.update", record_id="mem_x", text="x"), "invalid_event"),
     Case("an update that sets nothing",
          change("memory.update", record_id="mem_x", expected_version=1), "invalid_event"),
+    Case("an update whose fields are null",
+         change("memory.update", record_id="mem_x", expected_version=1, tags=None,
+                title=None), "invalid_event"),
     Case("a deprecation without a reason", change("memory.deprecate", record_id="mem_x"),
          "invalid_event"),
     Case("a restore to version 0", change("memory.restore", record_id="mem_x", version=0),
@@ -416,5 +420,109 @@ async def test_no_bad_session_event_stops_the_session_behind_it(
             (letter,) = letters_of(dlq.messages, sessions[case.name].encode())
             assert letter.headers["dlq.reason"].decode() == case.reason, case.name
             assert letter.value == sent[case.name], case.name
+    assert worker.process is not None and worker.process.poll() is None
+    assert await crashes(http) == crashes_before
+
+
+@dataclass(frozen=True)
+class RatingCase:
+    name: str
+    # The memory.rate's payload, given its namespace's shared memory and Bob's personal one.
+    payload: Callable[[str, str], dict[str, Any]]
+    reason: str
+
+
+def by_ann(**payload: Any) -> dict[str, Any]:
+    return {"agent_id": "ann", **payload}
+
+
+# Each in a namespace of its own holding a shared memory and a personal one of Bob's, between
+# those writes and a valid rating of the shared memory by Ann.
+RATING_CASES = [
+    RatingCase("an empty list", lambda shared, bobs: by_ann(ratings=[]), "invalid_event"),
+    RatingCase("51 ratings", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": f"mem_{n}", "useful": True} for n in range(51)]), "invalid_event"),
+    RatingCase("an unknown memory", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": "mem_nothing", "useful": True}]), "broken_reference"),
+    RatingCase("another agent's personal memory", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": bobs, "useful": False}]), "broken_reference"),
+    RatingCase("an unknown memory beside a valid one", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": shared, "useful": True}, {"memory_id": "mem_nothing", "useful": True}]),
+        "broken_reference"),
+    RatingCase("useful as a word", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": shared, "useful": "yes"}]), "invalid_event"),
+    RatingCase("useful as a number", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": shared, "useful": 1}]), "invalid_event"),
+    RatingCase("one memory rated twice", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": shared, "useful": True}, {"memory_id": shared, "useful": False}]),
+        "invalid_event"),
+    RatingCase("an oversized gap", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": shared, "useful": False}], gap="g" * 2001), "invalid_event"),
+    RatingCase("a gap query without its gap", lambda shared, bobs: by_ann(ratings=[
+        {"memory_id": shared, "useful": False}], gap_query="vpn"), "invalid_event"),
+    RatingCase("no rater", lambda shared, bobs: {"ratings": [
+        {"memory_id": shared, "useful": True}]}, "invalid_event"),
+]
+
+
+async def test_no_bad_rating_stops_the_rating_behind_it(
+    stack: Stack, worker: Worker, updates: TopicReader, memory_dlq: TopicReader,
+    http: httpx.AsyncClient,
+) -> None:
+    crashes_before = await crashes(http)
+    namespaces = {case.name: f"bad-rate-{n}-{uuid.uuid4().hex[:8]}"
+                  for n, case in enumerate(RATING_CASES)}
+    sent: dict[str, bytes] = {}
+    bad_ids, valid_ids, written = set(), {}, set()
+    messages: list[tuple[bytes, bytes | None]] = []
+    for case in RATING_CASES:
+        namespace = namespaces[case.name]
+        shared = envelope("memory.write", namespace, {"text": "Deploys need the VPN up."})
+        bobs = envelope("memory.write", namespace, {
+            "text": "Bob keeps his VPN token in the vault.", "scope": "personal",
+            "agent_id": "bob"})
+        shared_id = memory_record_id(namespace, shared["event_id"])
+        bobs_id = memory_record_id(namespace, bobs["event_id"])
+        written |= {shared_id, bobs_id}
+        bad = envelope("memory.rate", namespace, case.payload(shared_id, bobs_id))
+        valid = envelope("memory.rate", namespace, by_ann(ratings=[
+            {"memory_id": shared_id, "useful": True}], gap="how to renew the VPN token"))
+        sent[case.name] = dumped(bad)
+        bad_ids.add(bad["event_id"])
+        valid_ids[valid["event_id"]] = shared_id
+        messages += [(namespace.encode(), dumped(document))
+                     for document in (shared, bobs, bad, valid)]
+    await produce_values(stack.broker.bootstrap, "memory.events", messages)
+    await updates.wait_for(lambda m: written <= {
+        record_id for namespace in namespaces.values()
+        for record_id in updated_ids(m, namespace)}, 60)
+
+    # Each bad rating is dead-lettered once, as its original bytes, with its reason.
+    await memory_dlq.wait_for(lambda m: all(
+        letters_of(m, namespaces[case.name].encode()) for case in RATING_CASES), 60)
+    for case in RATING_CASES:
+        (letter,) = letters_of(memory_dlq.messages, namespaces[case.name].encode())
+        assert letter.headers["dlq.reason"].decode() == case.reason, case.name
+        assert letter.value == sent[case.name], case.name
+
+    # Every valid rating behind one is applied; nothing of a bad one is, not even in part.
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        for _ in range(100):
+            rows = await connection.fetch(
+                "SELECT event_id, memory_id, agent_id, useful FROM memory_valuations "
+                "WHERE namespace = ANY($1::text[])", list(namespaces.values()))
+            if len(rows) >= len(valid_ids):
+                break
+            await asyncio.sleep(0.1)
+        gaps = await connection.fetchval(
+            "SELECT count(*) FROM memory_gaps WHERE namespace = ANY($1::text[])",
+            list(namespaces.values()))
+    finally:
+        await connection.close()
+    assert {(row["event_id"], row["memory_id"], row["agent_id"], row["useful"])
+            for row in rows} == {(event_id, memory_id, "ann", True)
+                                 for event_id, memory_id in valid_ids.items()}
+    assert gaps == len(RATING_CASES)
     assert worker.process is not None and worker.process.poll() is None
     assert await crashes(http) == crashes_before

@@ -73,7 +73,7 @@ NAMES = st.sampled_from([
     "namespace", "query", "q", "error", "agent_id", "run_id", "kind", "memory_type", "type",
     "tag", "tier", "review_state", "profile", "limit", "min_score", "since", "until",
     "related_id", "budget_tokens", "from", "to", "record_id", "after", "label", "", "x",
-    "id", "cursor", "agent",
+    "id", "cursor", "agent", "memory_id",
 ]) | st.text(max_size=20)
 VALUES = st.sampled_from([
     "", "0", "-1", "1", "5", "1e400", "nan", "inf", "-0", "99999999999999999999", str(2**31),
@@ -96,7 +96,8 @@ def usable(route: str, seeded: Seeded) -> list[tuple[str, str]]:
               "/v1/context": [("query", "deploy staging")],
               "/v1/summary": [("query", "deploy staging")],
               "/v1/fix-patterns": [("error", "KeyError: 'user-1234'")],
-              "/v1/blocks/{label}": [("agent_id", "ann")]}
+              "/v1/blocks/{label}": [("agent_id", "ann")],
+              "/v1/memory-scores": [("memory_id", seeded.record_id), ("agent_id", "ann")]}
     return [("namespace", seeded.namespace), *wanted.get(route, [])]
 
 

@@ -289,6 +289,26 @@ async def probe_sleep(probe: Probe) -> list[str]:
     return [hidden, slept]
 
 
+async def probe_rate_memories(probe: Probe) -> list[str]:
+    hidden = await refused(probe.client, "rate_memories", ratings=[
+        {"memory_id": probe.their_record, "useful": False}])
+    missing = await refused(probe.client, "rate_memories", ratings=[
+        {"memory_id": "mem_nothing", "useful": False}])
+    assert "404 " in hidden and "broken_reference" in hidden, hidden
+    assert hidden == missing.replace("mem_nothing", probe.their_record), \
+        "answered as a missing memory"
+    # With one of the other's among its own, nothing is rated.
+    mixed = await refused(probe.client, "rate_memories", ratings=[
+        {"memory_id": probe.mine.personal[0], "useful": True},
+        {"memory_id": probe.their_record, "useful": False}])
+    rated, text = await answered(probe.client, "rate_memories", ratings=[
+        {"memory_id": probe.mine.personal[0], "useful": True},
+        {"memory_id": probe.world.shared[0], "useful": False}],
+        gap=f"when the {MARKERS[probe.me]} rota changes", gap_query=SECRET_TOPIC)
+    assert rated["rated"] == 2
+    return [hidden, mixed, text]
+
+
 # Every tool, and every resource by its template: each probe returns the texts its calls
 # answered.
 PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
@@ -296,7 +316,8 @@ PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
     "get_memories": probe_get_memories, "list_memories": probe_list_memories,
     "update_memory": probe_update_memory, "summarize": probe_summarize,
     "core_block": probe_core_block, "wake": probe_wake, "checkpoint": probe_checkpoint,
-    "sleep": probe_sleep, "memstream://blocks/{label}": probe_block_resource,
+    "sleep": probe_sleep, "rate_memories": probe_rate_memories,
+    "memstream://blocks/{label}": probe_block_resource,
     "memstream://records/{record_id}": probe_record_resource,
 }
 

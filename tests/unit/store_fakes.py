@@ -67,6 +67,16 @@ class InMemoryRecords:
                 for i in sorted(record_ids)
                 if i in self.records and self.records[i][0].namespace == namespace]
 
+    async def task_digests(self, namespace: str, run_ids: Sequence[str],
+                           per_task: int) -> list[dict[str, Any]]:
+        digests = [record for record, _ in self.records.values()
+                   if record.namespace == namespace and record.record_kind == "run_digest"]
+        tasks = {d.body.get("task_key") for d in digests if d.run_ref in run_ids} - {None}
+        latest = sorted((d for d in digests if d.body.get("task_key") in tasks),
+                        key=lambda d: (d.created_at, d.record_id), reverse=True)
+        return [d.body for task in sorted(tasks)
+                for d in [d for d in latest if d.body["task_key"] == task][:per_task]]
+
     async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         self.vectors.update(vectors)
 
@@ -217,6 +227,7 @@ class InMemoryStores:
     keys: Any = field(default_factory=lambda: Unused("keys"))
     dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
     sessions: Any = field(default_factory=lambda: Unused("sessions"))
+    ratings: Any = field(default_factory=lambda: Unused("ratings"))
 
     async def ping(self) -> None:
         pass

@@ -236,3 +236,11 @@ def test_the_fifth_update_promotes_and_a_tag_free_review_does_not_count() -> Non
         event("memory.review", decision="approve", reviewer="ana", diff_id="d1"),
         facts(diff=DIFF, updates=4))
     assert applied_diff.promoted_to == "short_term", "an approved diff is an update"
+
+
+def test_a_field_given_as_null_sets_nothing() -> None:
+    outcome = outcome_of(event("memory.update", expected_version=1, text="New text.",
+                               tags=None, title=None), facts())
+    assert outcome.changed == ("text",) and outcome.record.tags == RECORD.tags
+    with pytest.raises(ValueError, match="null sets nothing"):
+        event("memory.update", expected_version=1, tags=None)

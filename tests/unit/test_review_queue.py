@@ -10,7 +10,7 @@ from client.sdk.models import ReviewItem
 from processors.blocks import BlockDiff
 from processors.lifecycle import PendingDiff
 from schemas.events import MemoryBlockPayload
-from stores.record_versions import DraftMerge, MergeMember
+from stores.record_versions import DraftMerge, MergeMember, ProposedLearningDraft
 from stores.records import FoundRecord
 from streams.api.review_queue import queue_items, review_bodies
 
@@ -43,6 +43,15 @@ def merge(record_id: str, minutes: int) -> DraftMerge:
                       proposed_at=T0 + timedelta(minutes=minutes), members=members)
 
 
+def learning(record_id: str, minutes: int) -> ProposedLearningDraft:
+    return ProposedLearningDraft(
+        record_id=record_id, version=2, title="Lesson: TimeoutError: connection timed out",
+        text="Lesson: when TimeoutError occurs, 3 runs fixed it.", memory_type="lesson",
+        scope="shared", agent_id=None, source_ref="fix_pattern:fix_1",
+        related_ids=("fix_1", "dig_3"), proposer="memstream.run-learnings",
+        proposed_at=T0 + timedelta(minutes=minutes))
+
+
 def block_diff(minutes: int) -> BlockDiff:
     return BlockDiff(diff_id="blk-1", namespace="team-a", agent_id="finn", label="human",
                      base_version=2,
@@ -54,9 +63,11 @@ def block_diff(minutes: int) -> BlockDiff:
 def test_the_queue_holds_diffs_and_draft_merges_oldest_first() -> None:
     items = queue_items("team-a", [diff("upd-2", "mem_a", 20), diff("upd-1", "mem_b", 5)],
                         [block_diff(10)], [merge("mem_m", 15), merge("mem_l", 15)],
-                        {"mem_a": record("mem_a", "Deploys need the VPN.")})
+                        {"mem_a": record("mem_a", "Deploys need the VPN.")},
+                        [learning("mem_p", 12)])
     assert [(item["kind"], item["id"]) for item in items] == [
-        ("pending_diff", "upd-1"), ("pending_diff", "blk-1"), ("draft_merge", "mem_l"),
+        ("pending_diff", "upd-1"), ("pending_diff", "blk-1"), ("proposed_lesson", "mem_p"),
+        ("draft_merge", "mem_l"),
         ("draft_merge", "mem_m"), ("pending_diff", "upd-2")]
     last = items[-1]
     # A diff shows its record as it is now, and everything /v1/pending-diffs gives it.
@@ -76,7 +87,7 @@ def test_the_queue_holds_diffs_and_draft_merges_oldest_first() -> None:
 
 
 def test_a_draft_merge_lists_its_members_and_is_reviewed_by_its_record_id() -> None:
-    (item,) = queue_items("team-a", [], [], [merge("mem_m", 0)], {})
+    (item,) = queue_items("team-a", [], [], [merge("mem_m", 0)], {}, [])
     assert (item["id"], item["record_id"], item["text"], item["proposer"]) == (
         "mem_m", "mem_m", "Deploys need the VPN.", "memstream-trigger")
     assert [(m["record_id"], m["excerpt"], m["superseded_by"]) for m in item["members"]] == [
@@ -91,6 +102,16 @@ def test_a_draft_merge_lists_its_members_and_is_reviewed_by_its_record_id() -> N
 def test_the_cli_names_what_an_item_would_change() -> None:
     # As the SDK reads the route's answer.
     items = [ReviewItem.model_validate(item) for item in queue_items(
-        "team-a", [diff("upd-1", "mem_a", 0)], [block_diff(1)], [merge("mem_m", 2)], {})]
+        "team-a", [diff("upd-1", "mem_a", 0)], [block_diff(1)], [merge("mem_m", 2)], {},
+        [learning("mem_p", 3)])]
     assert [awaiting_of(item) for item in items] == [
-        "mem_a", "block finn/human", "merge of 2"]
+        "mem_a", "block finn/human", "merge of 2", "lesson from fix_pattern:fix_1"]
+
+
+def test_a_proposed_lesson_says_what_it_is_learnt_from_and_is_reviewed_as_a_draft() -> None:
+    (item,) = queue_items("team-a", [], [], [], {}, [learning("mem_p", 0)])
+    assert (item["kind"], item["id"], item["record_id"], item["version"]) == (
+        "proposed_lesson", "mem_p", "mem_p", 2)
+    assert (item["memory_type"], item["source_ref"], item["related_ids"], item["proposer"]) == (
+        "lesson", "fix_pattern:fix_1", ["fix_1", "dig_3"], "memstream.run-learnings")
+    assert item["review"] == review_bodies("team-a", {"record_id": "mem_p"})

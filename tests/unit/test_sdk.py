@@ -82,6 +82,8 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "checkpoint": lambda: routes.checkpoint(CONFIG, "ses-1", [{"text": "Deploys need the VPN."}]),
     "sleep": lambda: routes.sleep(CONFIG, "ses-1", "Fixed it.", next_steps=["Ship it."]),
     "session": lambda: routes.session(CONFIG, "ses-1"),
+    "rate_memories": lambda: routes.rate_memories(CONFIG, {"mem_1": True}, gap="the VPN"),
+    "memory_scores": lambda: routes.memory_scores(CONFIG, "mem_1"),
 }
 # The API's routes no client method is for: the browser and Prometheus.
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")

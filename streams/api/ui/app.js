@@ -304,7 +304,7 @@ async function reviewQueueCard() {
     el("p", { class: "statuses" }, kinds.map(([kind, word, n]) => el("span", {
       "data-kind": kind }, plural(n, word)))),
     items.length ? el("ul", { class: "feed" }, items.slice(0, OVERVIEW_SHOWN).map((item) =>
-      el("li", {}, badge(item.kind === "draft_merge" ? "merge" : "diff"), " ",
+      el("li", {}, badge(REVIEW_BADGES[item.kind]), " ",
         itemSubject(item))))
       : el("p", { class: "hint" }, "Nothing waits for review."),
     el("p", {}, el("a", { href: "#/review" }, "Review them")));
@@ -643,7 +643,9 @@ async function reviewPage() {
 }
 
 // Each kind of item the queue holds, and what a person calls it.
-const REVIEW_KINDS = [["pending_diff", "pending diff"], ["draft_merge", "draft merge"]];
+const REVIEW_KINDS = [["pending_diff", "pending diff"], ["draft_merge", "draft merge"],
+  ["proposed_lesson", "proposed lesson"]];
+const REVIEW_BADGES = { pending_diff: "diff", draft_merge: "merge", proposed_lesson: "lesson" };
 
 // What an item is about: a record (named by its title or text as it is now), or a block.
 function itemSubject(item) {
@@ -662,13 +664,14 @@ function reviewCard(item, onPage = null) {
   }, decision === "approve" ? "Approve" : "Reject"));
   const card = el("article", { class: `review-item ${item.kind}`, "data-kind": item.kind,
     "data-item-id": item.id },
-  el("h3", {}, badge(item.kind === "draft_merge" ? "draft merge" : "pending diff", "kind"),
+  el("h3", {}, badge(Object.fromEntries(REVIEW_KINDS)[item.kind], "kind"),
     " ", itemSubject(item), item.kind === "pending_diff"
       ? ` · on version ${item.base_version}` : null,
     item.memory_type ? badge(item.memory_type, "type") : null),
   el("p", { class: "hint" }, `proposed by ${item.proposer}, ${when(item.proposed_at)}`),
   item.kind === "pending_diff" ? diffBody(item, item.record_id !== onPage)
-    : item.record_id === onPage ? null : mergeBody(item),
+    : item.record_id === onPage ? null
+      : item.kind === "proposed_lesson" ? learningBody(item) : mergeBody(item),
   el("div", { class: "actions" }, note, buttons), outcome);
   return card;
 }
@@ -692,6 +695,14 @@ function mergeBody(item) {
     el("p", { class: "hint" }, `Merges ${plural(item.members.length, "memory", "memories")}`
       + " (approving it hides them from search; rejecting it leaves them as they are):"),
     memberList(item.members));
+}
+
+// A proposed lesson: its text, and what it was learnt from (a fix pattern or a task key,
+// and the digests of the runs that are its evidence).
+function learningBody(item) {
+  return el("div", {}, el("p", { class: "text proposed" }, item.text),
+    el("p", { class: "hint" }, `Learnt from ${item.source_ref}; evidence: `,
+      item.related_ids.map((id, n) => [n ? ", " : null, recordLink(id)])));
 }
 
 function memberList(members) {
@@ -750,7 +761,12 @@ function appliedOutcome(item, decision, { record, version, members }) {
   }
   if (decision === "reject") {
     return record.review_state === "deprecated"
-      ? `Rejected: ${id} is deprecated; its members stay as they were.` : null;
+      ? `Rejected: ${id} is deprecated${item.kind === "draft_merge"
+        ? "; its members stay as they were" : ""}.` : null;
+  }
+  if (item.kind === "proposed_lesson") {
+    return record.review_state === "approved" ? `Approved: ${id} is a ${item.memory_type} `
+      + "search now shows." : null;
   }
   const replaced = members.filter((member) => member.superseded_by === id).length;
   return record.review_state === "approved" && replaced === members.length

@@ -1,0 +1,110 @@
+"""Ratings over HTTP (seed 003's rate_memories; docs/http-api.md#ratings).
+
+    POST /v1/ratings        {namespace, ratings: [{memory_id, useful}], gap?, gap_query?,
+                             agent_id?, event_id?}
+    GET  /v1/memory-scores?namespace=&memory_id=[&agent_id=]
+
+The POST publishes a `memory.rate` to `memory.events`, checked as the worker's intake will
+check it (400 with the reason its dead letter would carry); the rating stage applies it
+(streams/stages/memory_ratings.py). The rater is the key's agent; a key bound to no agent
+names one with `agent_id`, and only an admin key may (it rates as that agent, as it reads as
+it). Before publishing, the route checks what the stage will: each memory exists and the
+rater may read it; one that is not is answered 404, as a memory that does not exist, so that
+the agent learns at once what the stage would only dead-letter.
+
+The GET answers one memory's score inputs and latest ratings for the reading agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.adaptive_scoring import MemoryUse
+from processors.intake import json_object
+from processors.openapi import payload_body
+from processors.parameters import IDENTIFIER
+from processors.ratings import Owner, not_rateable, unrateable, visible_to
+from schemas.events import MemoryRate
+from streams.api.auth import granted_namespace, reader_of
+from streams.api.pages import Pages, no_record
+from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required
+from streams.api.writes import POST, EventGate, answering, envelope_of, payload_fields, permitted
+from streams.plumbing.runtime import Runtime
+
+SCORE_PARAMS: Params = {**READER_PARAMS, "memory_id": Param(IDENTIFIER)}
+# The latest ratings a score read shows.
+VALUATIONS_SHOWN = 20
+
+
+class RatingViews:
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
+
+    async def rate(self, web: View, request: Request, caller: Caller) -> Response:
+        """Rate memories an agent was given, and name a gap (a memory.rate)."""
+        body = json_object(await request.read(), self._runtime.max_event_bytes)
+        permitted(caller, body, "write")
+        payload = {**payload_fields(body), "agent_id": caller.reader_of(body.get("agent_id"))}
+        raw, checked = self._gate.checked(envelope_of("memory.rate", body, payload, caller),
+                                          {"memory.rate": MemoryRate})
+        event = checked.event
+        rater, namespace = event.payload.agent_id, event.namespace
+        memory_ids = [rating.memory_id for rating in event.payload.ratings]
+        found = await self._runtime.stores.records.records_by_id(namespace, memory_ids)
+        missing = unrateable(rater, memory_ids, {
+            record_id: Owner(record.scope, record.agent_id)
+            for record_id, record in found.items()})
+        if missing:
+            return web.json({"error": not_rateable(rater, namespace, missing),
+                             "reason": "broken_reference", "not_found": missing}, status=404)
+        published = await self._gate.publish(raw, event)
+        return web.json({"event_id": published.event_id, "agent_id": rater,
+                         "rated": len(memory_ids)}, status=202)
+
+    async def scores(self, web: View, request: Request, caller: Caller) -> Response:
+        """One memory's score inputs and latest ratings, for the reading agent."""
+        namespace = granted_namespace(caller, request.query)
+        memory_id = required(request.query, "memory_id", IDENTIFIER)
+        agent = reader_of(caller, request.query)
+        if agent is None:
+            return web.json({"error": "scores are an agent's: use a key bound to the agent, "
+                                      "or name agent_id with an admin key"}, status=400)
+        record = (await self._runtime.stores.records.records_by_id(
+            namespace, [memory_id])).get(memory_id)
+        if record is None or not visible_to(agent, Owner(record.scope, record.agent_id)):
+            return no_record(web, memory_id, namespace)
+        ratings = self._runtime.stores.ratings
+        # A memory the agent never rated nor read has no row: no use yet.
+        inputs = (await ratings.score_inputs(namespace, agent, [memory_id])).get(
+            memory_id, MemoryUse())
+        valuations = await ratings.valuations(namespace, agent, memory_id, VALUATIONS_SHOWN)
+        return web.json({
+            "namespace": namespace, "agent_id": agent, "memory_id": memory_id,
+            **inputs_view(inputs),
+            "valuations": [{"event_id": v.event_id, "useful": v.useful,
+                            "valued_at": v.valued_at.isoformat()} for v in valuations],
+        })
+
+
+def inputs_view(use: MemoryUse) -> dict[str, Any]:
+    """The adaptive score's inputs as answered."""
+    return {
+        "valuation_count": use.valuation_count,
+        "useful_count": use.useful_count,
+        "last_valuation_at": None if use.last_valued_at is None
+        else use.last_valued_at.isoformat(),
+        "access_count": use.access_count,
+        "last_access_at": None if use.last_accessed_at is None
+        else use.last_accessed_at.isoformat(),
+    }
+
+
+def wire_ratings(pages: Pages, runtime: Runtime) -> None:
+    views = RatingViews(runtime)
+    pages.page("/v1/ratings", params=NO_PARAMS, methods=POST,
+               body=payload_body(MemoryRate, optional={"agent_id"}))(answering(views.rate))
+    pages.page("/v1/memory-scores", params=SCORE_PARAMS)(views.scores)
