@@ -5,6 +5,7 @@ a key bound to one agent never meets another agent's personal memory in any of t
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -36,9 +37,11 @@ async def written(client: AsyncMemoryClient, updates: TopicReader, text: str,
     return record_id
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 async def keys(stack: Stack, worker: Worker) -> dict[str, str]:
-    namespace = "ns-read-many"
+    # A namespace per test: the seeded memories are the same texts each time, which a
+    # consolidator running in the same session would merge across tests.
+    namespace = f"ns-read-many-{uuid.uuid4().hex[:8]}"
     return {"namespace": namespace, **{
         agent: stack.make_key("--namespace", namespace, "--perm", "read,write",
                               "--agent", agent) for agent in ("ann", "bob")}}

@@ -133,9 +133,17 @@ async def test_repeated_fixes_propose_a_draft_lesson_that_grows_and_is_approved(
     assert "lesson" not in await queue(http, namespace)
     version, _, review_state, _ = await record_state(stack, lesson["record_id"])
     assert (version, review_state) == (3, "approved")
-    found = await http.get("/v1/search", params={
-        "namespace": namespace, "query": "database connection timed out", "min_score": "0.1"})
-    assert found.status_code == 200, found.text
-    hits = {hit["record_id"]: hit for hit in found.json()["hits"]}
+    # The index takes the approval a moment after the stage has read it.
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        found = await http.get("/v1/search", params={
+            "namespace": namespace, "query": "database connection timed out",
+            "min_score": "0.1", "limit": "20"})
+        assert found.status_code == 200, found.text
+        hits = {hit["record_id"]: hit for hit in found.json()["hits"]}
+        if hits.get(lesson["record_id"], {}).get("review_state") == "approved":
+            break
+        assert asyncio.get_running_loop().time() < deadline, sorted(hits)
+        await asyncio.sleep(0.2)
     assert hits[lesson["record_id"]]["memory_type"] == "lesson"
     assert hits[lesson["record_id"]]["review_state"] == "approved"
