@@ -83,14 +83,8 @@ async def merge_prose(
     keep the deterministic merge."""
     if llm is None:
         return None
-    try:
-        prose = accepted_prose(await llm.complete(merge_rewrite_request(texts)),
-                               cap_tokens=MERGE_TOKEN_CAP)
-    except LLMHookError as exc:
-        log.warning("LLM hook failed for a merge; keeping the deterministic text: %s", exc)
-        prose = None
-    metrics.llm_hook.labels("merge", "fallback" if prose is None else "used").inc()
-    return prose
+    return await _accepted_rewrite(llm, merge_rewrite_request(texts), MERGE_TOKEN_CAP,
+                                   "merge", metrics)
 
 
 async def handoff_prose(llm: ChatEndpoint | None, handoff: str, metrics: Metrics) -> str | None:
@@ -98,13 +92,20 @@ async def handoff_prose(llm: ChatEndpoint | None, handoff: str, metrics: Metrics
     keep the deterministic text."""
     if llm is None:
         return None
+    return await _accepted_rewrite(llm, handoff_rewrite_request(handoff), HANDOFF_TOKEN_CAP,
+                                   "handoff", metrics)
+
+
+async def _accepted_rewrite(llm: ChatEndpoint, request: Sequence[ChatMessage], cap_tokens: int,
+                            use: str, metrics: Metrics) -> str | None:
+    """The hook's answer to `request` if it is acceptable prose within `cap_tokens`, else
+    None (a failed call is logged); counted under `use` either way."""
     try:
-        prose = accepted_prose(await llm.complete(handoff_rewrite_request(handoff)),
-                               cap_tokens=HANDOFF_TOKEN_CAP)
+        prose = accepted_prose(await llm.complete(request), cap_tokens=cap_tokens)
     except LLMHookError as exc:
-        log.warning("LLM hook failed for a handoff; keeping the deterministic text: %s", exc)
+        log.warning("LLM hook failed for a %s; keeping the deterministic text: %s", use, exc)
         prose = None
-    metrics.llm_hook.labels("handoff", "fallback" if prose is None else "used").inc()
+    metrics.llm_hook.labels(use, "fallback" if prose is None else "used").inc()
     return prose
 
 
