@@ -17,6 +17,7 @@ from stores.record_versions import PostgresRecordVersions
 from stores.records import PostgresRecords
 from stores.retrievals import PostgresRetrievals
 from stores.runs import PostgresRuns
+from stores.scoring_configs import PostgresScoringConfigs
 from stores.sessions import PostgresSessions
 
 _SEED_RULES = TriggerRules()
@@ -40,6 +41,7 @@ class PostgresStores:
         self.dead_letters = PostgresDeadLetters(pool)
         self.sessions = PostgresSessions(pool)
         self.ratings = PostgresRatings(pool)
+        self.scoring_configs = PostgresScoringConfigs(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

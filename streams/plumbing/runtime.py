@@ -29,6 +29,7 @@ from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.retrievals import Retrievals
 from stores.runs import Runs
+from stores.scoring_configs import ScoringConfigs
 from stores.sessions import Sessions
 from streams.plumbing.failures import Attempts, RetryPolicy
 from streams.plumbing.llm_hook import ChatEndpoint
@@ -82,6 +83,9 @@ class Stores(Protocol):
 
     @property
     def ratings(self) -> Ratings: ...
+
+    @property
+    def scoring_configs(self) -> ScoringConfigs: ...
 
     async def ping(self) -> None: ...
 

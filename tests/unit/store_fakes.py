@@ -228,6 +228,7 @@ class InMemoryStores:
     dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
     sessions: Any = field(default_factory=lambda: Unused("sessions"))
     ratings: Any = field(default_factory=lambda: Unused("ratings"))
+    scoring_configs: Any = field(default_factory=lambda: Unused("scoring_configs"))
 
     async def ping(self) -> None:
         pass
