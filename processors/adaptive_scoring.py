@@ -217,14 +217,24 @@ def adaptive_score(use: MemoryUse, now: datetime, config: ScoringConfig) -> Adap
     return AdaptiveScore(score, *parts)
 
 
+def blend_factor(adaptive: float, config: ScoringConfig) -> float:
+    """What a raw score is multiplied by: blend_base_factor + blend_boost_factor * adaptive."""
+    if not 0 <= adaptive <= 1:
+        raise ValueError(f"an adaptive score is in [0, 1] (got {adaptive!r})")
+    return config.blend_base_factor + config.blend_boost_factor * adaptive
+
+
+def max_blend_factor(config: ScoringConfig) -> float:
+    """No raw score is multiplied by more (an adaptive score is at most 1)."""
+    return config.blend_base_factor + config.blend_boost_factor
+
+
 def blended(raw: float, adaptive: float, config: ScoringConfig) -> float:
     """raw * (blend_base_factor + blend_boost_factor * adaptive)."""
     if not (math.isfinite(raw) and raw >= 0):
         # A good adaptive score would push a negative raw score further down.
         raise ValueError(f"a raw score to blend must be finite and at least 0 (got {raw!r})")
-    if not 0 <= adaptive <= 1:
-        raise ValueError(f"an adaptive score is in [0, 1] (got {adaptive!r})")
-    return raw * (config.blend_base_factor + config.blend_boost_factor * adaptive)
+    return raw * blend_factor(adaptive, config)
 
 
 def rerank(hits: Sequence[tuple[str, float]], scores: Mapping[str, float],

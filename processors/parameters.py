@@ -128,6 +128,15 @@ def integer(low: int, high: int) -> Rule[int]:
     return Rule(parse, {"type": "integer", "minimum": low, "maximum": high})
 
 
+def _boolean(value: str) -> bool:
+    if value not in ("true", "false"):
+        raise InvalidValue(f"must be true or false (got {shown(value)})")
+    return value == "true"
+
+
+BOOLEAN: Rule[bool] = Rule(_boolean, {"type": "boolean"})
+
+
 # A record's version, which Postgres keeps as an integer.
 VERSION = integer(1, 2**31 - 1)
 

@@ -35,10 +35,17 @@ class FusionWeights:
 
 @dataclass(frozen=True)
 class Fused:
+    """A record's place in both lists: its rank and score in each (None: not in it), what
+    each scaled score adds to the fused one, and the fused score."""
+
     record_id: str
     score: float
     dense_rank: int | None
     lexical_rank: int | None
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    dense_scaled: float = 0.0
+    lexical_scaled: float = 0.0
 
 
 def scaled(scores: Sequence[tuple[str, float]]) -> dict[str, float]:
@@ -59,14 +66,16 @@ def fuse(dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]
     dense_scaled, lexical_scaled = scaled(dense), scaled(lexical)
     dense_ranks = {record_id: rank for rank, (record_id, _) in enumerate(dense, 1)}
     lexical_ranks = {record_id: rank for rank, (record_id, _) in enumerate(lexical, 1)}
+    dense_raw, lexical_raw = dict(dense), dict(lexical)
     total = weights.dense + weights.lexical
-    fused = [
-        Fused(record_id,
-              (weights.dense * dense_scaled.get(record_id, 0.0)
-               + weights.lexical * lexical_scaled.get(record_id, 0.0)) / total,
-              dense_ranks.get(record_id), lexical_ranks.get(record_id))
-        for record_id in dict.fromkeys([*dense_ranks, *lexical_ranks])
-    ]
+    fused = []
+    for record_id in dict.fromkeys([*dense_ranks, *lexical_ranks]):
+        from_dense = dense_scaled.get(record_id, 0.0)
+        from_lexical = lexical_scaled.get(record_id, 0.0)
+        fused.append(Fused(
+            record_id, (weights.dense * from_dense + weights.lexical * from_lexical) / total,
+            dense_ranks.get(record_id), lexical_ranks.get(record_id),
+            dense_raw.get(record_id), lexical_raw.get(record_id), from_dense, from_lexical))
     # Ties: the dense rank decides, then the id, so every backend orders alike.
     fused.sort(key=lambda f: (-f.score, f.dense_rank or math.inf, f.record_id))
     return fused

@@ -29,10 +29,12 @@ from client.sdk import Config, MemoryClient, MemstreamError, UnexpectedAnswer
 from client.sdk.models import (
     Change,
     ContextPack,
+    ListPlace,
     MemorySummary,
     RecordVersion,
     ReviewItem,
     SearchAnswer,
+    SearchHit,
 )
 
 # How often `tail --follow` asks for new changes.
@@ -93,20 +95,43 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
     answer = client.search(
         args.query, namespace=namespace_of(args, config), agent_id=args.agent, kind=args.kind,
         tag=args.tag, memory_type=args.type, profile=args.profile, limit=args.limit,
-        min_score=args.min_score)
+        min_score=args.min_score, explain=args.explain)
     if output.as_json:
         output.json(answer.raw)
         return 0
     hits = answer.hits
-    output.table(["#", "record", "kind", "relevance"],
-                 [(rank, hit.record_id, hit.kind, hit.relevance)
-                  for rank, hit in enumerate(hits, 1)], texts=[one_line(hit.raw) for hit in hits])
+    if args.explain:
+        output.table(["#", "record", "dense", "lexical", "fused", "weight", "adaptive",
+                      "blend", "score", "relevance"],
+                     [explained_row(rank, hit) for rank, hit in enumerate(hits, 1)],
+                     texts=[one_line(hit.raw) for hit in hits])
+    else:
+        output.table(["#", "record", "kind", "relevance"],
+                     [(rank, hit.record_id, hit.kind, hit.relevance)
+                      for rank, hit in enumerate(hits, 1)],
+                     texts=[one_line(hit.raw) for hit in hits])
     note_empty_namespace(answer, output)
     if answer.degraded:
         output.note("degraded: the index is down, these come from Postgres")
     if answer.budget_exhausted:
         output.note(f"the search budget of run {answer.run_id} is spent")
     return 0
+
+
+def explained_row(rank: int, hit: SearchHit) -> tuple[object, ...]:
+    """A hit's row of `search --explain`: each list's rank (- when not in it), the fused
+    score, the profile's weight, the agent's adaptive score (- without one), the blend and
+    the final score, and the relevance."""
+    why = hit.explain
+    if why is None:
+        raise UnexpectedAnswer(f"hit {hit.record_id} came without the explanation asked for")
+
+    def rank_in(place: ListPlace) -> object:
+        return "-" if place.rank is None else place.rank
+
+    return (rank, hit.record_id, rank_in(why.dense), rank_in(why.lexical), why.fused,
+            why.profile_weight, "-" if why.adaptive is None else why.adaptive.score,
+            why.blend_factor, why.score, why.relevance)
 
 
 def note_empty_namespace(answer: SearchAnswer | ContextPack | MemorySummary,
@@ -571,6 +596,9 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--profile", help="default, planning, incident, handoff")
     found.add_argument("--min-score", type=float)
     found.add_argument("--limit", type=int)
+    found.add_argument("--explain", action="store_true",
+                       help="how each hit's score was made: both lists, the profile's "
+                            "weight, the agent's adaptive score and its blend")
 
     pack = command("context", "the context pack for a task: the agent's core blocks, "
                    "history, then long-term memories")

@@ -85,6 +85,9 @@ def memory_server(callers: Callers) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=50, description="at most this many")] = 5,
         min_score: Annotated[float | None, Field(
             ge=0, le=1, description="the least relevance a memory must reach (0.5)")] = None,
+        explain: Annotated[bool, Field(description=(
+            "also say why each memory was recalled: how well its words and its meaning "
+            "match, and how your past use and ratings of it moved it"))] = False,
     ) -> dict[str, Any]:
         """Search long-term memory for what is relevant to a question: decisions, lessons,
         facts, fixes of past errors, your own personal memories and the team's shared ones.
@@ -95,11 +98,12 @@ def memory_server(callers: Callers) -> MCPServer:
         async with memory(ctx) as client:
             found = await client.search(query, profile=profile, memory_type=memory_type,
                                         tag=tags, related_id=related_id, limit=limit,
-                                        min_score=min_score)
+                                        min_score=min_score, explain=explain)
         return {"hits": [{"record_id": hit.record_id, "title": hit.title, "text": hit.text,
                           "relevance": round(hit.relevance, 3), "memory_type": hit.memory_type,
                           "tags": hit.tags, "scope": hit.scope,
-                          "created_at": hit.created_at.isoformat()}
+                          "created_at": hit.created_at.isoformat(),
+                          **({"explain": hit.raw["explain"]} if explain else {})}
                          for hit in found.hits],
                 "namespace_holds_records": found.namespace_holds_records}
 

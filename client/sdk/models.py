@@ -48,6 +48,40 @@ class Ranks(Answer):
     lexical: int | None
 
 
+class ListPlace(Answer):
+    """A record's place in one of search's two lists: its rank and score there (None: not in
+    it; dense: the cosine, lexical: BM25), and that score scaled over the list."""
+
+    rank: int | None
+    score: float | None
+    scaled: float
+
+
+class AdaptivePart(Answer):
+    """The agent's adaptive score of a record (seed 003) and its three parts."""
+
+    score: float
+    usefulness: float
+    recency: float
+    frequency: float
+    config_version: int
+
+
+class Explanation(Answer):
+    """How a hit's score was made (`explain=true`): fused from both lists, weighed by the
+    profile, multiplied by the blend of the agent's adaptive score (1 without an agent)."""
+
+    dense: ListPlace
+    lexical: ListPlace
+    fused: float
+    profile_weight: float
+    adaptive: AdaptivePart | None
+    blend_factor: float
+    score: float
+    support: float
+    relevance: float
+
+
 class SearchHit(Answer):
     record_id: str
     kind: str
@@ -72,6 +106,8 @@ class SearchHit(Answer):
     trust_class: str
     # Of a search by related ids: those asked that the record lists.
     shared_related_ids: list[str] = Field(default_factory=list)
+    # With explain=true.
+    explain: Explanation | None = None
 
 
 class SearchAnswer(Answer):
@@ -102,6 +138,8 @@ class ContextItem(Answer):
     recency: Recency
     score: float
     token_cost: int
+    # With explain=true.
+    explain: Explanation | None = None
 
 
 class PackedCoreBlock(Answer):

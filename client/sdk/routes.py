@@ -115,16 +115,21 @@ def search(config: Config, query: str | None = None, *, namespace: str | None = 
            tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
            review_state: ReviewState | Sequence[ReviewState] | None = None,
            related_id: Some | None = None, since: Moment | None = None,
-           until: Moment | None = None) -> Call[SearchAnswer]:
+           until: Moment | None = None, explain: bool = False) -> Call[SearchAnswer]:
     """Hybrid search of a namespace (`GET /v1/search`): the hits that reach `min_score`
     (0.5), best first, at most `limit` (5). `related_id` (one or several) keeps the records
     that list any of them; without a query it is the search: those that list the most of
-    them first, then the newest."""
+    them first, then the newest. `explain`: each hit says how its score was made."""
     return get("/v1/search", SearchAnswer, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, profile=profile, run_id=run_id,
                min_score=min_score, limit=limit, kind=kind, memory_type=memory_type, tag=tag,
                tier=tier, review_state=review_state, related_id=related_id, since=since,
-               until=until)
+               until=until, explain=flag(explain))
+
+
+def flag(on: bool) -> str | None:
+    """A boolean query parameter: given when on, left out (the route's default) when off."""
+    return "true" if on else None
 
 
 def summary(config: Config, query: str, *, namespace: str | None = None,
@@ -156,15 +161,15 @@ def context(config: Config, query: str, *, namespace: str | None = None,
             tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
-            until: Moment | None = None) -> Call[ContextPack]:
+            until: Moment | None = None, explain: bool = False) -> Call[ContextPack]:
     """The context pack for a task (`GET /v1/context`): the agent's core blocks, history (fix
     patterns of `error`, or of the errors `run_id` met; run digests), then long-term
-    memories, in `budget_tokens`."""
+    memories, in `budget_tokens`. `explain`: each item says how its score was made."""
     return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, run_id=run_id, error=error,
                budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
                memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
-               related_id=related_id, since=since, until=until)
+               related_id=related_id, since=since, until=until, explain=flag(explain))
 
 
 def fix_patterns(config: Config, error: str, *, namespace: str | None = None,

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +29,7 @@ from processors.blocks import field_lines
 from processors.context_pack import Candidate, CoreBlock, CoreField, CorePack, Pack, pack
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.ids import fix_pattern_record_id
-from processors.parameters import IDENTIFIER, NAMESPACE, integer
+from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, integer
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
 from stores.core_blocks import CoreBlocks
 from stores.records import FoundRecord
@@ -46,6 +46,7 @@ from streams.api.search import (
     Found,
     Hit,
     budget_exhausted,
+    explanation,
     holds_records,
     hybrid_search,
     profile_of,
@@ -98,6 +99,8 @@ class ContextQuery:
     budget_tokens: int
     run_id: str | None
     error: str | None
+    # Whether each item says how its score was made.
+    explain: bool = False
 
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
@@ -113,7 +116,8 @@ class ContextQuery:
         profile = profile_of(params)
         return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
                                        agent_id), profile,
-                   budget, optional(params, "run_id", IDENTIFIER), error)
+                   budget, optional(params, "run_id", IDENTIFIER), error,
+                   value(params, "explain", BOOLEAN, False))
 
 
 @dataclass
@@ -121,6 +125,8 @@ class Gathered:
     core: list[CoreBlock]
     candidates: list[Candidate]
     degraded: set[str]
+    # How each candidate's score was made, by record id (search.explanation).
+    explained: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -154,12 +160,16 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         "degraded": sorted(gathered.degraded),
         "dropped": packed.dropped,
         "core": core_view(agent, packed.core, "core" in gathered.degraded),
-        "sections": sections_view(packed),
+        "sections": sections_view(packed, gathered.explained if query.explain else None),
     }
 
 
-def sections_view(packed: Pack) -> dict[str, list[dict[str, Any]]]:
-    return {name: [item_view(item) for item in packed.items if item.section == name]
+def sections_view(packed: Pack, explained: Mapping[str, dict[str, Any]] | None
+                  ) -> dict[str, list[dict[str, Any]]]:
+    """The packed items by section; with `explained`, each with how its score was made."""
+    return {name: [item_view(item) if explained is None
+                   else {**item_view(item), "explain": explained[item.record_id]}
+                   for item in packed.items if item.section == name]
             for name in ("history", "long_term")}
 
 
@@ -178,6 +188,7 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
             gathered.degraded.add(name)
             return
         gathered.candidates += await candidates(runtime, name, hits)
+        gathered.explained.update((hit.record.record_id, explanation(hit)) for hit in hits)
 
     async def searched(found: Awaitable[Found]) -> list[Hit]:
         result = await found

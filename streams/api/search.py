@@ -30,6 +30,14 @@ import numpy as np
 from faust.web import Request, Response, View
 
 from processors.access import Caller
+from processors.adaptive_scoring import (
+    AdaptiveScore,
+    MemoryUse,
+    adaptive_score,
+    blend_factor,
+    max_blend_factor,
+    rerank,
+)
 from processors.lexical import (
     context_texts,
     coverage,
@@ -37,7 +45,17 @@ from processors.lexical import (
     query_vector,
     term_presence,
 )
-from processors.parameters import IDENTIFIER, NAMESPACE, TAG, instant, integer, number, one_of, text
+from processors.parameters import (
+    BOOLEAN,
+    IDENTIFIER,
+    NAMESPACE,
+    TAG,
+    instant,
+    integer,
+    number,
+    one_of,
+    text,
+)
 from processors.retrieval import (
     PROFILES,
     Fused,
@@ -51,6 +69,7 @@ from processors.retrieval import (
 from schemas.events import MemoryType, ReviewState, Tier
 from stores.pgvector import Vector
 from stores.records import FoundRecord, RelatedRecord
+from stores.scoring_configs import CurrentScoring
 from stores.vector_index import SearchIndex, SearchScope, TermCounts
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
@@ -101,7 +120,7 @@ SEARCH_FILTERS: Params = {
     "tag": Param(TAG, repeats=True), "tier": Param(TIER, repeats=True),
     "review_state": Param(REVIEW_STATE, repeats=True),
     "related_id": Param(IDENTIFIER, repeats=True),
-    "since": Param(instant), "until": Param(instant),
+    "since": Param(instant), "until": Param(instant), "explain": Param(BOOLEAN),
 }
 SEARCH_PARAMS: Params = {**SEARCH_FILTERS, "limit": Param(LIMIT)}
 
@@ -131,6 +150,8 @@ class SearchQuery:
     profile: Profile
     # The run a search is made for, when given: searches per run are budgeted.
     run_id: str | None = None
+    # Whether each hit says how its score was made.
+    explain: bool = False
 
     @classmethod
     def from_params(cls, params: Any, agent_id: str | None) -> SearchQuery:
@@ -143,7 +164,8 @@ class SearchQuery:
         scope = scope_of(params, namespace, limit, min_score, profile, agent_id)
         if not query and not scope.related_ids:
             raise BadQuery("query is required (or related_id, to search by related ids)")
-        return cls(query, scope, profile, optional(params, "run_id", IDENTIFIER))
+        return cls(query, scope, profile, optional(params, "run_id", IDENTIFIER),
+                   value(params, "explain", BOOLEAN, False))
 
 
 def profile_of(params: Mapping[str, str]) -> Profile:
@@ -175,14 +197,29 @@ def limits(params: Mapping[str, str], limit: int, min_score: float) -> tuple[int
 
 
 @dataclass(frozen=True)
+class Blend:
+    """How an agent's use of a record moved its score: the adaptive score and its parts, the
+    factor the raw score was multiplied by, and the version of the config that said so."""
+
+    adaptive: AdaptiveScore
+    factor: float
+    config_version: int
+
+
+@dataclass(frozen=True)
 class Hit:
-    """A record found, its fused and profile-weighed score, its similarity, its relevance."""
+    """A record found: its place in both lists, the profile's weight, its score (fused,
+    weighed, and blended with the agent's adaptive score when there is one), its similarity,
+    its support and relevance."""
 
     record: FoundRecord
     fused: Fused
     score: float
     similarity: float
     relevance: float
+    weight: float = 1.0
+    support: float = 1.0
+    blend: Blend | None = None
 
 
 @dataclass(frozen=True)
@@ -206,7 +243,54 @@ class Candidate:
     record: FoundRecord
     similarity: float
     support: float
-    score: float
+    weight: float
+    blend: Blend | None
+
+    @property
+    def raw(self) -> float:
+        """The fused score weighed by the profile, before any blend."""
+        return self.item.score * self.weight
+
+    @property
+    def score(self) -> float:
+        return self.raw if self.blend is None else self.raw * self.blend.factor
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """The adaptive scoring a search blends in: for this agent, with this config."""
+
+    agent_id: str
+    current: CurrentScoring
+
+    def blends(self, used: Mapping[str, MemoryUse], record_ids: Sequence[str],
+               now: datetime) -> dict[str, Blend]:
+        """The blend of each record from the agent's use of it (`used`; a record it never
+        used has the score of no use)."""
+        config = self.current.config
+        blends = {}
+        for record_id in record_ids:
+            adaptive = adaptive_score(used.get(record_id, NO_USE), now, config)
+            blends[record_id] = Blend(adaptive, blend_factor(adaptive.score, config),
+                                      self.current.version)
+        return blends
+
+
+NO_USE = MemoryUse()
+
+
+async def scoring_for(runtime: Runtime, namespace: str, agent_id: str | None) -> Scoring | None:
+    """The scoring a search by `agent_id` blends in; None without an agent (scores are per
+    agent), or when the namespace's config cannot be read (memory must not fail its caller
+    over a ranking refinement)."""
+    if agent_id is None:
+        return None
+    try:
+        return Scoring(agent_id, await runtime.stores.scoring_configs.current(namespace))
+    except Exception as exc:
+        log.warning("could not read the scoring config of %s; ranking without it: %s",
+                    namespace, exc)
+        return None
 
 
 async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -214,9 +298,11 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                         vector: Vector | None = None) -> Found:
     """The best records within `scope` for `text`, from the index, or from Postgres when the
     index fails (fail open: memory must never make its caller fail while Postgres can
-    answer). A hit shows when its relevance reaches `scope.min_score`."""
+    answer). A hit shows when its relevance reaches `scope.min_score`; hits are ranked by
+    their score blended with the adaptive score of the agent the scope reads for."""
     # The model runs in a thread while the index counts the query's terms.
     embedding = None if vector is not None else asyncio.ensure_future(runtime.embed([text]))
+    scoring_read = asyncio.ensure_future(scoring_for(runtime, scope.namespace, scope.agent_id))
     try:
         fused, query_terms = await ranked(index, text, vector, embedding, scope, profile)
         degraded = False
@@ -227,26 +313,31 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
     if vector is None:
         assert embedding is not None
         vector = (await embedding)[0]
+    scoring = await scoring_read
     now = datetime.now(UTC)
     read: list[Candidate] = []
     best = 0.0
+    max_factor = 1.0 if scoring is None else max_blend_factor(scoring.current.config)
 
     def shown() -> list[Candidate]:
         return [c for c in read if relevance(c.support, best) >= scope.min_score]
 
     # The records of the best candidates first, more only while the rest could still make
-    # the cut (too few are shown, or the profile's weights could lift one above the last
-    # shown): a search of 5 reads a few rows, not every candidate's. The best support only
-    # grows as more are read, so what was shown stays shown.
+    # the cut (too few are shown, or the profile's weights and the blend could lift one
+    # above the last shown): a search of 5 reads a few rows, not every candidate's. The
+    # best support only grows as more are read, so what was shown stays shown.
     step = max(2 * scope.limit, 20)
     for start in range(0, len(fused), step):
         passing = shown()
-        if len(passing) >= scope.limit and fused[start].score * profile.max_weight <= \
+        if len(passing) >= scope.limit and \
+                fused[start].score * profile.max_weight * max_factor <= \
                 sorted(c.score for c in passing)[-scope.limit]:
             break
         part = fused[start:start + step]
-        records = await runtime.stores.records.records_by_id(
-            scope.namespace, [item.record_id for item in part])
+        ids = [item.record_id for item in part]
+        records, blends = await asyncio.gather(
+            runtime.stores.records.records_by_id(scope.namespace, ids),
+            blends_of(runtime, scoring, scope.namespace, ids, now))
         for item in part:
             record = records.get(item.record_id)
             # A point whose record is gone from Postgres is stale: the index is rebuildable.
@@ -261,11 +352,37 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
             best = max(best, own)
             weight = profile.weight(record.record_kind, record.memory_type,
                                     age_in_days(record.created_at, now))
-            read.append(Candidate(item, record, similarity, own, item.score * weight))
-    hits = [Hit(c.record, c.item, c.score, c.similarity, relevance(c.support, best))
-            for c in shown()]
-    hits.sort(key=lambda hit: (-hit.score, hit.record.record_id))
-    return Found(hits[: scope.limit], degraded)
+            read.append(Candidate(item, record, similarity, own, weight,
+                                  blends.get(item.record_id)))
+    passing = sorted(shown(), key=lambda c: (-c.raw, c.record.record_id))
+    ranking = [(c.record.record_id, c.raw) for c in passing]
+    if scoring is not None:
+        # The adaptive score moves a hit only by its blend; min_score stays a floor on
+        # relevance, which no rating changes.
+        ranking = rerank(ranking, {c.record.record_id: c.blend.adaptive.score
+                                   for c in passing if c.blend is not None},
+                         scoring.current.config)
+    by_id = {c.record.record_id: c for c in passing}
+    hits = [Hit(c.record, c.item, score, c.similarity, relevance(c.support, best), c.weight,
+                c.support, c.blend)
+            for record_id, score in ranking[: scope.limit] for c in (by_id[record_id],)]
+    return Found(hits, degraded)
+
+
+async def blends_of(runtime: Runtime, scoring: Scoring | None, namespace: str,
+                    record_ids: Sequence[str], now: datetime) -> dict[str, Blend]:
+    """The blends of these records, or none without scoring. If the agent's use cannot be
+    read, the records rank as if nobody had used them."""
+    if scoring is None:
+        return {}
+    try:
+        used = await runtime.stores.ratings.score_inputs(namespace, scoring.agent_id,
+                                                         record_ids)
+    except Exception as exc:
+        log.warning("could not read the adaptive scores of %s; ranking without use: %s",
+                    namespace, exc)
+        used = {}
+    return scoring.blends(used, record_ids, now)
 
 
 async def ranked(index: SearchIndex, text: str, vector: Vector | None,
@@ -288,14 +405,46 @@ async def ranked(index: SearchIndex, text: str, vector: Vector | None,
             QueryTerms(term_ids, counts))
 
 
-def hit_view(hit: Hit) -> dict[str, Any]:
-    """A record as search answers show it."""
-    return {
+def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
+    """A record as search answers show it; with `explain`, how its score was made."""
+    view = {
         **record_view(hit.record),
         "score": round(hit.score, 4),
         "similarity": round(hit.similarity, 4),
         "relevance": round(hit.relevance, 4),
         "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
+    }
+    return {**view, "explain": explanation(hit)} if explain else view
+
+
+def explanation(hit: Hit) -> dict[str, Any]:
+    """Why a hit ranks where it does: each list's score (dense: the cosine the index gave;
+    lexical: BM25) and its share scaled over the list, the fused score, the profile's
+    weight, the agent's adaptive score with its parts and the blend it made, and the
+    relevance `min_score` is a floor on."""
+    fused, blend = hit.fused, hit.blend
+
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 4)
+
+    return {
+        "dense": {"rank": fused.dense_rank, "score": rounded(fused.dense_score),
+                  "scaled": round(fused.dense_scaled, 4)},
+        "lexical": {"rank": fused.lexical_rank, "score": rounded(fused.lexical_score),
+                    "scaled": round(fused.lexical_scaled, 4)},
+        "fused": round(fused.score, 4),
+        "profile_weight": round(hit.weight, 4),
+        "adaptive": None if blend is None else {
+            "score": round(blend.adaptive.score, 4),
+            "usefulness": round(blend.adaptive.usefulness, 4),
+            "recency": round(blend.adaptive.recency, 4),
+            "frequency": round(blend.adaptive.frequency, 4),
+            "config_version": blend.config_version,
+        },
+        "blend_factor": 1.0 if blend is None else round(blend.factor, 4),
+        "score": round(hit.score, 4),
+        "support": round(hit.support, 4),
+        "relevance": round(hit.relevance, 4),
     }
 
 
@@ -326,7 +475,8 @@ async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
     if query.query:
         found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
                                     query.profile)
-        hits, degraded = [hit_view(hit) for hit in found.hits], found.degraded
+        hits = [hit_view(hit, query.explain) for hit in found.hits]
+        degraded = found.degraded
     else:
         related = await runtime.stores.records.related_records(query.scope)
         hits = [related_hit_view(found, query.scope.related_ids) for found in related]

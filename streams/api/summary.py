@@ -44,7 +44,10 @@ DEFAULT_BUDGET_TOKENS = 400
 MAX_BUDGET_TOKENS = 4000
 
 BUDGET_TOKENS = integer(MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS)
-SUMMARY_PARAMS: Params = {**SEARCH_PARAMS, "budget_tokens": Param(BUDGET_TOKENS)}
+# A summary shows its memories, not how each was ranked: no `explain`.
+SUMMARY_PARAMS: Params = {**{name: param for name, param in SEARCH_PARAMS.items()
+                             if name != "explain"},
+                          "budget_tokens": Param(BUDGET_TOKENS)}
 
 
 def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,

@@ -121,7 +121,7 @@ def test_a_route_takes_its_parameters_by_their_rules() -> None:
 
 @pytest.mark.parametrize(("pairs", "message"), [
     ([("namespace", "team-a"), ("type", "fact")], "unknown parameter 'type'; this route takes "
-                                                  "agent_id, kind, limit, memory_type"),
+                                                  "agent_id, explain, kind, limit, memory_type"),
     ([("namespace", "a\x00")], "namespace: holds U\\+0000"),
     ([("namespace", "a"), ("namespace", "b")], "namespace is given 2 times"),
     ([("namespace", "a"), ("kind", "memory,bogus")], "kind: unknown 'bogus'"),
@@ -129,6 +129,7 @@ def test_a_route_takes_its_parameters_by_their_rules() -> None:
     ([("namespace", "a"), ("agent_id", "ann\x00")], "agent_id: holds U\\+0000"),
     ([("namespace", "a"), ("run_id", "x" * 201)], "run_id: String should have at most 200"),
     ([("namespace", "a"), ("limit", "101")], "limit: must be an integer from 1 to 100"),
+    ([("namespace", "a"), ("explain", "yes")], "explain: must be true or false"),
     ([("namespace", "a"), ("until", "0001-01-01T00:00:00+01:00")], "until: the time has no UTC"),
     ([("namespace", "a"), ("\x00", "x")], r"unknown parameter '\\x00'"),
 ])

@@ -1,0 +1,161 @@
+"""Ratings re-rank recall on the real stack (docs/retrieval.md#adaptive-scores): an agent that
+rates the memory a question found first "not useful", three times, and the one under it
+"useful", finds them the other way round; another agent's recall of the same question is
+unmoved; `explain=true` shows each hit's lists, fused score, profile weight, adaptive score
+with its parts and its blend, in search and in the context pack; and the Postgres fallback
+blends alike."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from client.publisher import Publisher
+from embedder.model import Embedder
+from harness.kafka_io import TopicReader
+from harness.stack import MODEL_DIR, Stack, Worker
+from processors.retrieval import PROFILES
+from stores.postgres_stores import PostgresStores
+from stores.records_search import RecordsSearch
+from stores.vector_index import SearchScope
+from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery, search
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from tests.integration.conftest import updated_ids
+from tests.integration.test_pipeline import UnreachableIndex
+from tests.integration.test_write_endpoints import client, posted
+
+pytestmark = pytest.mark.integration
+
+WAIT_S = 60.0
+QUESTION = "How often does the staging database password rotate?"
+# Two answers that only a user can tell apart (one is stale), and others.
+MEMORIES = (
+    "The staging database password rotates every Monday at 09:00 UTC.",
+    "The staging database password rotates every Tuesday at 09:00 UTC.",
+    "The payments service retries card captures three times with backoff.",
+    "Standups are at 9:30 in the small meeting room.",
+    "The production database is backed up every night to the EU bucket.",
+    "Ops keeps the staging cluster's kubeconfig in the team vault.",
+)
+
+
+async def recalled(http: httpx.AsyncClient, namespace: str, **extra: Any) -> list[dict[str, Any]]:
+    answer = await http.get("/v1/search", params={"namespace": namespace, "query": QUESTION,
+                                                  "explain": "true", **extra})
+    assert answer.status_code == 200, answer.text
+    hits: list[dict[str, Any]] = answer.json()["hits"]
+    return hits
+
+
+def order(hits: list[dict[str, Any]]) -> list[str]:
+    return [hit["record_id"] for hit in hits]
+
+
+async def rated(http: httpx.AsyncClient, namespace: str, down: str, up: str,
+                times: int) -> None:
+    """`times` ratings (each its own event): `down` not useful, `up` useful; then wait until
+    the agent's score inputs hold them all."""
+    for _ in range(times):
+        await posted(http, "/v1/ratings", {"namespace": namespace, "ratings": [
+            {"memory_id": down, "useful": False}, {"memory_id": up, "useful": True}]})
+    for _ in range(300):
+        counts = [(await http.get("/v1/memory-scores", params={
+            "namespace": namespace, "memory_id": memory_id})).json()["valuation_count"]
+            for memory_id in (down, up)]
+        if min(counts) >= times:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the ratings were never applied: {counts}")
+
+
+async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str,
+) -> None:
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        ids = [await publisher.write_memory(namespace, text) for text in MEMORIES]
+    await updates.wait_for(lambda m: set(ids) <= set(updated_ids(m, namespace)), WAIT_S)
+    ann = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ann")
+    bob = stack.make_key("--namespace", namespace, "--perm", "read", "--agent", "bob")
+    admin = stack.make_key("--namespace", namespace, "--perm", "read,admin")
+
+    async with client(worker, ann) as ann_http, client(worker, bob) as bob_http, \
+            client(worker, admin) as admin_http:
+        before = await recalled(ann_http, namespace)
+        first, second = order(before)[:2]
+        assert {first, second} == set(ids[:2]), before
+        # Within the blend's reach: at most (0.70 + 0.30) / (0.70 + 0.30 * 0.35) apart.
+        assert before[1]["score"] / before[0]["score"] > 0.81, before
+        unused = before[0]["explain"]["adaptive"]
+        # Never rated: neutral usefulness; just recalled for the first time or never: the
+        # adaptive score is the same for both, so the ranking is the raw one.
+        assert unused["usefulness"] == 0.5
+        assert unused["config_version"] == 0
+        assert order(await recalled(bob_http, namespace))[:2] == [first, second]
+
+        await rated(ann_http, namespace, down=first, up=second, times=3)
+
+        after = await recalled(ann_http, namespace)
+        assert order(after)[:2] == [second, first], after
+        why = {hit["record_id"]: hit["explain"] for hit in after}
+        assert (why[first]["adaptive"]["usefulness"], why[second]["adaptive"]["usefulness"]) \
+            == (0.0, 1.0)
+        for hit in after:
+            explained = hit["explain"]
+            adaptive = explained["adaptive"]
+            assert explained["blend_factor"] == pytest.approx(
+                0.70 + 0.30 * adaptive["score"], abs=1e-3)
+            assert hit["score"] == pytest.approx(
+                explained["fused"] * explained["profile_weight"] * explained["blend_factor"],
+                abs=1e-3)
+            assert adaptive["score"] >= 0.35
+            # Ratings move the ranking, never the relevance that decides what is shown.
+            assert hit["relevance"] == explained["relevance"] >= DEFAULT_MIN_SCORE
+        assert why[first]["dense"]["rank"] is not None
+        assert why[first]["lexical"]["score"] is not None
+
+        # Bob's recall of the same question is Ann's before her ratings.
+        bobs = await recalled(bob_http, namespace)
+        assert order(bobs)[:2] == [first, second]
+        assert {hit["explain"]["adaptive"]["usefulness"] for hit in bobs} == {0.5}
+        # A key bound to no agent ranks by the raw score: nobody's use.
+        unbound = await recalled(admin_http, namespace)
+        assert order(unbound)[:2] == [first, second]
+        assert {(hit["explain"]["adaptive"], hit["explain"]["blend_factor"])
+                for hit in unbound} == {(None, 1.0)}
+
+        pack = await ann_http.get("/v1/context", params={
+            "namespace": namespace, "query": QUESTION, "explain": "true"})
+        assert pack.status_code == 200, pack.text
+        items = pack.json()["sections"]["long_term"]
+        # The pack keeps the better of two near-duplicates: now the one Ann found useful.
+        assert items[0]["record_id"] == second, items
+        assert items[0]["explain"]["adaptive"]["usefulness"] == 1.0
+        plain = (await ann_http.get("/v1/context", params={
+            "namespace": namespace, "query": QUESTION})).json()["sections"]["long_term"]
+        assert all("explain" not in item for item in plain)
+
+    # Postgres, answering when the index is down, blends Ann's scores alike.
+    stores = await PostgresStores.connect(stack.pg_dsn)
+    fallback = await RecordsSearch.connect(stack.pg_dsn)
+    embedder = Embedder.load(MODEL_DIR, threads=1)
+    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
+                      producer=None, announcements=None,  # type: ignore[arg-type]
+                      max_event_bytes=1024)
+    try:
+        for agent, expected in (("ann", [second, first]), ("bob", [first, second])):
+            answer = await search(
+                runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
+                SearchQuery(QUESTION, SearchScope(namespace, limit=5,
+                                                  min_score=DEFAULT_MIN_SCORE,
+                                                  agent_id=agent),
+                            PROFILES["default"], explain=True))
+            assert answer["degraded"] is True
+            assert order(answer["hits"])[:2] == expected, agent
+    finally:
+        embedder.close()
+        await fallback.close()
+        await stores.close()
