@@ -32,6 +32,7 @@ from bench.duplicate_threshold import duplicate_rows
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
+from bench.ratings_eval import run_ratings_eval
 from bench.refusal_eval import refusal_rows
 from bench.retrieval_eval import run_retrieval_eval
 from bench.signature_bench import run_signature_bench, signature_rows
@@ -63,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *duplicate_rows(),
         *run_retrieval_eval(),
         *run_agent_memory_eval(),
+        *run_ratings_eval(),
         *refusal_rows(),
         *run_auth_bench(),
     ]

@@ -10,8 +10,11 @@ its 100k), with a key bound to that namespace:
   the Procfile runs it (`python -m client.mcp_server.http`, its own process, on a free port);
 - the same search (`GET /v1/search`, the same parameters) by `AsyncMemoryClient.search` and by a
   bare `httpx.AsyncClient` request of the same URL, on one shared connection pool; and by
-  `MemoryClient.search` and a bare `httpx.Client`, on another.
-Each query is asked of all five in turn, the first to ask it rotating, so that the machine's
+  `MemoryClient.search` and a bare `httpx.Client`, on another;
+- the same bare async request by a key bound to an agent, whose searches blend the agent's
+  adaptive scores (one more Postgres read per search, beside the records'): scoring on, where
+  the first bare request is scoring off.
+Each query is asked of all six in turn, the first to ask it rotating, so that the machine's
 drift and the worker's term-count cache (the first asker of a term pays it) fall on each alike.
 Bare requests read their JSON answer too: the SDK's overhead is its query building and typed
 answers, not the parsing any caller does.
@@ -51,7 +54,7 @@ LIMIT = 10
 MIN_SCORE = 0.3
 START_S = 30.0
 CALLS = 200
-WAYS = ("mcp_recall", "httpx_async", "sdk_async", "httpx_sync", "sdk_sync")
+WAYS = ("mcp_recall", "httpx_async", "sdk_async", "httpx_sync", "sdk_sync", "httpx_scored")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class Target:
     url: str
     key: str
     namespace: str
+    # A key bound to an agent: its searches blend the agent's adaptive scores.
+    agent_key: str
 
     @property
     def headers(self) -> dict[str, str]:
@@ -123,7 +128,7 @@ def searched(body: dict[str, Any], query: str) -> None:
 
 async def timed_calls(target: Target, mcp_url: str,
                       queries: Sequence[str]) -> dict[str, list[float]]:
-    """Each query asked of the five ways in turn; seconds per call, by way."""
+    """Each query asked of the six ways in turn; seconds per call, by way."""
     async_pool = httpx.AsyncHTTPTransport()
     sync_pool = httpx.HTTPTransport()
     mcp_headers = {**target.headers, NAMESPACE_HEADER: target.namespace}
@@ -131,6 +136,8 @@ async def timed_calls(target: Target, mcp_url: str,
                                  transport=async_pool) as bare_async, \
             AsyncMemoryClient(target.url, key=target.key, namespace=target.namespace, env={},
                               transport=async_pool) as sdk_async, \
+            httpx.AsyncClient(base_url=target.url, transport=async_pool, headers={
+                "Authorization": f"Bearer {target.agent_key}"}) as scored_async, \
             create_mcp_http_client(headers=mcp_headers) as mcp_http, \
             Client(streamable_http_client(mcp_url, http_client=mcp_http)) as agent:
         with httpx.Client(base_url=target.url, headers=target.headers,
@@ -151,6 +158,11 @@ async def timed_calls(target: Target, mcp_url: str,
                                               params=search_params(target, query))
                 searched(answer.raise_for_status().json(), query)
 
+            async def httpx_scored(query: str) -> None:
+                answer = await scored_async.get("/v1/search",
+                                                params=search_params(target, query))
+                searched(answer.raise_for_status().json(), query)
+
             async def sdk_async_search(query: str) -> None:
                 found = await sdk_async.search(query, limit=LIMIT, min_score=MIN_SCORE)
                 searched(found.raw, query)
@@ -165,7 +177,7 @@ async def timed_calls(target: Target, mcp_url: str,
             ways: dict[str, Callable[[str], Awaitable[None]]] = {
                 "mcp_recall": mcp_recall, "httpx_async": httpx_async,
                 "sdk_async": sdk_async_search, "httpx_sync": httpx_sync,
-                "sdk_sync": sdk_sync_search}
+                "sdk_sync": sdk_sync_search, "httpx_scored": httpx_scored}
             for query in agent_queries(WARM_UP):
                 for call in ways.values():
                     await call(query)
@@ -187,9 +199,11 @@ def summary(latencies: dict[str, list[float]], points: int) -> dict[str, Any]:
 
 async def run_agent_bench(stack: Stack, worker: Worker, namespace: str, points: int,
                           calls: int = CALLS) -> dict[str, Any]:
-    """The five ways on a running worker whose `namespace` holds `points` memories."""
+    """The six ways on a running worker whose `namespace` holds `points` memories."""
     key = stack.make_key("--namespace", namespace, "--perm", "read", "--label", "agent-bench")
-    target = Target(worker.base_url, key, namespace)
+    agent_key = stack.make_key("--namespace", namespace, "--perm", "read", "--agent",
+                               "bench-agent", "--label", "agent-bench-scored")
+    target = Target(worker.base_url, key, namespace, agent_key)
     with mcp_http_server(worker.base_url) as mcp_url:
         return summary(await timed_calls(target, mcp_url, agent_queries(calls)), points)
 
@@ -214,6 +228,9 @@ def agent_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
          added("mcp_recall", "httpx_async", 50), ""),
         ("  added by the MCP server and protocol, p95",
          added("mcp_recall", "httpx_async", 95), ""),
+        ("  the same searches by an agent's key (scoring on) p50", ms("httpx_scored", 50), ""),
+        ("  the same searches by an agent's key (scoring on) p95", ms("httpx_scored", 95), ""),
+        ("  scoring on over off, p95", added("httpx_scored", "httpx_async", 95), "<= +2 ms"),
         ("SDK AsyncMemoryClient.search p50 (the same searches)", ms("sdk_async", 50), ""),
         ("SDK AsyncMemoryClient.search p95", ms("sdk_async", 95), ""),
         ("  SDK over bare httpx, async, p50", added("sdk_async", "httpx_async", 50), ""),

@@ -8,6 +8,7 @@ blends alike."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,6 +26,7 @@ from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery, search
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
 from tests.integration.conftest import updated_ids
+from tests.integration.test_cli import memstream
 from tests.integration.test_pipeline import UnreachableIndex
 from tests.integration.test_write_endpoints import client, posted
 
@@ -73,7 +75,7 @@ async def rated(http: httpx.AsyncClient, namespace: str, down: str, up: str,
 
 
 async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
-    stack: Stack, worker: Worker, updates: TopicReader, namespace: str,
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str, tmp_path: Path,
 ) -> None:
     async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
         ids = [await publisher.write_memory(namespace, text) for text in MEMORIES]
@@ -126,6 +128,18 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
         assert order(unbound)[:2] == [first, second]
         assert {(hit["explain"]["adaptive"], hit["explain"]["blend_factor"])
                 for hit in unbound} == {(None, 1.0)}
+
+        # The CLI's table of the same: the useful one first, its adaptive score and blend.
+        ran = memstream("search", QUESTION, "--explain", "-n", namespace, url=worker.base_url,
+                        key=ann, home=tmp_path)
+        assert ran.code == 0, ran.err
+        header, *rows = [line.split() for line in ran.out.splitlines()
+                         if line.split() and line.split()[0] in ("#", "1", "2")]
+        assert header[:3] == ["#", "record", "dense"]
+        assert [row[1] for row in rows][:2] == [second, first]
+        # (Each recall is one more access: the blends have grown a little since.)
+        blends = [float(row[header.index("blend")]) for row in rows[:2]]
+        assert 1.0 >= blends[0] > blends[1] >= 0.70 + 0.30 * 0.35, blends
 
         pack = await ann_http.get("/v1/context", params={
             "namespace": namespace, "query": QUESTION, "explain": "true"})
