@@ -62,6 +62,11 @@ class Ratings(Protocol):
                          limit: int) -> list[Valuation]:
         """The agent's latest ratings of one memory, newest first."""
 
+    async def users_of(self, namespace: str, memory_id: str,
+                       limit: int) -> dict[str, MemoryUse]:
+        """What each agent that rated or read one memory did with it, by agent id: the
+        latest users first, at most `limit`."""
+
 
 class PostgresRatings:
     def __init__(self, pool: asyncpg.Pool) -> None:
@@ -132,11 +137,7 @@ class PostgresRatings:
             WHERE namespace = $1 AND agent_id = $2 AND memory_id = ANY($3::text[])
             """,
             namespace, agent_id, list(memory_ids))
-        return {row["memory_id"]: MemoryUse(
-            useful_count=row["useful_count"], valuation_count=row["valuation_count"],
-            last_valued_at=row["last_valuation_at"], access_count=row["access_count"],
-            last_accessed_at=row["last_access_at"])
-            for row in rows}
+        return {row["memory_id"]: use_of(row) for row in rows}
 
     async def valuations(self, namespace: str, agent_id: str, memory_id: str,
                          limit: int) -> list[Valuation]:
@@ -148,3 +149,23 @@ class PostgresRatings:
             """,
             namespace, memory_id, agent_id, limit)
         return [Valuation(row["event_id"], row["useful"], row["valued_at"]) for row in rows]
+
+    async def users_of(self, namespace: str, memory_id: str,
+                       limit: int) -> dict[str, MemoryUse]:
+        rows = await self._pool.fetch(
+            """
+            SELECT agent_id, valuation_count, useful_count, last_valuation_at, access_count,
+                   last_access_at
+            FROM memory_scores WHERE namespace = $1 AND memory_id = $2
+            ORDER BY updated_at DESC, agent_id LIMIT $3
+            """,
+            namespace, memory_id, limit)
+        return {row["agent_id"]: use_of(row) for row in rows}
+
+
+def use_of(row: asyncpg.Record) -> MemoryUse:
+    """A `memory_scores` row as the formula's inputs."""
+    return MemoryUse(
+        useful_count=row["useful_count"], valuation_count=row["valuation_count"],
+        last_valued_at=row["last_valuation_at"], access_count=row["access_count"],
+        last_accessed_at=row["last_access_at"])

@@ -877,16 +877,35 @@ class Valuation(Answer):
     valued_at: datetime
 
 
-class MemoryScores(Answer):
-    """The inputs of one memory's adaptive score for one agent (the score is computed from
-    them at recall), and the agent's latest ratings of it, newest first."""
+class MemoryUse(Answer):
+    """What one agent did with one memory (the inputs of its adaptive score), the adaptive
+    score they make now, and the factor a recall multiplies the memory's raw score by."""
 
-    namespace: str
-    agent_id: str
-    memory_id: str
     valuation_count: int
     useful_count: int
     last_valuation_at: datetime | None
     access_count: int
     last_access_at: datetime | None
-    valuations: list[Valuation]
+    adaptive: AdaptivePart
+    blend_factor: float
+
+
+class AgentMemoryUse(MemoryUse):
+    agent_id: str
+
+
+class MemoryScores(Answer):
+    """One memory's adaptive score for the reading agent (`use`, and its latest ratings of
+    it, newest first); or, read by an admin key bound to no agent that names none, every
+    agent's (`agents`, the latest users first)."""
+
+    namespace: str
+    memory_id: str
+    agent_id: str | None = None
+    valuations: list[Valuation] = Field(default_factory=list)
+    agents: list[AgentMemoryUse] = Field(default_factory=list)
+
+    @property
+    def use(self) -> MemoryUse | None:
+        """The reading agent's use of the memory; None when `agents` are answered."""
+        return None if self.agent_id is None else MemoryUse.model_validate(self.raw)

@@ -12,11 +12,14 @@ it). Before publishing, the route checks what the stage will: each memory exists
 rater may read it; one that is not is answered 404, as a memory that does not exist, so that
 the agent learns at once what the stage would only dead-letter.
 
-The GET answers one memory's score inputs and latest ratings for the reading agent.
+The GET answers one memory's score inputs, its adaptive score now (with the namespace's
+config) and the latest ratings, for the reading agent; an admin key bound to no agent that
+names none reads every agent's.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from faust.web import Request, Response, View
@@ -28,15 +31,19 @@ from processors.openapi import payload_body
 from processors.parameters import IDENTIFIER
 from processors.ratings import Owner, not_rateable, unrateable, visible_to
 from schemas.events import MemoryRate
+from stores.scoring_configs import CurrentScoring
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages, no_record
 from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required
+from streams.api.search import adaptive_view, blend_of
 from streams.api.writes import POST, EventGate, answering, envelope_of, payload_fields, permitted
 from streams.plumbing.runtime import Runtime
 
 SCORE_PARAMS: Params = {**READER_PARAMS, "memory_id": Param(IDENTIFIER)}
 # The latest ratings a score read shows.
 VALUATIONS_SHOWN = 20
+# The agents an overseer's read of one memory shows, the latest users first.
+AGENTS_SHOWN = 50
 
 
 class RatingViews:
@@ -70,24 +77,44 @@ class RatingViews:
         namespace = granted_namespace(caller, request.query)
         memory_id = required(request.query, "memory_id", IDENTIFIER)
         agent = reader_of(caller, request.query)
-        if agent is None:
+        if agent is None and not caller.oversees_agents:
             return web.json({"error": "scores are an agent's: use a key bound to the agent, "
                                       "or name agent_id with an admin key"}, status=400)
         record = (await self._runtime.stores.records.records_by_id(
             namespace, [memory_id])).get(memory_id)
-        if record is None or not visible_to(agent, Owner(record.scope, record.agent_id)):
+        if record is None or (agent is not None
+                              and not visible_to(agent, Owner(record.scope, record.agent_id))):
             return no_record(web, memory_id, namespace)
         ratings = self._runtime.stores.ratings
+        current = await self._runtime.stores.scoring_configs.current(namespace)
+        now = datetime.now(UTC)
+        if agent is None:
+            users = await ratings.users_of(namespace, memory_id, AGENTS_SHOWN)
+            return web.json({
+                "namespace": namespace, "memory_id": memory_id,
+                "agents": [{"agent_id": user, **use_view(use, current, now)}
+                           for user, use in users.items()]})
         # A memory the agent never rated nor read has no row: no use yet.
         inputs = (await ratings.score_inputs(namespace, agent, [memory_id])).get(
             memory_id, MemoryUse())
         valuations = await ratings.valuations(namespace, agent, memory_id, VALUATIONS_SHOWN)
         return web.json({
             "namespace": namespace, "agent_id": agent, "memory_id": memory_id,
-            **inputs_view(inputs),
+            **use_view(inputs, current, now),
             "valuations": [{"event_id": v.event_id, "useful": v.useful,
                             "valued_at": v.valued_at.isoformat()} for v in valuations],
         })
+
+
+def use_view(use: MemoryUse, current: CurrentScoring, now: datetime) -> dict[str, Any]:
+    """An agent's use of a memory: the adaptive score's inputs, and the score they make now
+    with its parts and the blend factor a recall multiplies by."""
+    blend = blend_of(use, current, now)
+    return {
+        **inputs_view(use),
+        "adaptive": adaptive_view(blend),
+        "blend_factor": round(blend.factor, 4),
+    }
 
 
 def inputs_view(use: MemoryUse) -> dict[str, Any]:

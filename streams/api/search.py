@@ -35,7 +35,6 @@ from processors.adaptive_scoring import (
     MemoryUse,
     adaptive_score,
     blend_factor,
-    max_blend_factor,
     rerank,
 )
 from processors.lexical import (
@@ -267,16 +266,17 @@ class Scoring:
                now: datetime) -> dict[str, Blend]:
         """The blend of each record from the agent's use of it (`used`; a record it never
         used has the score of no use)."""
-        config = self.current.config
-        blends = {}
-        for record_id in record_ids:
-            adaptive = adaptive_score(used.get(record_id, NO_USE), now, config)
-            blends[record_id] = Blend(adaptive, blend_factor(adaptive.score, config),
-                                      self.current.version)
-        return blends
+        return {record_id: blend_of(used.get(record_id, NO_USE), self.current, now)
+                for record_id in record_ids}
 
 
 NO_USE = MemoryUse()
+
+
+def blend_of(use: MemoryUse, current: CurrentScoring, now: datetime) -> Blend:
+    """The blend an agent's use of a record makes with the namespace's config."""
+    adaptive = adaptive_score(use, now, current.config)
+    return Blend(adaptive, blend_factor(adaptive.score, current.config), current.version)
 
 
 async def scoring_for(runtime: Runtime, namespace: str, agent_id: str | None) -> Scoring | None:
@@ -317,27 +317,30 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
     now = datetime.now(UTC)
     read: list[Candidate] = []
     best = 0.0
-    max_factor = 1.0 if scoring is None else max_blend_factor(scoring.current.config)
 
     def shown() -> list[Candidate]:
         return [c for c in read if relevance(c.support, best) >= scope.min_score]
 
     # The records of the best candidates first, more only while the rest could still make
-    # the cut (too few are shown, or the profile's weights and the blend could lift one
+    # the cut (too few are shown, or the profile's weights and its blend could lift one
     # above the last shown): a search of 5 reads a few rows, not every candidate's. The
-    # best support only grows as more are read, so what was shown stays shown.
+    # best support only grows as more are read, so what was shown stays shown. The blends
+    # of all candidates are read at once, beside the first records (a few small rows): the
+    # bound on what is left is then each one's own, not the largest blend there could be.
     step = max(2 * scope.limit, 20)
+    first_records, blends = await asyncio.gather(
+        runtime.stores.records.records_by_id(
+            scope.namespace, [item.record_id for item in fused[:step]]),
+        blends_of(runtime, scoring, scope.namespace, [item.record_id for item in fused], now))
+    reach = best_left(fused, blends)
     for start in range(0, len(fused), step):
         passing = shown()
-        if len(passing) >= scope.limit and \
-                fused[start].score * profile.max_weight * max_factor <= \
+        if len(passing) >= scope.limit and reach[start] * profile.max_weight <= \
                 sorted(c.score for c in passing)[-scope.limit]:
             break
         part = fused[start:start + step]
-        ids = [item.record_id for item in part]
-        records, blends = await asyncio.gather(
-            runtime.stores.records.records_by_id(scope.namespace, ids),
-            blends_of(runtime, scoring, scope.namespace, ids, now))
+        records = first_records if start == 0 else await runtime.stores.records.records_by_id(
+            scope.namespace, [item.record_id for item in part])
         for item in part:
             record = records.get(item.record_id)
             # A point whose record is gone from Postgres is stale: the index is rebuildable.
@@ -367,6 +370,18 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 c.support, c.blend)
             for record_id, score in ranking[: scope.limit] for c in (by_id[record_id],)]
     return Found(hits, degraded)
+
+
+def best_left(fused: Sequence[Fused], blends: Mapping[str, Blend]) -> list[float]:
+    """For each position of `fused`, the highest fused score times blend from there on (the
+    blend 1 without scoring)."""
+    reach = [0.0] * len(fused)
+    highest = 0.0
+    for position in range(len(fused) - 1, -1, -1):
+        blend = blends.get(fused[position].record_id)
+        highest = max(highest, fused[position].score * (1.0 if blend is None else blend.factor))
+        reach[position] = highest
+    return reach
 
 
 async def blends_of(runtime: Runtime, scoring: Scoring | None, namespace: str,
@@ -417,6 +432,17 @@ def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
     return {**view, "explain": explanation(hit)} if explain else view
 
 
+def adaptive_view(blend: Blend) -> dict[str, Any]:
+    """An adaptive score, its three parts, and the config version that made it."""
+    return {
+        "score": round(blend.adaptive.score, 4),
+        "usefulness": round(blend.adaptive.usefulness, 4),
+        "recency": round(blend.adaptive.recency, 4),
+        "frequency": round(blend.adaptive.frequency, 4),
+        "config_version": blend.config_version,
+    }
+
+
 def explanation(hit: Hit) -> dict[str, Any]:
     """Why a hit ranks where it does: each list's score (dense: the cosine the index gave;
     lexical: BM25) and its share scaled over the list, the fused score, the profile's
@@ -434,13 +460,7 @@ def explanation(hit: Hit) -> dict[str, Any]:
                     "scaled": round(fused.lexical_scaled, 4)},
         "fused": round(fused.score, 4),
         "profile_weight": round(hit.weight, 4),
-        "adaptive": None if blend is None else {
-            "score": round(blend.adaptive.score, 4),
-            "usefulness": round(blend.adaptive.usefulness, 4),
-            "recency": round(blend.adaptive.recency, 4),
-            "frequency": round(blend.adaptive.frequency, 4),
-            "config_version": blend.config_version,
-        },
+        "adaptive": None if blend is None else adaptive_view(blend),
         "blend_factor": 1.0 if blend is None else round(blend.factor, 4),
         "score": round(hit.score, 4),
         "support": round(hit.support, 4),

@@ -119,6 +119,20 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
         assert why[first]["dense"]["rank"] is not None
         assert why[first]["lexical"]["score"] is not None
 
+        # The score as a recall blends it, read for one memory: Ann's own, and every agent's
+        # for an admin key bound to none.
+        own = (await ann_http.get("/v1/memory-scores", params={
+            "namespace": namespace, "memory_id": first})).json()
+        assert (own["valuation_count"], own["adaptive"]["usefulness"]) == (3, 0.0)
+        assert own["blend_factor"] == pytest.approx(0.70 + 0.30 * own["adaptive"]["score"],
+                                                    abs=1e-3)
+        overseen = (await admin_http.get("/v1/memory-scores", params={
+            "namespace": namespace, "memory_id": first})).json()
+        users = {user["agent_id"]: user for user in overseen["agents"]}
+        assert set(users) == {"ann", "bob"}
+        assert (users["ann"]["useful_count"], users["bob"]["valuation_count"]) == (0, 0)
+        assert users["bob"]["access_count"] >= 1
+
         # Bob's recall of the same question is Ann's before her ratings.
         bobs = await recalled(bob_http, namespace)
         assert order(bobs)[:2] == [first, second]

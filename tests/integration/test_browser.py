@@ -619,6 +619,52 @@ async def test_dead_letters_and_why_a_search_found_nothing(
         "23-search-nothing-relevant.png", "24-search-no-such-namespace.png"]
 
 
+async def test_a_record_page_shows_the_agents_scores_and_rates_it(
+    stack: Stack, worker: Worker, updates: TopicReader, chrome: Any, screenshots: Path,
+    namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
+        bastion = await publisher.write_memory(namespace, BASTION, title="Bastion host",
+                                               memory_type="fact")
+        await announced(updates, bastion, [("created", 1)])
+    ann = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ann")
+    admin = stack.make_key("--namespace", namespace, "--perm", "read,admin")
+
+    def cells(agent: str) -> list[str]:
+        row = chrome.find_elements(By.CSS_SELECTOR, f"#record-scores tr[data-agent={agent}]")
+        return [cell.text for cell in row[0].find_elements(By.TAG_NAME, "td")] if row else []
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/")
+        chrome.find_element(By.ID, "key").send_keys(ann)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
+        chrome.get(f"{worker.base_url}/ui/#/record/{bastion}")
+        wait_for(chrome, By.CSS_SELECTOR, "#record-scores tr[data-agent=ann]")
+        # Never used by Ann: neutral usefulness, the recency floor, no recalls, no ratings.
+        assert cells("ann") == ["0.375", "0.5", "0.3", "0", "0.8125", "0 (0)", "0"]
+        chrome.find_element(By.CSS_SELECTOR, "#record-scores button[data-useful=yes]").click()
+        wait_until(chrome, lambda: cells("ann")[5:6] == ["1 (1)"],
+                   explain=lambda: f"ratings cell {cells('ann')}")
+        assert len(chrome.find_elements(By.CSS_SELECTOR, "#record-scores .valuations li")) == 1
+        shot("30-record-scores")
+
+        # An admin key bound to no agent sees every agent's row.
+        chrome.find_element(By.ID, "forget-key").click()
+        chrome.find_element(By.ID, "key").send_keys(admin)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        chrome.get(f"{worker.base_url}/ui/#/record/{bastion}")
+        wait_for(chrome, By.CSS_SELECTOR, "#record-scores tr[data-agent=ann]")
+        assert cells("ann")[:1] + cells("ann")[6:7] == ["ann", "1 (1)"]
+        assert chrome.find_elements(By.CSS_SELECTOR, "#record-scores button") == []
+
+    await asyncio.to_thread(drive)
+
+
 def label_of(text: str, words: int = 8) -> str:
     """What the browser names an untitled record by: the first words of its text."""
     split = text.split()

@@ -210,10 +210,13 @@ async def test_an_agent_rates_only_what_it_may_read(
                                  env=home) as sdk:
         for _ in range(200):
             mine = await sdk.memory_scores(ids["bob"])
-            if mine.valuation_count:
+            assert mine.use is not None
+            if mine.use.valuation_count:
                 break
             await asyncio.sleep(0.1)
-        assert (mine.agent_id, mine.valuation_count, mine.useful_count) == ("bob", 1, 1)
+        assert (mine.agent_id, mine.use.valuation_count, mine.use.useful_count) == ("bob", 1, 1)
+        # One or two ratings are not yet a signal: neutral usefulness.
+        assert mine.use.adaptive.usefulness == 0.5
     rated = await table_rows(
         stack, "SELECT DISTINCT agent_id, memory_id FROM memory_valuations "
         "WHERE namespace = $1", namespace)

@@ -471,8 +471,82 @@ async function recordPage(recordId) {
       versions.map((v) => el("tr", {}, el("td", {}, v.version), el("td", {}, v.change),
         el("td", {}, v.actor), el("td", {}, when(v.changed_at)),
         el("td", {}, (v.changed || []).join(", ")), el("td", {}, v.reason || "")))));
+  page.append(await scoresSection(recordId));
   if (versions.length > 1) page.append(await diffSection(recordId, versions));
   return page;
+}
+
+// -- scores and ratings --------------------------------------------------------------------
+
+// The record's adaptive score (seed 003) for the key's agent, with its parts and ratings, and
+// buttons that rate it; for an admin key bound to no agent, every agent's.
+async function scoresSection(recordId) {
+  const section = el("section", { id: "record-scores" }, el("h2", {}, "Scores and ratings"));
+  let scores;
+  try {
+    scores = await api("/v1/memory-scores", { memory_id: recordId });
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    section.append(el("p", { class: "hint" }, error.message));
+    return section;
+  }
+  if (scores.agent_id === undefined || scores.agent_id === null) {
+    section.append(scores.agents.length ? el("table", { class: "scores" },
+      el("tr", {}, ["agent", "adaptive", "usefulness", "recency", "frequency", "blend",
+        "ratings (useful)", "recalls"].map((h) => el("th", {}, h))),
+      scores.agents.map((use) => el("tr", { "data-agent": use.agent_id },
+        el("td", {}, use.agent_id), ...useCells(use))))
+      : el("p", { class: "hint" }, "No agent has recalled or rated this record yet."));
+    return section;
+  }
+  const outcome = el("p", { class: "outcome" });
+  const rate = (useful) => el("button", { type: "button", "data-useful": useful ? "yes" : "no",
+    onclick: () => rateRecord(recordId, useful, scores, section, outcome) },
+  useful ? "Useful" : "Not useful");
+  section.append(
+    el("p", { class: "hint" }, `For agent ${scores.agent_id}: recalls rank it by its raw `
+      + `score × ${scores.blend_factor} (config version ${scores.adaptive.config_version}).`),
+    el("table", { class: "scores" },
+      el("tr", {}, ["adaptive", "usefulness", "recency", "frequency", "blend",
+        "ratings (useful)", "recalls"].map((h) => el("th", {}, h))),
+      el("tr", { "data-agent": scores.agent_id }, ...useCells(scores))),
+    scores.valuations.length ? el("ul", { class: "valuations" }, scores.valuations.map((v) =>
+      el("li", {}, v.useful ? "useful" : "not useful", ", ", when(v.valued_at)))) : null,
+    el("div", { class: "actions" }, rate(true), rate(false)), outcome);
+  return section;
+}
+
+function useCells(use) {
+  const { adaptive } = use;
+  return [adaptive.score, adaptive.usefulness, adaptive.recency, adaptive.frequency,
+    use.blend_factor, `${use.valuation_count} (${use.useful_count})`, use.access_count]
+    .map((value) => el("td", {}, value));
+}
+
+// A rating goes through Kafka: the section is drawn again once it has been applied.
+async function rateRecord(recordId, useful, scores, section, outcome) {
+  for (const button of section.querySelectorAll("button")) button.disabled = true;
+  try {
+    const sent = await api("/v1/ratings", {}, { method: "POST", body: {
+      namespace: namespace(), ratings: [{ memory_id: recordId, useful }] } });
+    outcome.textContent = `Rating sent (event ${sent.event_id}); waiting for it to be applied…`;
+    outcome.className = "outcome waiting";
+    const deadline = Date.now() + APPLY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      const now = await api("/v1/memory-scores", { memory_id: recordId });
+      if (now.valuation_count > scores.valuation_count) {
+        section.replaceWith(await scoresSection(recordId));
+        return;
+      }
+    }
+    throw new ApiError("the rating was not applied in time: see the dead letters");
+  } catch (error) {
+    outcome.textContent = error.message;
+    outcome.className = "outcome error";
+    for (const button of section.querySelectorAll("button")) button.disabled = false;
+    if (error instanceof AuthError) status(`The API refused: ${error.message}`, "error");
+  }
 }
 
 async function diffSection(recordId, versions) {
