@@ -182,6 +182,19 @@ class Publisher:
                         for memory_id, useful in ratings.items()],
         }, event_id=event_id)
 
+    async def change_scoring(
+        self, namespace: str, changes: Mapping[str, int | float], changed_by: str, *,
+        expected_version: int | None = None, event_id: str | None = None,
+    ) -> str:
+        """Publish a memory.scoring: set the namespace's adaptive scoring parameters named in
+        `changes` (`{name: number}`, the others kept), by `changed_by`, on the version
+        `expected_version` if given (a change of another is refused as stale); return the
+        event id."""
+        return await self.publish("memory.scoring", namespace, {
+            "changes": dict(changes), "changed_by": changed_by,
+            "expected_version": expected_version,
+        }, event_id=event_id)
+
     async def request_consolidation(self, namespace: str, *, event_id: str | None = None) -> str:
         """Ask the workers to consolidate the namespace now, whatever the trigger rules say;
         return the request's event_id, which its maintenance report will carry."""

@@ -16,8 +16,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictBool,
     StringConstraints,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -331,6 +333,41 @@ class MemoryRatePayload(_Payload):
         return self
 
 
+MAX_SCORING_CHANGES = 20
+
+
+def _number(value: object) -> int | float:
+    """A JSON number as it came (an integer stays one): a boolean or a string of digits is
+    no number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number (got {type(value).__name__})")
+    return value
+
+
+ScoringParameter = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+# One error per value that is not a number (a union of int and float would give two).
+ScoringValue = Annotated[int | float, PlainValidator(_number),
+                         WithJsonSchema({"type": "number"})]
+
+
+class MemoryScoringPayload(_Payload):
+    """A change of the namespace's adaptive scoring config (seed 003's parameters): each
+    parameter named takes its new value, the others keep theirs. The worker applies it to the
+    newest config as the next version once the result is valid as a whole (each value in its
+    range, the three blend weights summing to 1); a change it refuses dead-letters the event
+    (docs/retrieval.md#adaptive-scores-seed-003)."""
+
+    changes: dict[ScoringParameter, ScoringValue] = Field(
+        min_length=1, max_length=MAX_SCORING_CHANGES,
+        description="Parameter name -> its new value (a JSON number).")
+    changed_by: Identifier = Field(
+        description="Who changed it; over HTTP the key that did (key:<key id>).")
+    expected_version: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="The version the change was made on (0: the defaults, "
+        "never changed): a change of any other version is stale and refused (stale_version), "
+        "so that no change is made on a config its author did not see. None: the newest.")
+
+
 class RunStarted(_EnvelopeFields):
     type: Literal["run.started"]
     payload: RunStartedPayload
@@ -384,6 +421,11 @@ class MemoryBlock(_EnvelopeFields):
 class MemoryRate(_EnvelopeFields):
     type: Literal["memory.rate"]
     payload: MemoryRatePayload
+
+
+class MemoryScoring(_EnvelopeFields):
+    type: Literal["memory.scoring"]
+    payload: MemoryScoringPayload
 
 
 ConsolidateReason = Literal["new_memories", "manual"]
@@ -471,7 +513,7 @@ class SessionSlept(_EnvelopeFields):
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 # Events that change a stored memory, named by its record_id.
 LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
-MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock | MemoryRate
+MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock | MemoryRate | MemoryScoring
 SessionEvent = SessionWoke | SessionCheckpointed | SessionSlept
 
 # The event types accepted on each input topic: anything else is an unknown type.
@@ -489,7 +531,7 @@ LIFECYCLE_EVENT_TYPES: dict[str, type[LifecycleEvent]] = {
 }
 MEMORY_EVENT_TYPES: dict[str, type[MemoryEvent]] = {
     "memory.write": MemoryWrite, **LIFECYCLE_EVENT_TYPES, "memory.block": MemoryBlock,
-    "memory.rate": MemoryRate,
+    "memory.rate": MemoryRate, "memory.scoring": MemoryScoring,
 }
 CONSOLIDATE_EVENT_TYPES: dict[str, type[ConsolidateRequest]] = {
     "memory.consolidate": ConsolidateRequest,

@@ -42,6 +42,7 @@ from streams.api.records import wire_records
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.review_queue import wire_review_queue
 from streams.api.runs import wire_runs
+from streams.api.scoring_config import wire_scoring_config
 from streams.api.search import wire_search
 from streams.api.sessions import wire_sessions
 from streams.api.summary import wire_summary
@@ -167,6 +168,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_runs(pages, runtime)
     wire_sessions(pages, runtime, index, fallback, settings.memory, retrievals)
     wire_ratings(pages, runtime)
+    wire_scoring_config(pages, runtime)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -546,6 +547,61 @@ def rate(client: MemoryClient, args: argparse.Namespace, config: Config,
     return 0
 
 
+def scoring_change_of(argument: str) -> tuple[str, int | float]:
+    """`name=number` as (name, number): a number written as an integer stays one."""
+    name, equals, written = argument.partition("=")
+    number: int | float
+    try:
+        number = int(written)
+    except ValueError:
+        try:
+            number = float(written)
+        except ValueError:
+            number = math.nan
+    if not name or not equals or not math.isfinite(number):
+        raise CliError(EXIT_USAGE, f"a change is NAME=NUMBER, not {argument!r}")
+    return name, number
+
+
+def scoring(client: MemoryClient, args: argparse.Namespace, config: Config,
+            output: Output) -> int:
+    namespace = namespace_of(args, config)
+    if args.action == "set":
+        changes = dict(scoring_change_of(argument) for argument in args.changes)
+        if len(changes) < len(args.changes):
+            raise CliError(EXIT_USAGE, "each parameter is set once")
+        accepted = client.set_scoring_config(changes, namespace=namespace,
+                                             expected_version=args.expected_version)
+        if output.as_json:
+            output.json(accepted.raw)
+        else:
+            output.line(f"change of {', '.join(changes)} sent (event {accepted.event_id}); "
+                        f"checked on version {accepted.checked_on_version}")
+        return 0
+    if args.action == "history":
+        history = client.scoring_config_history(namespace=namespace, limit=args.limit)
+        if output.as_json:
+            output.json(history.raw)
+            return 0
+        output.table(["version", "changed at", "by", "changes"], [
+            (v.version, when(v.changed_at), v.changed_by,
+             ", ".join(f"{name}={value:g}" for name, value in sorted(v.changes.items())))
+            for v in history.versions])
+        return 0
+    settings = client.scoring_config(namespace=namespace)
+    if output.as_json:
+        output.json(settings.raw)
+        return 0
+    output.line(f"version {settings.version}, changed by {settings.changed_by} at "
+                f"{when(settings.changed_at)}" if settings.changed_by is not None
+                else "version 0: the defaults, never changed")
+    output.table(["parameter", "value", "default", "valid"], [
+        (p.name, f"{p.value:g}", f"{p.default:g}", p.valid) for p in settings.parameters])
+    for constraint in settings.constraints:
+        output.line(f"and {constraint}")
+    return 0
+
+
 def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
     """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
     # Imported here: the mcp SDK takes a second to import, which every other command would
@@ -561,7 +617,7 @@ COMMANDS: dict[str, Command] = {
     "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
-    "summary": summary, "rate": rate,
+    "summary": summary, "rate": rate, "scoring": scoring,
 }
 
 
@@ -680,6 +736,19 @@ def parser() -> argparse.ArgumentParser:
     rated.add_argument("--gap", help="what was needed and not found")
     rated.add_argument("--gap-query", help="what was searched for the gap")
     rated.add_argument("--agent", help="the rating agent (admin keys bound to none)")
+    scoring_commands = command("scoring", "the adaptive scoring's config: show, history, set "
+                                          "(admin keys)").add_subparsers(
+        dest="action", required=True, metavar="show|history|set")
+    command("show", "the config in effect: each parameter's value, default and range",
+            scoring_commands)
+    command("history", "the config's versions, newest first: what each changed, who, when",
+            scoring_commands).add_argument("--limit", type=int,
+                                           help="at most this many (20; at most 200)")
+    setting = command("set", "change parameters, the others kept (an admin key)",
+                      scoring_commands)
+    setting.add_argument("changes", nargs="+", metavar="NAME=NUMBER")
+    setting.add_argument("--expected-version", type=int,
+                         help="the version the change is made on: refused if it moved since")
     command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 

@@ -215,6 +215,9 @@ class MemoryClient(_Settings):
     session = Route(routes.session)
     rate_memories = Route(routes.rate_memories)
     memory_scores = Route(routes.memory_scores)
+    scoring_config = Route(routes.scoring_config)
+    scoring_config_history = Route(routes.scoring_config_history)
+    set_scoring_config = Route(routes.set_scoring_config)
 
 
 class AsyncMemoryClient(_Settings):
@@ -303,3 +306,6 @@ class AsyncMemoryClient(_Settings):
     session = AsyncRoute(routes.session)
     rate_memories = AsyncRoute(routes.rate_memories)
     memory_scores = AsyncRoute(routes.memory_scores)
+    scoring_config = AsyncRoute(routes.scoring_config)
+    scoring_config_history = AsyncRoute(routes.scoring_config_history)
+    set_scoring_config = AsyncRoute(routes.set_scoring_config)

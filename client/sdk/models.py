@@ -909,3 +909,57 @@ class MemoryScores(Answer):
     def use(self) -> MemoryUse | None:
         """The reading agent's use of the memory; None when `agents` are answered."""
         return None if self.agent_id is None else MemoryUse.model_validate(self.raw)
+
+
+class ScoringParameter(Answer):
+    """One parameter of the adaptive scoring: its value, its default and its range
+    ([minimum, maximum], the minimum left out when `exclusive_minimum`; no maximum: none)."""
+
+    name: str
+    value: int | float
+    default: int | float
+    type: str
+    minimum: float
+    exclusive_minimum: bool
+    maximum: float | None
+    valid: str
+    description: str
+
+
+class ScoringSettings(Answer):
+    """A namespace's adaptive scoring config in effect on the worker that answered, and its
+    version (0: the defaults, never changed)."""
+
+    namespace: str
+    version: int
+    changed_by: str | None
+    changed_at: datetime | None
+    config: dict[str, int | float]
+    parameters: list[ScoringParameter]
+    constraints: list[str]
+
+
+class ScoringVersion(Answer):
+    """One version of the config: what its change set, who, when, and every parameter
+    after it."""
+
+    version: int
+    changes: dict[str, int | float]
+    changed_by: str
+    changed_at: datetime
+    event_id: str
+    config: dict[str, int | float]
+
+
+class ScoringHistory(Answer):
+    namespace: str
+    versions: list[ScoringVersion]
+
+
+class ScoringChangeAccepted(Answer):
+    """A scoring change checked against the newest version and published: the worker
+    applies it once, by its event id, as the next version."""
+
+    namespace: str
+    event_id: str
+    checked_on_version: int

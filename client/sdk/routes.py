@@ -50,6 +50,9 @@ from client.sdk.models import (
     RunEventAccepted,
     RunHistory,
     RunList,
+    ScoringChangeAccepted,
+    ScoringHistory,
+    ScoringSettings,
     SearchAnswer,
     Session,
     SessionStepAccepted,
@@ -527,6 +530,37 @@ def memory_scores(config: Config, memory_id: str, *, namespace: str | None = Non
     ratings."""
     return get("/v1/memory-scores", MemoryScores, namespace=namespace_of(config, namespace),
                memory_id=memory_id, agent_id=agent_id)
+
+
+def scoring_config(config: Config, *,
+                   namespace: str | None = None) -> Call[ScoringSettings]:
+    """The adaptive scoring config in effect (`GET /v1/memory-scoring/config`): its version,
+    who changed it last and when, and each parameter with its value, default and range."""
+    return get("/v1/memory-scoring/config", ScoringSettings,
+               namespace=namespace_of(config, namespace))
+
+
+def scoring_config_history(config: Config, *, namespace: str | None = None,
+                           limit: int | None = None) -> Call[ScoringHistory]:
+    """The versions of the adaptive scoring config, newest first (20, at most 200): what
+    each changed, who, when."""
+    return get("/v1/memory-scoring/config/history", ScoringHistory,
+               namespace=namespace_of(config, namespace), limit=limit)
+
+
+def set_scoring_config(config: Config, changes: Mapping[str, int | float], *,
+                       namespace: str | None = None, expected_version: int | None = None,
+                       event_id: str | None = None) -> Call[ScoringChangeAccepted]:
+    """Change parameters of the adaptive scoring (a `memory.scoring`; an admin key):
+    `{name: value}`, the others kept. `expected_version`: the version the change was made on,
+    refused if the config moved since. A change the rules refuse (an unknown parameter, a
+    value out of range, weights that do not sum to 1): BadRequest, every reason in its
+    `body["problems"]`."""
+    return Call("PUT", "/v1/memory-scoring/config", ScoringChangeAccepted.model_validate,
+                body=body_of(namespace=namespace_of(config, namespace),
+                             event_id=event_id_of(event_id), changes=dict(changes),
+                             expected_version=expected_version),
+                answered_by=ACCEPTED)
 
 
 def _listed(values: Sequence[str] | None) -> list[str] | None:

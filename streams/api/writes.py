@@ -13,7 +13,8 @@ worker later, and dead-lettered as for any event. A record the key cannot see (a
 agent's personal memory) is answered 404, as one that does not exist.
 
 The event's `producer` names the key (`http:<key id>`); a key bound to an agent writes as
-that agent only; a review's reviewer is the key (`key:<key id>`), never the body.
+that agent only; a review's reviewer is the key (`key:<key id>`), never the body, as is the
+author of a scoring change (streams/api/scoring_config.py).
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def producer_of(caller: Caller) -> str:
     return f"http:{caller.key_id}"
 
 
-def reviewer_of(caller: Caller) -> str:
+def actor_of(caller: Caller) -> str:
+    """Who a change made with the key is by: a review's reviewer, a scoring change's author."""
     return f"key:{caller.key_id}"
 
 
@@ -226,7 +228,7 @@ class WriteViews:
     async def review(self, web: View, request: Request, caller: Caller) -> Response:
         body = await self._body(request)
         permitted(caller, body, "review")
-        payload = {**payload_fields(body), "reviewer": reviewer_of(caller)}
+        payload = {**payload_fields(body), "reviewer": actor_of(caller)}
         raw, parsed = self._gate.checked(envelope_of("memory.review", body, payload, caller),
                                          {"memory.review": MemoryReview})
         event = parsed.event

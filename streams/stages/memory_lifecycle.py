@@ -1,7 +1,7 @@
 """`memory.update`, `memory.deprecate`, `memory.review`, `memory.restore` → a new version of
 the record → the record sink → `memory.updated`; `memory.block` edits go to
-streams/stages/memory_blocks.py and `memory.rate` ratings to streams/stages/memory_ratings.py,
-in the same order.
+streams/stages/memory_blocks.py, `memory.rate` ratings to streams/stages/memory_ratings.py and
+`memory.scoring` changes to streams/stages/scoring_config.py, in the same order.
 
 Lifecycle events are applied one at a time, in the order of their partition (memory events
 are keyed by namespace, so every change of a record comes in order): read what the rules
@@ -37,6 +37,7 @@ from schemas.events import (
     MemoryRate,
     MemoryRestore,
     MemoryReview,
+    MemoryScoring,
     MemoryUpdate,
 )
 from schemas.records import Record
@@ -49,8 +50,11 @@ from streams.plumbing.runtime import Runtime
 from streams.stages.memory_blocks import BlockEditor
 from streams.stages.memory_ratings import RatingApplier
 from streams.stages.record_sink import RecordChange, RecordSink
+from streams.stages.scoring_config import ScoringConfigApplier
 
-Lifecycle = tuple[InboundMessage, Parsed[LifecycleEvent | MemoryBlock | MemoryRate]]
+# The events of memory.events other than writes, applied one at a time in their order.
+Applied = LifecycleEvent | MemoryBlock | MemoryRate | MemoryScoring
+Lifecycle = tuple[InboundMessage, Parsed[Applied]]
 
 
 class LifecycleApplier:
@@ -65,6 +69,7 @@ class LifecycleApplier:
         self._blocks = BlockEditor(runtime, sink, runtime.stores.blocks, block_max_chars,
                                    self._attempts, protected="core_blocks" in protect)
         self._ratings = RatingApplier(runtime)
+        self._scoring = ScoringConfigApplier(runtime)
 
     async def apply(self, items: Sequence[Lifecycle]) -> None:
         events = self._runtime.metrics.events
@@ -78,14 +83,16 @@ class LifecycleApplier:
                 continue
             events.labels(MEMORY_EVENTS, parsed.event.type, outcome).inc()
 
-    def _step(self, message: InboundMessage, parsed: Parsed[LifecycleEvent | MemoryBlock |
-                                                            MemoryRate]
-              ) -> Callable[[], Awaitable[str]]:
-        """What applies the event: ratings go to the rating applier, block edits and reviews
-        of a block's diffs to the block editor, the rest change records."""
+    def _step(self, message: InboundMessage,
+              parsed: Parsed[Applied]) -> Callable[[], Awaitable[str]]:
+        """What applies the event: ratings go to the rating applier, scoring changes to the
+        scoring config, block edits and reviews of a block's diffs to the block editor, the
+        rest change records."""
         event = parsed.event
         if isinstance(event, MemoryRate):
             return partial(self._ratings.apply_one, event)
+        if isinstance(event, MemoryScoring):
+            return partial(self._scoring.apply_one, event)
         if isinstance(event, MemoryBlock):
             return partial(self._blocks.apply_one, message, Parsed(event, parsed.sanitized))
         if isinstance(event, MemoryReview) and event.payload.block is not None \

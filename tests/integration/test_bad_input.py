@@ -526,3 +526,96 @@ async def test_no_bad_rating_stops_the_rating_behind_it(
     assert gaps == len(RATING_CASES)
     assert worker.process is not None and worker.process.poll() is None
     assert await crashes(http) == crashes_before
+
+
+@dataclass(frozen=True)
+class ScoringCase:
+    name: str
+    payload: dict[str, Any]
+    reason: str
+    # What the dead letter's error says.
+    says: str
+
+
+def by_admin(**payload: Any) -> dict[str, Any]:
+    return {"changed_by": "key:0123456789ab", **payload}
+
+
+# Each in a namespace of its own, never changed (version 0), before a valid change.
+SCORING_CASES = [
+    ScoringCase("an unknown parameter", by_admin(changes={"boost": 0.5}), "invalid_event",
+                "boost is not a scoring parameter"),
+    ScoringCase("a number as a string", by_admin(changes={"blend_boost_factor": "0.5"}),
+                "invalid_event", "must be a number (got str)"),
+    ScoringCase("a boolean", by_admin(changes={"blend_boost_factor": True}), "invalid_event",
+                "must be a number (got bool)"),
+    ScoringCase("weights that do not sum to 1", by_admin(changes={
+        "blend_usefulness_weight": 0.9}), "invalid_event", "must sum to 1"),
+    ScoringCase("a value out of its range", by_admin(changes={"recency_floor": 1.5}),
+                "invalid_event", "recency_floor must be in [0, 1] (got 1.5)"),
+    ScoringCase("a fraction for an integer", by_admin(changes={
+        "min_valuations_for_signal": 2.5}), "invalid_event",
+        "min_valuations_for_signal must be an integer"),
+    ScoringCase("no change", by_admin(changes={}), "invalid_event", "at least 1 item"),
+    ScoringCase("no author", {"changes": {"blend_boost_factor": 0.2}}, "invalid_event",
+                "changed_by"),
+    ScoringCase("a change made on a version the config is not at", by_admin(
+        changes={"blend_boost_factor": 0.2}, expected_version=3), "stale_version",
+        "made on version 3; the config is at version 0"),
+]
+
+
+async def dlq_count(http: httpx.AsyncClient, reason: str) -> float:
+    text = (await http.get("/metrics")).text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("memstream_dlq_total{") and f'reason="{reason}"' in line
+               and 'topic="memory.events"' in line)
+
+
+async def test_no_bad_scoring_change_stops_the_change_behind_it(
+    stack: Stack, worker: Worker, memory_dlq: TopicReader, http: httpx.AsyncClient,
+) -> None:
+    crashes_before = await crashes(http)
+    stale_before = await dlq_count(http, "stale_version")
+    namespaces = {case.name: f"bad-scoring-{n}-{uuid.uuid4().hex[:8]}"
+                  for n, case in enumerate(SCORING_CASES)}
+    sent: dict[str, bytes] = {}
+    valid_ids: dict[str, str] = {}
+    messages: list[tuple[bytes, bytes | None]] = []
+    for case in SCORING_CASES:
+        namespace = namespaces[case.name]
+        bad = envelope("memory.scoring", namespace, case.payload)
+        valid = envelope("memory.scoring", namespace, by_admin(
+            changes={"blend_boost_factor": 0.1}, expected_version=0))
+        sent[case.name] = dumped(bad)
+        valid_ids[namespace] = valid["event_id"]
+        messages += [(namespace.encode(), dumped(bad)), (namespace.encode(), dumped(valid))]
+    await produce_values(stack.broker.bootstrap, "memory.events", messages)
+
+    # Each bad change is dead-lettered once, as its original bytes, with its reason.
+    await memory_dlq.wait_for(lambda m: all(
+        letters_of(m, namespaces[case.name].encode()) for case in SCORING_CASES), 60)
+    for case in SCORING_CASES:
+        (letter,) = letters_of(memory_dlq.messages, namespaces[case.name].encode())
+        assert letter.headers["dlq.reason"].decode() == case.reason, case.name
+        assert case.says in letter.headers["dlq.error"].decode(), case.name
+        assert letter.value == sent[case.name], case.name
+
+    # The valid change behind each is version 1 of its namespace: no bad one made a version.
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        for _ in range(100):
+            rows = await connection.fetch(
+                "SELECT namespace, version, event_id, changes FROM scoring_config_versions "
+                "WHERE namespace = ANY($1::text[])", list(namespaces.values()))
+            if len(rows) >= len(valid_ids):
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()
+    assert {row["namespace"]: (row["version"], row["event_id"], row["changes"])
+            for row in rows} == {namespace: (1, event_id, '{"blend_boost_factor": 0.1}')
+                                 for namespace, event_id in valid_ids.items()}
+    assert await dlq_count(http, "stale_version") == stale_before + 1
+    assert worker.process is not None and worker.process.poll() is None
+    assert await crashes(http) == crashes_before

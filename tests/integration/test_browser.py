@@ -4,7 +4,8 @@ a record with two versions and their diff, a pending diff approved in the review
 seen applied, the consolidation reports and the graph; the overview, the runs and a run, the
 reports of a consolidation that merged, records named by their text, and its draft merges
 approved in the review queue and rejected on a record's page; the dead letters of events
-sent raw, and why a search found nothing. Each step is saved as a screenshot, in
+sent raw, and why a search found nothing; the scoring settings, read by any key and changed
+by an admin's, a refused change saying why. Each step is saved as a screenshot, in
 `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
 
 from __future__ import annotations
@@ -619,6 +620,100 @@ async def test_dead_letters_and_why_a_search_found_nothing(
         "23-search-nothing-relevant.png", "24-search-no-such-namespace.png"]
 
 
+@needs_chromium
+async def test_the_scoring_settings_show_the_parameters_and_an_admin_changes_them(
+    stack: Stack, worker: Worker, http: httpx.AsyncClient, chrome: Any, screenshots: Path,
+    namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    reader = stack.make_key("--namespace", namespace, "--perm", "read,write,review")
+    admin = stack.make_key("--namespace", namespace, "--perm", "admin")
+    admin_id = admin.split("_")[1]
+
+    def rows() -> dict[str, Any]:
+        return {row.get_attribute("data-parameter"): row for row in chrome.find_elements(
+            By.CSS_SELECTOR, "table.scoring tr[data-parameter]")}
+
+    def value_input(name: str) -> Any:
+        return rows()[name].find_element(By.CSS_SELECTOR, "input")
+
+    def set_value(name: str, value: str) -> None:
+        field = value_input(name)
+        field.clear()
+        field.send_keys(value)
+
+    def outcome() -> Any:
+        return chrome.find_element(By.ID, "scoring-outcome")
+
+    def open_with(key: str) -> None:
+        chrome.get(f"{worker.base_url}/ui/")
+        chrome.execute_script("sessionStorage.clear()")
+        chrome.get(f"{worker.base_url}/ui/#/scoring")
+        chrome.find_element(By.ID, "key").send_keys(key)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_for(chrome, By.CSS_SELECTOR, "[data-page=scoring] table.scoring")
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        # Any key of the namespace reads the settings; only an admin's changes them.
+        open_with(reader)
+        assert chrome.find_element(By.CSS_SELECTOR, "nav a.active").text == "Scoring"
+        assert text_of(chrome, "scoring-version") == "Version 0: the defaults, never changed."
+        shown = rows()
+        assert len(shown) == 12
+        boost = shown["blend_boost_factor"]
+        assert [cell.text for cell in boost.find_elements(By.TAG_NAME, "td")][2:4] == [
+            "0.3", "[0, 1]"]
+        assert value_input("blend_boost_factor").get_attribute("value") == "0.3"
+        assert value_input("min_valuations_for_signal").get_attribute("step") == "1"
+        assert text_of(chrome, "scoring-history") == ""
+        set_value("blend_boost_factor", "0.2")
+        chrome.find_element(By.CSS_SELECTOR, "#scoring-form button[type=submit]").click()
+        wait_until(chrome, lambda: "error" in (outcome().get_attribute("class") or ""))
+        assert f"key {reader.split('_')[1]} may not admin" in outcome().text
+        shot("30-scoring-read-only")
+
+        open_with(admin)
+        set_value("blend_boost_factor", "0.2")
+        set_value("recency_half_life_days", "14")
+        chrome.find_element(By.CSS_SELECTOR, "#scoring-form button[type=submit]").click()
+        wait_until(chrome, lambda: "applied" in (outcome().get_attribute("class") or ""),
+                   explain=lambda: outcome().text)
+        assert outcome().text == "Applied: the config is at version 1."
+        assert text_of(chrome, "scoring-version").startswith(
+            f"Version 1, changed by key:{admin_id}, ")
+        assert value_input("blend_boost_factor").get_attribute("value") == "0.2"
+        assert "changed" in (rows()["recency_half_life_days"].get_attribute("class") or "")
+        history = chrome.find_elements(By.CSS_SELECTOR, "#scoring-history tr[data-version]")
+        assert [row.find_elements(By.TAG_NAME, "td")[2].text for row in history] == [
+            f"key:{admin_id}"]
+        assert history[0].find_element(By.CSS_SELECTOR, "td.changes").text == \
+            "blend_boost_factor = 0.2, recency_half_life_days = 14"
+        shot("31-scoring-changed", whole_page=True)
+
+        # Weights that do not sum to 1: refused with the reason, nothing sent.
+        set_value("blend_usefulness_weight", "0.9")
+        chrome.find_element(By.CSS_SELECTOR, "#scoring-form button[type=submit]").click()
+        wait_until(chrome, lambda: "error" in (outcome().get_attribute("class") or ""))
+        problems = [li.text for li in outcome().find_elements(By.CSS_SELECTOR, "li")]
+        assert outcome().text.startswith("The change was refused:")
+        assert problems == ["blend_usefulness_weight + blend_recency_weight + "
+                            "blend_frequency_weight must sum to 1 (got 1.2999999999999998)"]
+        shot("32-scoring-refused", whole_page=True)
+
+    await asyncio.to_thread(drive)
+    # What the browser showed is what the worker has: one version, by the admin's key.
+    answer = (await http.get("/v1/memory-scoring/config/history",
+                             params={"namespace": namespace})).json()
+    assert [(v["version"], v["changes"], v["changed_by"]) for v in answer["versions"]] == [
+        (1, {"blend_boost_factor": 0.2, "recency_half_life_days": 14}, f"key:{admin_id}")]
+    assert sorted(p.name for p in screenshots.glob("3[0-2]-*.png")) == [
+        "30-scoring-read-only.png", "31-scoring-changed.png", "32-scoring-refused.png"]
+
+
+@needs_chromium
 async def test_a_record_page_shows_the_agents_scores_and_rates_it(
     stack: Stack, worker: Worker, updates: TopicReader, chrome: Any, screenshots: Path,
     namespace: str,

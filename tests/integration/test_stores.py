@@ -559,6 +559,61 @@ async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: s
         await stores.close()
 
 
+async def test_scoring_changes_are_versions_made_once_each_in_turn(migrated_dsn: str) -> None:
+    from processors.scoring_changes import RefusedScoringChange
+    from stores.postgres_rows import create_pool
+    from stores.scoring_configs import PostgresScoringConfigs, ScoringChange
+
+    now = [0.0]
+    pool = await create_pool(migrated_dsn, max_size=8)
+    # Three workers' views of the same table, each with its own cache, on the same clock:
+    # two apply changes, the third only reads.
+    mine = PostgresScoringConfigs(pool, clock=lambda: now[0])
+    theirs = PostgresScoringConfigs(pool, clock=lambda: now[0])
+    reader = PostgresScoringConfigs(pool, clock=lambda: now[0])
+
+    def change(event_id: str, expected_version: int | None = None,
+               **changes: float) -> ScoringChange:
+        return ScoringChange(event_id, "ns", changes or {"blend_boost_factor": 0.2}, "ana",
+                             datetime.now(UTC), expected_version)
+
+    try:
+        assert (await reader.current("ns")).version == 0
+        # Changes applied at once, by either worker, each read the version the last wrote.
+        applied = await asyncio.gather(*(
+            (mine if n % 2 else theirs).apply_change(change(f"e{n}", recency_floor=n / 10))
+            for n in range(8)))
+        assert sorted(v.version for v in applied if v is not None) == list(range(1, 9))
+        assert await mine.apply_change(change("e3", expected_version=0)) is None, "a replay"
+        with pytest.raises(RefusedScoringChange) as stale:
+            await mine.apply_change(change("e9", expected_version=7))
+        assert stale.value.reason == "stale_version"
+        with pytest.raises(RefusedScoringChange) as invalid:
+            await mine.apply_change(change("e10", blend_usefulness_weight=0.9, boost=1))
+        assert invalid.value.problems == (
+            "boost is not a scoring parameter",
+            "blend_usefulness_weight + blend_recency_weight + blend_frequency_weight must sum "
+            "to 1 (got 1.2999999999999998)")
+        history = await theirs.history("ns", 3)
+        assert [v.version for v in history] == [8, 7, 6]
+        newest = await mine.newest("ns")
+        assert (newest.version, newest.config.recency_floor, newest.changed_by) == (
+            8, history[0].config.recency_floor, "ana")
+
+        # The reader's view is what it read, until that is 2 s old; a worker's own change
+        # drops its view at once.
+        assert (await reader.current("ns")).version == 0
+        await mine.apply_change(change("e11", expected_version=8))
+        assert (await mine.current("ns")).version == 9
+        now[0] += 1.9
+        assert (await reader.current("ns")).version == 0
+        now[0] += 0.2
+        assert (await reader.current("ns")).version == 9
+        assert (await reader.current("other")).version == 0
+    finally:
+        await pool.close()
+
+
 # --- lexical ------------------------------------------------------------------------------
 
 LEXICAL_TEXTS = {

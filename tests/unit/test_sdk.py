@@ -84,6 +84,10 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "session": lambda: routes.session(CONFIG, "ses-1"),
     "rate_memories": lambda: routes.rate_memories(CONFIG, {"mem_1": True}, gap="the VPN"),
     "memory_scores": lambda: routes.memory_scores(CONFIG, "mem_1"),
+    "scoring_config": lambda: routes.scoring_config(CONFIG),
+    "scoring_config_history": lambda: routes.scoring_config_history(CONFIG, limit=5),
+    "set_scoring_config": lambda: routes.set_scoring_config(
+        CONFIG, {"blend_boost_factor": 0.2}, expected_version=3),
 }
 # The API's routes no client method is for: the browser and Prometheus.
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")

@@ -41,7 +41,13 @@ const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 
 class AuthError extends Error {}
-class ApiError extends Error {}
+class ApiError extends Error {
+  // `answer`: the API's JSON error, which may say more (a refused change's `problems`).
+  constructor(message, answer = {}) {
+    super(message);
+    this.answer = answer;
+  }
+}
 
 // -- elements ------------------------------------------------------------------------------
 
@@ -134,7 +140,7 @@ async function api(path, params = {}, { method = "GET", body, everyNamespace = f
     throw new AuthError(answer.error || `refused (${response.status})`);
   }
   if (!response.ok) {
-    throw new ApiError(answer.error || `${response.status} ${response.statusText}`);
+    throw new ApiError(answer.error || `${response.status} ${response.statusText}`, answer);
   }
   return answer;
 }
@@ -174,7 +180,7 @@ $("forget-key").addEventListener("click", () => {
 
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
   runs: runsPage, run: runPage, review: reviewPage, reports: reportsPage, graph: graphPage,
-  "dead-letters": deadLettersPage };
+  "dead-letters": deadLettersPage, scoring: scoringPage };
 // The menu entry a page is under, when it has none of its own.
 const UNDER = { run: "runs" };
 
@@ -947,6 +953,112 @@ function replayLine(command) {
   } }, "Copy");
   return el("div", { class: "replay" }, el("span", { class: "hint" }, "Replay: "), code, " ",
     copy, " ", said);
+}
+
+// -- the adaptive scoring's settings -------------------------------------------------------
+
+// The versions of the config the page lists, newest first.
+const SCORING_HISTORY = 50;
+
+// Seed 003's parameters: each with its value, default and range, editable with an admin key;
+// a change is a memory.scoring event, made on the version shown, and applied by the worker.
+async function scoringPage() {
+  const [settings, history] = await Promise.all([api("/v1/memory-scoring/config"),
+    api("/v1/memory-scoring/config/history", { limit: String(SCORING_HISTORY) })]);
+  const outcome = el("div", { class: "outcome", id: "scoring-outcome", role: "status" });
+  const inputs = settings.parameters.map((parameter) => el("input", {
+    type: "number", name: parameter.name, value: parameter.value, required: true,
+    step: parameter.type === "integer" ? "1" : "any",
+    min: parameter.exclusive_minimum ? null : parameter.minimum,
+    max: parameter.maximum, class: "scoring-value" }));
+  const form = el("form", { id: "scoring-form" },
+    el("table", { class: "scoring" },
+      el("tr", {}, ["parameter", "value", "default", "valid", ""].map((h) => el("th", {}, h))),
+      settings.parameters.map((parameter, i) => el("tr", {
+        "data-parameter": parameter.name,
+        class: parameter.value === parameter.default ? "" : "changed" },
+      el("td", {}, el("code", {}, parameter.name)), el("td", {}, inputs[i]),
+      el("td", { class: "default" }, parameter.default),
+      el("td", { class: "valid" }, parameter.valid),
+      el("td", { class: "hint" }, parameter.description)))),
+    el("p", { class: "hint" }, "And ", settings.constraints.join("; "), "."),
+    el("div", { class: "actions" }, el("button", { type: "submit" }, "Save changes"),
+      el("button", { type: "button", class: "quiet", onclick: () => {
+        for (const [i, input] of inputs.entries()) {
+          input.value = settings.parameters[i].default;
+        }
+      } }, "Back to the defaults")),
+    outcome);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    changeScoring(settings, inputs, form, outcome);
+  });
+  return el("section", { "data-page": "scoring" },
+    el("h1", {}, `Adaptive scoring · ${namespace()}`),
+    el("p", { class: "hint", id: "scoring-version" }, settings.version
+      ? `Version ${settings.version}, changed by ${settings.changed_by}, `
+        + `${when(settings.changed_at)}.`
+      : "Version 0: the defaults, never changed."),
+    el("p", { class: "hint" }, "Every recall blends each memory's adaptive score (its "
+      + "usefulness to the agent, recency and access frequency) into its score: raw × "
+      + "(blend_base_factor + blend_boost_factor × adaptive). A change reaches every worker "
+      + "within seconds; changing it takes an admin key."),
+    form,
+    el("h2", {}, "History"),
+    history.versions.length ? el("table", { class: "versions", id: "scoring-history" },
+      el("tr", {}, ["version", "when", "by", "changes"].map((h) => el("th", {}, h))),
+      history.versions.map((version) => el("tr", { "data-version": version.version },
+        el("td", {}, version.version), el("td", {}, when(version.changed_at)),
+        el("td", {}, version.changed_by),
+        el("td", { class: "changes" }, Object.entries(version.changes)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([name, value]) => `${name} = ${value}`).join(", ")))))
+      : el("p", { class: "hint" }, "Never changed."));
+}
+
+// The parameters whose value the form changed, sent as one change of the version shown; the
+// page is drawn again once the worker has applied it.
+async function changeScoring(settings, inputs, form, outcome) {
+  const changes = {};
+  for (const [i, input] of inputs.entries()) {
+    const value = Number(input.value);
+    if (value !== settings.parameters[i].value) changes[input.name] = value;
+  }
+  if (!Object.keys(changes).length) {
+    outcome.replaceChildren("Nothing changed.");
+    outcome.className = "outcome";
+    return;
+  }
+  for (const button of form.querySelectorAll("button")) button.disabled = true;
+  try {
+    const sent = await api("/v1/memory-scoring/config", {}, { method: "PUT", body: {
+      namespace: namespace(), changes, expected_version: settings.version } });
+    outcome.replaceChildren(`Change sent (event ${sent.event_id}); waiting for it to be `
+      + "applied…");
+    outcome.className = "outcome waiting";
+    const version = await scoringApplied(settings.version);
+    await render();
+    const shown = $("scoring-outcome");
+    shown.replaceChildren(`Applied: the config is at version ${version}.`);
+    shown.className = "outcome applied";
+  } catch (error) {
+    const problems = error instanceof ApiError ? error.answer.problems || [] : [];
+    outcome.replaceChildren(problems.length ? "The change was refused:" : error.message,
+      problems.length ? el("ul", { class: "problems" }, problems.map((problem) =>
+        el("li", {}, problem))) : null);
+    outcome.className = "outcome error";
+    for (const button of form.querySelectorAll("button")) button.disabled = false;
+  }
+}
+
+async function scoringApplied(before) {
+  const deadline = Date.now() + APPLY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    const { version } = await api("/v1/memory-scoring/config");
+    if (version > before) return version;
+  }
+  throw new ApiError(`Not applied within ${APPLY_TIMEOUT_MS / 1000}s: is the worker consuming?`);
 }
 
 // -- consolidation reports -----------------------------------------------------------------
