@@ -2,8 +2,8 @@
 rates the memory a question found first "not useful", three times, and the one under it
 "useful", finds them the other way round; another agent's recall of the same question is
 unmoved; `explain=true` shows each hit's lists, fused score, profile weight, adaptive score
-with its parts and its blend, in search and in the context pack; and the Postgres fallback
-blends alike."""
+with its parts and its blend, in search and in the context pack; a config with no boost
+gives the raw ranking back; and the Postgres fallback blends alike."""
 
 from __future__ import annotations
 
@@ -126,9 +126,14 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
         assert (own["valuation_count"], own["adaptive"]["usefulness"]) == (3, 0.0)
         assert own["blend_factor"] == pytest.approx(0.70 + 0.30 * own["adaptive"]["score"],
                                                     abs=1e-3)
-        overseen = (await admin_http.get("/v1/memory-scores", params={
-            "namespace": namespace, "memory_id": first})).json()
-        users = {user["agent_id"]: user for user in overseen["agents"]}
+        # (Bob's recall is counted when the retrieval log is next written.)
+        for _ in range(100):
+            overseen = (await admin_http.get("/v1/memory-scores", params={
+                "namespace": namespace, "memory_id": first})).json()
+            users = {user["agent_id"]: user for user in overseen["agents"]}
+            if set(users) == {"ann", "bob"}:
+                break
+            await asyncio.sleep(0.2)
         assert set(users) == {"ann", "bob"}
         assert (users["ann"]["useful_count"], users["bob"]["valuation_count"]) == (0, 0)
         assert users["bob"]["access_count"] >= 1
@@ -154,6 +159,26 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
         # (Each recall is one more access: the blends have grown a little since.)
         blends = [float(row[header.index("blend")]) for row in rows[:2]]
         assert 1.0 >= blends[0] > blends[1] >= 0.70 + 0.30 * 0.35, blends
+
+        # With no boost, Ann's ratings leave her ranking as it was: the raw one.
+        changed = await admin_http.put("/v1/memory-scoring/config", json={
+            "namespace": namespace, "changes": {"blend_boost_factor": 0}})
+        assert changed.status_code == 202, changed.text
+        for _ in range(100):
+            unboosted = await recalled(ann_http, namespace)
+            if unboosted[0]["explain"]["adaptive"]["config_version"] == 1:
+                break
+            await asyncio.sleep(0.2)
+        assert order(unboosted)[:2] == [first, second], unboosted
+        assert {hit["explain"]["blend_factor"] for hit in unboosted} == {0.7}
+        restored = await admin_http.put("/v1/memory-scoring/config", json={
+            "namespace": namespace, "changes": {"blend_boost_factor": 0.3}})
+        assert restored.status_code == 202, restored.text
+        for _ in range(100):
+            if (await recalled(ann_http, namespace))[0]["explain"]["adaptive"][
+                    "config_version"] == 2:
+                break
+            await asyncio.sleep(0.2)
 
         pack = await ann_http.get("/v1/context", params={
             "namespace": namespace, "query": QUESTION, "explain": "true"})
