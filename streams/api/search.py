@@ -266,8 +266,10 @@ class Scoring:
                now: datetime) -> dict[str, Blend]:
         """The blend of each record from the agent's use of it (`used`; a record it never
         used has the score of no use)."""
-        return {record_id: blend_of(used.get(record_id, NO_USE), self.current, now)
-                for record_id in record_ids}
+        # Most candidates were never used by the agent: their blend is one and the same.
+        unused = blend_of(NO_USE, self.current, now)
+        return {record_id: blend_of(used[record_id], self.current, now)
+                if record_id in used else unused for record_id in record_ids}
 
 
 NO_USE = MemoryUse()
