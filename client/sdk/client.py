@@ -215,6 +215,7 @@ class MemoryClient(_Settings):
     session = Route(routes.session)
     rate_memories = Route(routes.rate_memories)
     memory_scores = Route(routes.memory_scores)
+    gaps = Route(routes.gaps)
 
 
 class AsyncMemoryClient(_Settings):
@@ -303,3 +304,4 @@ class AsyncMemoryClient(_Settings):
     session = AsyncRoute(routes.session)
     rate_memories = AsyncRoute(routes.rate_memories)
     memory_scores = AsyncRoute(routes.memory_scores)
+    gaps = AsyncRoute(routes.gaps)

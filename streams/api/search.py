@@ -30,6 +30,7 @@ import numpy as np
 from faust.web import Request, Response, View
 
 from processors.access import Caller
+from processors.gaps import unanswered
 from processors.lexical import (
     context_texts,
     coverage,
@@ -121,6 +122,10 @@ def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: Se
         retrievals.surfaced(namespace=namespace, query=asked, route="/v1/search",
                             record_ids=[hit["record_id"] for hit in answer["hits"]],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
+        if unanswered(query.query, query.scope.min_score, len(answer["hits"]),
+                      DEFAULT_MIN_SCORE):
+            retrievals.missed(namespace=namespace, query=query.query,
+                              agent_id=query.scope.agent_id)
         return web.json({**answer, "budget_exhausted": False})
 
 

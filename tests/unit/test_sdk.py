@@ -84,6 +84,7 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "session": lambda: routes.session(CONFIG, "ses-1"),
     "rate_memories": lambda: routes.rate_memories(CONFIG, {"mem_1": True}, gap="the VPN"),
     "memory_scores": lambda: routes.memory_scores(CONFIG, "mem_1"),
+    "gaps": lambda: routes.gaps(CONFIG, status="all", limit=5),
 }
 # The API's routes no client method is for: the browser and Prometheus.
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")
