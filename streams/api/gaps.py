@@ -35,6 +35,8 @@ MAX_GROUPS_LIMIT = 100
 # The gaps a group lists, the most met first.
 GAPS_SHOWN = 10
 LIMIT = integer(1, MAX_GROUPS_LIMIT)
+# A group's id, as Postgres keeps it (bigserial).
+GROUP_ID = integer(1, 2**63 - 1)
 STATUS = one_of(get_args(GapStatus))
 
 
@@ -115,7 +117,7 @@ def encode_cursor(group: GapGroup) -> str:
 def cursor_position(cursor: str) -> GroupPosition:
     """The position a cursor of `encode_cursor` stands for."""
     return cursors.position_of(cursor, 1, "listing", lambda at, keys: GroupPosition(
-        at, int(keys[0])))
+        at, GROUP_ID(keys[0])))
 
 
 GAPS_PARAMS: Params = {

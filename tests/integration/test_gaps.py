@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ import pytest
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from tests.integration.conftest import updated_ids
+from tests.integration.test_cli import memstream
 from tests.integration.test_write_endpoints import client, posted
 
 pytestmark = pytest.mark.integration
@@ -60,7 +62,7 @@ def texts(group: dict[str, Any]) -> set[str]:
 
 async def test_a_recall_that_finds_nothing_is_a_gap_until_a_memory_answers_it(
     stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
-    namespace: str,
+    namespace: str, tmp_path: Path,
 ) -> None:
     unrelated = await announced(http, updates, namespace, UNRELATED)
     ann = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ann")
@@ -109,6 +111,13 @@ async def test_a_recall_that_finds_nothing_is_a_gap_until_a_memory_answers_it(
         (still_open,) = (await as_ann.get("/v1/gaps", params={
             "namespace": namespace})).json()["groups"]
         assert texts(still_open) == {NAMED}
+        listed = memstream("gaps", "-n", namespace, "--status", "all", url=worker.base_url,
+                           key=ann, home=tmp_path)
+        assert listed.code == 0, listed.err
+        assert listed.out.split("\n", 1)[0].split() == ["group", "status", "times", "agents",
+                                                        "last", "seen"]
+        assert f"(answered by {answer})" in " ".join(listed.out.split())
+        assert NAMED in listed.out
         # Asked again, the question is answered: no gap is met.
         again = await as_ann.get("/v1/search", params={"namespace": namespace,
                                                        "query": QUESTION})
