@@ -4,8 +4,9 @@ a record with two versions and their diff, a pending diff approved in the review
 seen applied, the consolidation reports and the graph; the overview, the runs and a run, the
 reports of a consolidation that merged, records named by their text, and its draft merges
 approved in the review queue and rejected on a record's page; the dead letters of events
-sent raw, and why a search found nothing; the gaps agents met, open and resolved. Each step is saved as a screenshot, in
-`MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
+sent raw, and why a search found nothing; the gaps agents met, open and resolved. Each step
+is saved as a screenshot, in `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the
+path is printed)."""
 
 from __future__ import annotations
 
