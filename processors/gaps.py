@@ -36,6 +36,7 @@ it holds, and each row is resolved on its own (a group is resolved once all its 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 from processors.lexical import terms
 from processors.redaction import redact_secrets
@@ -44,13 +45,22 @@ from processors.redaction import redact_secrets
 SAME_QUESTION_COSINE = 0.73
 
 
-def unanswered(query: str, min_score: float, shown: int, answer_floor: float) -> bool:
+# A recall's parameters that narrow what it looks at: with any of them, an empty answer may
+# be the filter's, not memory's.
+FILTERS = frozenset({"kind", "memory_type", "tag", "tier", "review_state", "related_id",
+                     "since", "until"})
+
+
+def unanswered(query: str, min_score: float, shown: int, answer_floor: float,
+               given: Iterable[str]) -> bool:
     """Whether a recall met a gap: it asked a question (a search by related ids alone asks
-    none), looked at least as far down as `answer_floor` (search's default minimum score:
-    what a later memory must reach to resolve the gap), and showed nothing. A recall that
-    asked for more than the floor and found nothing does not say that memory holds nothing
-    at the floor; one that asked for less and was shown weak hits was given something."""
-    return bool(query.strip()) and min_score <= answer_floor and shown == 0
+    none), over the whole namespace (none of `FILTERS` among the parameters `given`), looked
+    at least as far down as `answer_floor` (search's default minimum score: what a later
+    memory must reach to resolve the gap), and showed nothing. A recall that asked for more
+    than the floor and found nothing does not say that memory holds nothing at the floor;
+    one that asked for less and was shown weak hits was given something."""
+    return bool(query.strip()) and FILTERS.isdisjoint(given) and \
+        min_score <= answer_floor and shown == 0
 
 
 def kept_text(text: str) -> str:

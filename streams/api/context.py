@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -88,7 +88,7 @@ def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: S
                             record_ids=[item["record_id"] for items in pack["sections"].values()
                                         for item in items],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
-        note_gap(retrievals, flags, query, pack)
+        note_gap(retrievals, flags, query, pack, request.query.keys())
         return web.json({**pack, "enabled": True, "budget_exhausted": False})
 
 
@@ -307,14 +307,16 @@ def item_view(item: Candidate) -> dict[str, Any]:
 
 
 def note_gap(retrievals: RetrievalLog, flags: MemoryFlags, query: ContextQuery,
-             pack: Mapping[str, Any]) -> None:
+             pack: Mapping[str, Any], given: Iterable[str]) -> None:
     """Queue the pack's question as a gap if its retrieved sections found nothing, packed
-    or left out (processors/gaps.py). A pack that searched no section (both turned off), or
-    whose section failed, does not say what memory holds."""
+    or left out, and the parameters `given` did not narrow them (processors/gaps.py). A pack
+    that searched no section (both turned off), or whose section failed, does not say what
+    memory holds."""
     searched = (flags.history or flags.long_term) and \
         not {"history", "long_term"} & set(pack["degraded"])
     found = sum(len(items) for items in pack["sections"].values()) + \
         sum(pack["dropped"].values())
-    if searched and unanswered(query.query, query.scope.min_score, found, DEFAULT_MIN_SCORE):
+    if searched and unanswered(query.query, query.scope.min_score, found, DEFAULT_MIN_SCORE,
+                               given):
         retrievals.missed(namespace=query.scope.namespace, query=query.query,
                           agent_id=query.scope.agent_id)

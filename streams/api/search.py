@@ -123,7 +123,7 @@ def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: Se
                             record_ids=[hit["record_id"] for hit in answer["hits"]],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
         if unanswered(query.query, query.scope.min_score, len(answer["hits"]),
-                      DEFAULT_MIN_SCORE):
+                      DEFAULT_MIN_SCORE, request.query.keys()):
             retrievals.missed(namespace=namespace, query=query.query,
                               agent_id=query.scope.agent_id)
         return web.json({**answer, "budget_exhausted": False})

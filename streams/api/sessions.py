@@ -126,7 +126,7 @@ class SessionViews:
             namespace=namespace, query=task, route="/v1/sessions/wake", agent_id=agent, run_id=None,
             record_ids=[item["record_id"] for items in pack["sections"].values()
                         for item in items])
-        note_gap(self._retrievals, self._flags, query, pack)
+        note_gap(self._retrievals, self._flags, query, pack, params.keys())
         return pack
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:

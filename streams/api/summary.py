@@ -65,7 +65,7 @@ def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: S
                             record_ids=answer["memory_ids"], agent_id=query.scope.agent_id,
                             run_id=query.run_id)
         if unanswered(query.query, query.scope.min_score, answer["hits_found"],
-                      DEFAULT_MIN_SCORE):
+                      DEFAULT_MIN_SCORE, request.query.keys()):
             retrievals.missed(namespace=namespace, query=query.query,
                               agent_id=query.scope.agent_id)
         return web.json({**answer, "budget_exhausted": False})

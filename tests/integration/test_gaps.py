@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from client.sdk import AsyncMemoryClient
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from tests.integration.conftest import updated_ids
@@ -76,10 +77,12 @@ async def test_a_recall_that_finds_nothing_is_a_gap_until_a_memory_answers_it(
                                                        "query": REWORDED})
         assert pack.status_code == 200, pack.text
         assert pack.json()["sections"] == {"history": [], "long_term": []}
-        # A search by related ids alone asks no question, and a recall stricter than the
-        # default minimum score does not say that nothing reaches it: neither is a gap.
+        # A search by related ids alone asks no question, a recall stricter than the default
+        # minimum score does not say that nothing reaches it, and one narrowed by a filter
+        # may have found nothing for the filter's sake: none is a gap.
         for params in ({"related_id": "mem_none"},
-                       {"query": "where is the staging VPN config", "min_score": "0.9"}):
+                       {"query": "where is the staging VPN config", "min_score": "0.9"},
+                       {"query": "where is the staging VPN config", "tag": "nonesuch"}):
             assert (await as_ann.get("/v1/search", params={
                 "namespace": namespace, **params})).json()["hits"] == []
         await posted(as_ann, "/v1/ratings", {"namespace": namespace, "ratings": [
@@ -111,6 +114,15 @@ async def test_a_recall_that_finds_nothing_is_a_gap_until_a_memory_answers_it(
         (still_open,) = (await as_ann.get("/v1/gaps", params={
             "namespace": namespace})).json()["groups"]
         assert texts(still_open) == {NAMED}
+        async with AsyncMemoryClient(worker.base_url, key=ann, namespace=namespace,
+                                     env={"HOME": str(tmp_path)}) as sdk:
+            through_sdk = await sdk.gaps(status="resolved")
+        (group,) = through_sdk.groups
+        assert (group.group_id, group.status, group.times) == (resolved["group_id"],
+                                                              "resolved", 2)
+        assert {gap.resolved_by for gap in group.gaps} == {answer}
+        assert [r.record_id for r in group.resolved_by] == [answer]
+        assert through_sdk.next is None
         listed = memstream("gaps", "-n", namespace, "--status", "all", url=worker.base_url,
                            key=ann, home=tmp_path)
         assert listed.code == 0, listed.err

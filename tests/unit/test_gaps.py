@@ -1,7 +1,8 @@
-"""The rules of gaps (processors/gaps.py): when a recall met one, which row counts it, which
-group it joins at write, what it keeps of its text; and how a batch of sightings is counted
-by row (stores/gaps.py). Grouping by embedding and resolution on the real stack:
-tests/integration/test_gaps.py; the grouping threshold's measurement: bench/gap_grouping.py."""
+"""The rules of gaps (processors/gaps.py): when a recall met one (not under a filter),
+which row counts it, which group it joins at write, what it keeps of its text; and how a
+batch of sightings is counted by row (stores/gaps.py). Grouping by embedding and resolution
+on the real stack: tests/integration/test_gaps.py; the grouping threshold's measurement:
+bench/gap_grouping.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from stores.gaps import GapSighting, counted
 FLOOR = 0.5
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 TOKEN = "ghp_" + "a1b2c3d4e5" * 4
+
+
+QUESTION = {"namespace", "query", "min_score", "limit", "profile", "agent_id", "run_id"}
 
 
 @pytest.mark.parametrize(("query", "min_score", "shown", "gap"), [
@@ -32,7 +36,15 @@ TOKEN = "ghp_" + "a1b2c3d4e5" * 4
 ])
 def test_a_recall_met_a_gap_when_it_asked_and_showed_nothing_down_to_the_floor(
         query: str, min_score: float, shown: int, gap: bool) -> None:
-    assert unanswered(query, min_score, shown, FLOOR) is gap
+    assert unanswered(query, min_score, shown, FLOOR, QUESTION) is gap
+
+
+@pytest.mark.parametrize("narrowing", ["kind", "memory_type", "tag", "tier", "review_state",
+                                       "related_id", "since", "until"])
+def test_a_recall_narrowed_by_a_filter_meets_no_gap(narrowing: str) -> None:
+    """An empty answer may be the filter's: the gap would be asked again without it."""
+    assert not unanswered("how do I rotate the signing keys", 0.5, 0, FLOOR,
+                          QUESTION | {narrowing})
 
 
 def test_the_same_words_in_other_case_or_spacing_are_one_row() -> None:
