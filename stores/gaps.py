@@ -121,10 +121,10 @@ class Gaps(Protocol):
         """The oldest groups not yet compared with the others."""
 
     async def place_group(self, group_id: int, namespace: str, embedding: Vector,
-                          min_cosine: float) -> int:
+                          min_cosine: float) -> None:
         """Keep the group's embedding and fold it into the nearest group of its namespace
-        (one folded into none) whose embedding is at least `min_cosine` from it; return the
-        group it is now part of (itself, if none is that near)."""
+        (one folded into none) whose embedding is at least `min_cosine` from it, if any; a
+        group placed already stays as it is."""
 
     async def due_checks(self, limit: int, lease_s: float) -> list[DueCheck]:
         """Claim, for `lease_s`, the open gaps whose namespace announced a record since the
@@ -233,7 +233,7 @@ class PostgresGaps:
         return [UnplacedGroup(row["id"], row["namespace"], row["question"]) for row in rows]
 
     async def place_group(self, group_id: int, namespace: str, embedding: Vector,
-                          min_cosine: float) -> int:
+                          min_cosine: float) -> None:
         async with self._pool.acquire() as connection, connection.transaction():
             # One namespace's groups are placed one at a time: two new groups of the same
             # question placed together would each find no other and stay apart.
@@ -252,7 +252,6 @@ class PostgresGaps:
             await connection.execute(
                 "UPDATE memory_gap_groups SET embedding = $2, merged_into = $3"
                 " WHERE id = $1 AND embedding IS NULL", group_id, embedding, root)
-        return group_id if root is None else int(root)
 
     async def due_checks(self, limit: int, lease_s: float) -> list[DueCheck]:
         rows = await self._pool.fetch(

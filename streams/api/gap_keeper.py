@@ -17,9 +17,10 @@ Each pass, bounded:
 Asking again, rather than matching each new memory against the open gaps, keeps "answers
 the question" meaning exactly what a recall would show: the same ranking, relevance and
 visibility, and whatever the search comes to weigh. It lives here, beside search, because it
-is a recall; like the retrieval log, it keeps bookkeeping of reads, never a record. Several
-workers share the work: each claims the gaps it asks for `LEASE_S`, and a claim left by a
-worker that died runs out.
+is a recall (a stage may not import the HTTP face, and hybrid search is the HTTP face's);
+like the retrieval log, it keeps bookkeeping of reads, never a record. Several workers share
+the work: each claims the gaps it asks for `LEASE_S`, and a claim left by a worker that died
+runs out. Two that embed the same new group place it once: the second finds it placed.
 """
 
 from __future__ import annotations
