@@ -2,8 +2,8 @@
 a gap keeps of its text, which row counts it, and which gaps ask the same question.
 
 A gap is met two ways. Explicitly: an agent says so when it rates what it was given
-(`memory.rate`'s `gap`). Implicitly: a recall made for a question (a search, a context pack,
-a summary, a session's wake) showed nothing (`unanswered`).
+(`memory.rate`'s `gap`). Implicitly: a recall made for a question over the whole namespace
+(a search, a context pack, a summary, a session's wake) showed nothing (`unanswered`).
 
 Each (namespace, agent, source, `gap_key`) is one row, counted each time it is met again:
 the key is the text lower-cased with its spacing collapsed, so the same words asked again
@@ -12,8 +12,9 @@ are the same gap.
 Rows that ask the same question in other words are one group, by two rules:
 
 - at write, the same content terms (`terms_key`: the set of stemmed words that are not stop
-  words, as the lexical signal of search reads them): "How do I rotate the API keys?" and
-  "rotating API keys" share a group at once, without the model;
+  words, as the lexical signal of search reads them): "What port does the metrics exporter
+  listen on?" and "metrics exporter listening port" share a group at once, without the
+  model;
 - then the keeper (streams/api/gap_keeper.py) embeds each new group's first question and
   folds it into the nearest older group whose first question lies at a cosine of at least
   `SAME_QUESTION_COSINE` from it ("where are the TLS certificates stored" and "location of
