@@ -14,7 +14,8 @@ The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`;
 the refusal rules' precision and recall per reason: `python -m bench.refusal_eval`; the
-write-time twin threshold's sweep: `python -m bench.duplicate_threshold`.
+write-time twin threshold's sweep: `python -m bench.duplicate_threshold`; the gap grouping
+threshold: `python -m bench.gap_grouping`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The rules of a rating (`memory.rate`, seed 003's rate_memories): who may rate what, and
-how an explicit gap is grouped.
+"""The rules of a rating (`memory.rate`, seed 003's rate_memories): who may rate what (the
+gap a rating names follows processors/gaps.py).
 
 An agent rates memories it was given, so it may rate only what it may read: a shared
 memory, or one personal to itself. One memory it may not rate makes the whole event a dead
@@ -11,7 +11,6 @@ HTTP answer tells them apart.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -51,9 +50,3 @@ def not_rateable(rater: str, namespace: str, missing: Sequence[str]) -> str:
     return (f"no memory {', '.join(missing)} that agent {rater!r} may read in namespace "
             f"{namespace!r}")
 
-
-def gap_key(gap: str) -> str:
-    """The group of an explicit gap: the same need, said again by the same agent in other
-    case or spacing, counts in one row."""
-    normalised = " ".join(gap.lower().split())
-    return hashlib.sha256(normalised.encode()).hexdigest()[:32]

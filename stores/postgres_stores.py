@@ -11,6 +11,7 @@ from stores.consolidations import PostgresConsolidations
 from stores.core_blocks import PostgresCoreBlocks
 from stores.dead_letters import PostgresDeadLetters
 from stores.fix_patterns import PostgresFixPatterns
+from stores.gaps import PostgresGaps
 from stores.postgres_rows import create_pool
 from stores.ratings import PostgresRatings
 from stores.record_versions import PostgresRecordVersions
@@ -41,6 +42,7 @@ class PostgresStores:
         self.dead_letters = PostgresDeadLetters(pool)
         self.sessions = PostgresSessions(pool)
         self.ratings = PostgresRatings(pool)
+        self.gaps = PostgresGaps(pool)
         self.scoring_configs = PostgresScoringConfigs(pool)
 
     @classmethod

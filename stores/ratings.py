@@ -1,7 +1,8 @@
 """What agents make of their memories: their ratings (`memory_valuations`), the gaps they
 name (`memory_gaps`), and per (agent, memory) the inputs of the adaptive score
 (`memory_scores`). `Ratings` is the contract the rating stage and the reads use;
-`PostgresRatings` keeps it in the source of truth. The accesses in `memory_scores` are
+`PostgresRatings` keeps it in the source of truth. A gap is counted as stores/gaps.py counts
+every gap, in the rating's transaction. The accesses in `memory_scores` are
 counted by stores/retrievals.py, in the transaction that writes the retrieval log.
 
 The score itself is not stored: it decays with time since the last access and the last
@@ -18,13 +19,13 @@ from typing import Protocol
 import asyncpg
 
 from processors.adaptive_scoring import MemoryUse
+from stores.gaps import GapSighting, count_sightings
 
 
 @dataclass(frozen=True)
 class Gap:
     """What the rater needed and memory did not hold, with the search that missed it."""
 
-    key: str
     text: str
     query: str | None
 
@@ -110,21 +111,9 @@ class PostgresRatings:
                 rating.namespace, rating.agent_id, rating.valued_at,
                 [memory_id for memory_id, _ in rows], [useful for _, useful in rows])
             if rating.gap is not None:
-                await connection.execute(
-                    """
-                    INSERT INTO memory_gaps (namespace, agent_id, source, gap_key, gap, query,
-                                             first_seen, last_seen, times, last_event_id)
-                    VALUES ($1, $2, 'explicit', $3, $4, $5, $6, $6, 1, $7)
-                    ON CONFLICT (namespace, agent_id, source, gap_key) DO UPDATE SET
-                        gap = EXCLUDED.gap,
-                        query = COALESCE(EXCLUDED.query, memory_gaps.query),
-                        first_seen = LEAST(memory_gaps.first_seen, EXCLUDED.first_seen),
-                        last_seen = GREATEST(memory_gaps.last_seen, EXCLUDED.last_seen),
-                        times = memory_gaps.times + 1,
-                        last_event_id = EXCLUDED.last_event_id
-                    """,
-                    rating.namespace, rating.agent_id, rating.gap.key, rating.gap.text,
-                    rating.gap.query, rating.valued_at, rating.event_id)
+                await count_sightings(connection, [GapSighting(
+                    rating.namespace, rating.agent_id, "explicit", rating.gap.text,
+                    rating.gap.query, rating.valued_at, rating.event_id)])
         return True
 
     async def score_inputs(self, namespace: str, agent_id: str,

@@ -34,6 +34,8 @@ from streams.api.consolidation import wire_consolidation
 from streams.api.context import wire_context
 from streams.api.dead_letters import wire_dead_letters
 from streams.api.fix_patterns import wire_fix_patterns
+from streams.api.gap_keeper import GapKeeper
+from streams.api.gaps import wire_gaps
 from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
 from streams.api.openapi import wire_openapi
@@ -148,8 +150,10 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     retention = RetentionJob(runtime, sink, settings.retention)
     wiring.every(settings.retention_interval_s, "expire records", retention.expire_due)
 
-    retrievals = RetrievalLog(runtime.stores.retrievals, runtime.metrics)
+    retrievals = RetrievalLog(runtime.stores.retrievals, runtime.stores.gaps, runtime.metrics)
     app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)
+    gap_keeper = GapKeeper(runtime, index, fallback)
+    wiring.every(settings.gap_interval_s, "keep the gaps", gap_keeper.keep)
 
     pages = wiring.pages
     wire_search(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)
@@ -169,6 +173,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_sessions(pages, runtime, index, fallback, settings.memory, retrievals)
     wire_ratings(pages, runtime)
     wire_scoring_config(pages, runtime)
+    wire_gaps(pages, runtime.stores.gaps)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)

@@ -30,6 +30,7 @@ from client.sdk import Config, MemoryClient, MemstreamError, UnexpectedAnswer
 from client.sdk.models import (
     Change,
     ContextPack,
+    GapGroup,
     ListPlace,
     MemorySummary,
     RecordVersion,
@@ -602,6 +603,30 @@ def scoring(client: MemoryClient, args: argparse.Namespace, config: Config,
     return 0
 
 
+def gaps(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
+    """What agents needed and memory did not hold, a group a row, its question under it."""
+    answer = client.gaps(status=args.status, namespace=namespace_of(args, config),
+                         agent_id=args.agent, limit=args.limit, cursor=args.cursor)
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    groups = answer.groups
+    output.table(["group", "status", "times", "agents", "last seen"],
+                 [(group.group_id, group.status, group.times, ", ".join(group.agents),
+                   when(group.last_seen)) for group in groups], flexible=(3,),
+                 texts=[gap_text(group) for group in groups])
+    if answer.next:
+        output.note(f"more: memstream gaps --status {answer.status} --cursor {answer.next}")
+    return 0
+
+
+def gap_text(group: GapGroup) -> str:
+    """A group's question, and the memories that answered it."""
+    answered = [resolution.record_id for resolution in group.resolved_by]
+    return group.question + (f" (answered by {', '.join(answered)})" if answered else "")
+
+
 def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
     """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
     # Imported here: the mcp SDK takes a second to import, which every other command would
@@ -617,7 +642,7 @@ COMMANDS: dict[str, Command] = {
     "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
-    "summary": summary, "rate": rate, "scoring": scoring,
+    "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps,
 }
 
 
@@ -749,6 +774,14 @@ def parser() -> argparse.ArgumentParser:
     setting.add_argument("changes", nargs="+", metavar="NAME=NUMBER")
     setting.add_argument("--expected-version", type=int,
                          help="the version the change is made on: refused if it moved since")
+    needed = command("gaps", "what agents needed and memory did not hold, grouped by "
+                             "question, the most recently met first")
+    needed.add_argument("--status", choices=("open", "resolved", "all"),
+                        help="open (the default), resolved, or all")
+    needed.add_argument("--agent", help="this agent's gaps and those of no agent (admin keys "
+                                        "bound to none)")
+    needed.add_argument("--limit", type=int, help="at most this many groups (20; at most 100)")
+    needed.add_argument("--cursor", help="the cursor a previous listing printed: the next page")
     command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 

@@ -218,6 +218,7 @@ class MemoryClient(_Settings):
     scoring_config = Route(routes.scoring_config)
     scoring_config_history = Route(routes.scoring_config_history)
     set_scoring_config = Route(routes.set_scoring_config)
+    gaps = Route(routes.gaps)
 
 
 class AsyncMemoryClient(_Settings):
@@ -309,3 +310,4 @@ class AsyncMemoryClient(_Settings):
     scoring_config = AsyncRoute(routes.scoring_config)
     scoring_config_history = AsyncRoute(routes.scoring_config_history)
     set_scoring_config = AsyncRoute(routes.set_scoring_config)
+    gaps = AsyncRoute(routes.gaps)

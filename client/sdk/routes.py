@@ -32,6 +32,7 @@ from client.sdk.models import (
     DeadLetter,
     DeadLetterList,
     FixPatterns,
+    GapList,
     Health,
     KeyList,
     MadeKey,
@@ -561,6 +562,15 @@ def set_scoring_config(config: Config, changes: Mapping[str, int | float], *,
                              event_id=event_id_of(event_id), changes=dict(changes),
                              expected_version=expected_version),
                 answered_by=ACCEPTED)
+def gaps(config: Config, *, status: Literal["open", "resolved", "all"] | None = None,
+         namespace: str | None = None, agent_id: str | None = None,
+         limit: int | None = None, cursor: str | None = None) -> Call[GapList]:
+    """What agents needed and memory did not hold, grouped by question, the most recently
+    met first (`GET /v1/gaps`; `status`: open by default): a key bound to an agent sees its
+    agent's gaps and those of no agent; an admin key bound to none, every agent's (or the
+    one it names); any other key, those of no agent. `cursor`: the `next` of a page."""
+    return get("/v1/gaps", GapList, namespace=namespace_of(config, namespace),
+               status=status, agent_id=agent_id, limit=limit, cursor=cursor)
 
 
 def _listed(values: Sequence[str] | None) -> list[str] | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +28,7 @@ from processors.access import Caller
 from processors.blocks import field_lines
 from processors.context_pack import Candidate, CoreBlock, CoreField, CorePack, Pack, pack
 from processors.fix_patterns import error_signature, fix_pattern_title
+from processors.gaps import unanswered
 from processors.ids import fix_pattern_record_id
 from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, integer
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
@@ -88,6 +89,7 @@ def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: S
                             record_ids=[item["record_id"] for items in pack["sections"].values()
                                         for item in items],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
+        note_gap(retrievals, flags, query, pack, request.query.keys())
         return web.json({**pack, "enabled": True, "budget_exhausted": False})
 
 
@@ -313,3 +315,19 @@ def item_view(item: Candidate) -> dict[str, Any]:
         "score": round(item.score, 4),
         "token_cost": item.token_cost,
     }
+
+
+def note_gap(retrievals: RetrievalLog, flags: MemoryFlags, query: ContextQuery,
+             pack: Mapping[str, Any], given: Iterable[str]) -> None:
+    """Queue the pack's question as a gap if its retrieved sections found nothing, packed
+    or left out, and the parameters `given` did not narrow them (processors/gaps.py). A pack
+    that searched no section (both turned off), or whose section failed, does not say what
+    memory holds."""
+    searched = (flags.history or flags.long_term) and \
+        not {"history", "long_term"} & set(pack["degraded"])
+    found = sum(len(items) for items in pack["sections"].values()) + \
+        sum(pack["dropped"].values())
+    if searched and unanswered(query.query, query.scope.min_score, found, DEFAULT_MIN_SCORE,
+                               given):
+        retrievals.missed(namespace=query.scope.namespace, query=query.query,
+                          agent_id=query.scope.agent_id)

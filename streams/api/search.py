@@ -37,6 +37,7 @@ from processors.adaptive_scoring import (
     blend_factor,
     rerank,
 )
+from processors.gaps import unanswered
 from processors.lexical import (
     context_texts,
     coverage,
@@ -139,6 +140,10 @@ def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: Se
         retrievals.surfaced(namespace=namespace, query=asked, route="/v1/search",
                             record_ids=[hit["record_id"] for hit in answer["hits"]],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
+        if unanswered(query.query, query.scope.min_score, len(answer["hits"]),
+                      DEFAULT_MIN_SCORE, request.query.keys()):
+            retrievals.missed(namespace=namespace, query=query.query,
+                              agent_id=query.scope.agent_id)
         return web.json({**answer, "budget_exhausted": False})
 
 

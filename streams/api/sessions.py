@@ -36,7 +36,7 @@ from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
 from stores.sessions import SessionEntry
 from stores.vector_index import SearchIndex
 from streams.api.auth import granted_namespace
-from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context
+from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context, note_gap
 from streams.api.pages import Pages, ViewHandler
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
 from streams.api.retrieval_log import RetrievalLog
@@ -126,6 +126,7 @@ class SessionViews:
             namespace=namespace, query=task, route="/v1/sessions/wake", agent_id=agent, run_id=None,
             record_ids=[item["record_id"] for items in pack["sections"].values()
                         for item in items])
+        note_gap(self._retrievals, self._flags, query, pack, params.keys())
         return pack
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:

@@ -21,6 +21,7 @@ from typing import Any
 from faust.web import Request, Response, View
 
 from processors.access import Caller
+from processors.gaps import unanswered
 from processors.memory_summary import MIN_BUDGET_TOKENS, SummaryHit, summarize
 from processors.parameters import integer
 from stores.vector_index import SearchIndex
@@ -29,6 +30,7 @@ from streams.api.pages import Pages
 from streams.api.params import Param, Params, value
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.search import (
+    DEFAULT_MIN_SCORE,
     SEARCH_PARAMS,
     SearchQuery,
     budget_exhausted,
@@ -65,6 +67,10 @@ def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: S
         retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/summary",
                             record_ids=answer["memory_ids"], agent_id=query.scope.agent_id,
                             run_id=query.run_id)
+        if unanswered(query.query, query.scope.min_score, answer["hits_found"],
+                      DEFAULT_MIN_SCORE, request.query.keys()):
+            retrievals.missed(namespace=namespace, query=query.query,
+                              agent_id=query.scope.agent_id)
         return web.json({**answer, "budget_exhausted": False})
 
 

@@ -98,6 +98,9 @@ class Settings:
     max_searches_per_run: int = 10
     # How often the records surfaced by reads are written to the retrieval log.
     retrieval_log_interval_s: float = 1.0
+    # How often the worker that owns the index groups new gaps and asks the open ones again
+    # (streams/api/gap_keeper.py).
+    gap_interval_s: float = 30.0
     # Points written to the embedded index before it is optimized again (when idle).
     index_optimize_after: int = 10_000
     # Records that take updates only through review: an update to one becomes a pending
@@ -172,6 +175,7 @@ class Settings:
                                          str(cls.max_searches_per_run))),
             retrieval_log_interval_s=float(get("RETRIEVAL_LOG_INTERVAL_S",
                                                str(cls.retrieval_log_interval_s))),
+            gap_interval_s=float(get("GAP_INTERVAL_S", str(cls.gap_interval_s))),
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),

@@ -206,7 +206,12 @@ class Metrics:
         )
         self.retrieval_log_dropped = Counter(
             "memstream_retrieval_log_dropped_total",
-            "Retrieval log rows dropped because Postgres was away too long.",
+            "Retrieval log rows and implicit gaps dropped because Postgres was away too long.",
+            registry=r,
+        )
+        self.gaps_resolved = Counter(
+            "memstream_gaps_resolved_total",
+            "Gaps resolved by a memory that answers their question.",
             registry=r,
         )
         self.search_budget_exhausted = Counter(
@@ -263,6 +268,7 @@ class Metrics:
             for outcome in ("used", "fallback"):
                 self.llm_hook.labels(use, outcome)
         self.retrieval_log_dropped.inc(0)
+        self.gaps_resolved.inc(0)
         for route in ("/v1/search", "/v1/context", "/v1/summary"):
             self.search_budget_exhausted.labels(route)
         for part in ("index", "core", "history", "long_term", "budget"):

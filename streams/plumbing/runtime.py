@@ -23,6 +23,7 @@ from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
 from stores.dead_letters import DeadLetters
 from stores.fix_patterns import FixPatterns
+from stores.gaps import Gaps
 from stores.pgvector import Vector
 from stores.ratings import Ratings
 from stores.record_versions import RecordVersions
@@ -83,6 +84,9 @@ class Stores(Protocol):
 
     @property
     def ratings(self) -> Ratings: ...
+
+    @property
+    def gaps(self) -> Gaps: ...
 
     @property
     def scoring_configs(self) -> ScoringConfigs: ...

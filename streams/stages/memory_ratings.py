@@ -1,5 +1,6 @@
 """`memory.rate` → the agent's ratings stored, each memory's score inputs moved, and the gap
-it names counted (stores/ratings.py), in one transaction.
+it names counted (its secrets redacted, as every gap's: stores/gaps.py), in one transaction
+(stores/ratings.py).
 
 A rating comes on `memory.events` with the memory changes, and is applied in their order
 after its batch's writes (streams/stages/memory_lifecycle.py): a memory written just before
@@ -11,7 +12,7 @@ is in `memory_valuations`.
 
 from __future__ import annotations
 
-from processors.ratings import Owner, check_rateable, gap_key
+from processors.ratings import Owner, check_rateable
 from schemas.events import MemoryRate
 from stores.ratings import Gap, NewRating
 from streams.plumbing.runtime import Runtime
@@ -31,8 +32,7 @@ class RatingApplier:
         check_rateable(payload.agent_id, event.namespace, memory_ids,
                        {record_id: Owner(record.scope, record.agent_id)
                         for record_id, record in found.items()})
-        gap = None if payload.gap is None else \
-            Gap(gap_key(payload.gap), payload.gap, payload.gap_query)
+        gap = None if payload.gap is None else Gap(payload.gap, payload.gap_query)
         applied = await self._ratings.apply_rating(NewRating(
             event.event_id, event.namespace, payload.agent_id, event.occurred_at,
             [(rating.memory_id, rating.useful) for rating in payload.ratings], gap))

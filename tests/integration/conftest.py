@@ -26,7 +26,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture(scope="session")
 def worker(stack: Stack) -> Iterator[Worker]:
     """The ingest worker, with its consolidator process beside it (as `make run` has)."""
-    running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1")
+    running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1",
+                           MEMSTREAM_GAP_INTERVAL_S="1")
     running.start()
     consolidator = stack.consolidator(running)
     consolidator.start()

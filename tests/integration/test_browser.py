@@ -5,7 +5,8 @@ seen applied, the consolidation reports and the graph; the overview, the runs an
 reports of a consolidation that merged, records named by their text, and its draft merges
 approved in the review queue and rejected on a record's page; the dead letters of events
 sent raw, and why a search found nothing; the scoring settings, read by any key and changed
-by an admin's, a refused change saying why. Each step is saved as a screenshot, in
+by an admin's, a refused change saying why; the gaps agents met, open and resolved; a
+record's scores and ratings. Each step is saved as a screenshot, in
 `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
 from tests.integration.test_consolidation import VPN
 from tests.integration.test_dead_letters import SECRET, dead_letters_keyed, unknown_type
+from tests.integration.test_gaps import ANSWER, QUESTION, REWORDED, UNRELATED, gaps_until
+from tests.integration.test_gaps import announced as answered_memory
 from tests.integration.test_history_views import consolidated, fixed_history, publish_runs
 from tests.integration.test_lifecycle import announced
 
@@ -756,6 +759,69 @@ async def test_a_record_page_shows_the_agents_scores_and_rates_it(
         wait_for(chrome, By.CSS_SELECTOR, "#record-scores tr[data-agent=ann]")
         assert cells("ann")[:1] + cells("ann")[6:7] == ["ann", "1 (1)"]
         assert chrome.find_elements(By.CSS_SELECTOR, "#record-scores button") == []
+
+    await asyncio.to_thread(drive)
+
+
+@needs_chromium
+async def test_the_gaps_page_shows_what_agents_needed_and_what_answered_it(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    chrome: Any, screenshots: Path, namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    await answered_memory(http, updates, namespace, UNRELATED)
+    ann = stack.make_key("--namespace", namespace, "--perm", "read", "--agent", "ann")
+    async with httpx.AsyncClient(base_url=worker.base_url, timeout=20,
+                                 headers={"Authorization": f"Bearer {ann}"}) as as_ann:
+        for query in (QUESTION, REWORDED, QUESTION):
+            found = await as_ann.get("/v1/search", params={"namespace": namespace,
+                                                           "query": query})
+            assert found.json()["hits"] == [], found.text
+        await gaps_until(as_ann, namespace, "open", lambda groups: len(groups) == 1
+                         and groups[0]["gap_count"] == 2)
+        answer = await answered_memory(http, updates, namespace, ANSWER)
+        await gaps_until(as_ann, namespace, "resolved", lambda groups: len(groups) == 1)
+        missed = await as_ann.get("/v1/search", params={
+            "namespace": namespace, "query": "which printer on the fourth floor takes A3"})
+        assert missed.json()["hits"] == []
+        await gaps_until(as_ann, namespace, "open", lambda groups: len(groups) == 1)
+
+    def cards() -> list[Any]:
+        return list(chrome.find_elements(By.CSS_SELECTOR, "article.gap"))
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/#/gaps")
+        chrome.find_element(By.ID, "key").send_keys(ann)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_until(chrome, lambda: len(cards()) == 1)
+        assert chrome.find_element(By.TAG_NAME, "h1").text == f"Gaps · {namespace}"
+        (still_open,) = cards()
+        assert still_open.find_element(By.CSS_SELECTOR, ".question").text \
+            == "which printer on the fourth floor takes A3"
+        assert still_open.find_element(By.CSS_SELECTOR, ".badge").text == "open"
+        shot("30-gaps-open")
+
+        chrome.find_element(By.CSS_SELECTOR, "#gap-status a[data-status=resolved]").click()
+        wait_until(chrome, lambda: "status=resolved" in chrome.current_url
+                   and len(cards()) == 1 and cards()[0].find_elements(
+                       By.CSS_SELECTOR, ".answered"))
+        (resolved,) = cards()
+        assert resolved.find_element(By.CSS_SELECTOR, ".question").text == QUESTION
+        assert resolved.find_element(By.CSS_SELECTOR, ".badge").text == "resolved"
+        assert resolved.find_element(By.CSS_SELECTOR, ".met").text.startswith(
+            "Met 3 times by ann, first ")
+        rows = resolved.find_elements(By.CSS_SELECTOR, "table.gaps tbody tr")
+        assert [row.find_element(By.CSS_SELECTOR, ".gap-text").text for row in rows] == [
+            QUESTION, REWORDED], "the most met first"
+        assert [row.find_elements(By.TAG_NAME, "td")[3].text for row in rows] == ["2", "1"]
+        link = resolved.find_element(By.CSS_SELECTOR, f".answered a[href='#/record/{answer}']")
+        assert link.text == label_of(ANSWER)
+        shot("31-gaps-resolved", whole_page=True)
+        link.click()
+        wait_until(chrome, lambda: chrome.current_url.endswith(f"#/record/{answer}"))
 
     await asyncio.to_thread(drive)
 

@@ -18,6 +18,7 @@ from stores.consolidations import (
     NewReport,
     ReportLease,
 )
+from stores.gaps import GapSighting
 from stores.pgvector import Vector
 from stores.records import FoundRecord, RecordLineage, StoredRecord
 from stores.retrievals import RetrievalRow
@@ -205,6 +206,20 @@ class InMemoryRetrievals:
         self.logged.extend(rows)
 
 
+class InMemoryGaps:
+    """The sightings of gaps, as the retrieval log writes them."""
+
+    def __init__(self, *, down: bool = False) -> None:
+        self.sightings: list[GapSighting] = []
+        # While down, every write fails as Postgres away would.
+        self.down = down
+
+    async def count_sightings(self, sightings: Sequence[GapSighting]) -> None:
+        if self.down:
+            raise ConnectionRefusedError("postgres is away")
+        self.sightings.extend(sightings)
+
+
 class Unused:
     """An aggregate the stage under test must not touch."""
 
@@ -228,6 +243,7 @@ class InMemoryStores:
     dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
     sessions: Any = field(default_factory=lambda: Unused("sessions"))
     ratings: Any = field(default_factory=lambda: Unused("ratings"))
+    gaps: Any = field(default_factory=lambda: Unused("gaps"))
     scoring_configs: Any = field(default_factory=lambda: Unused("scoring_configs"))
 
     async def ping(self) -> None:

@@ -55,6 +55,15 @@ def packed(record_id: str, kind: str, tokens: int, source: str, text: str,
             "recency": {"created_at": CREATED_AT, "age_days": 1.0}, "score": 1.0, **more}
 
 
+def gap_group(group_id: int, status: str, question: str, agents: list[str],
+              resolved_by: list[str]) -> dict[str, Any]:
+    return {"group_id": group_id, "status": status, "question": question, "times": 12,
+            "first_seen": CREATED_AT, "last_seen": CREATED_AT, "agents": agents,
+            "sources": ["explicit", "implicit"], "gap_count": 1, "gaps": [],
+            "resolved_by": [{"record_id": record_id, "relevance": 0.61,
+                             "resolved_at": CREATED_AT} for record_id in resolved_by]}
+
+
 ANSWERS: dict[str, dict[str, Any]] = {
     "/v1/search": {"namespace": "team-a", "budget_exhausted": False, "hits": [
         hit(RECORD, "memory", 1.0, TITLE, TEXT), hit(FIX, "fix_pattern", 0.4312, None, NEW_TEXT)]},
@@ -86,6 +95,11 @@ ANSWERS: dict[str, dict[str, Any]] = {
          "changed": v["changed"], "reason": v["reason"], "record_kind": "memory",
          "memory_type": "fact", "scope": "shared", "agent_id": None, "title": TITLE,
          "excerpt": v["text"], "cursor": f"c{v['version']}"} for v in VERSIONS]},
+    "/v1/gaps": {"namespace": "team-a", "status": "all", "agent_id": None, "next": "g2",
+                 "groups": [
+        gap_group(7, "open", "How do I get a VPN profile for the staging bastion before my "
+                  "first deploy, and who in ops hands them out?", ["ann", "bob"], []),
+        gap_group(3, "resolved", "staging deploy VPN", ["ann"], [RECORD])]},
 }
 
 
@@ -129,6 +143,17 @@ def test_at_80_columns_every_text_is_whole_and_every_line_fits(
     assert len(rows) == len(texts)
     if argv[0] != "history":
         assert all(RECORD in row or FIX in row for row in rows), "ids are never cut"
+
+
+def test_gaps_show_each_group_with_its_question_under_it_and_what_resolved_it() -> None:
+    lines = shown("gaps", "--status", "all")
+    assert [len(line) for line in lines if len(line) > WIDTH] == []
+    assert lines[0].split() == ["group", "status", "times", "agents", "last", "seen"]
+    (open_group, resolved) = ANSWERS["/v1/gaps"]["groups"]
+    assert texts_in(lines) == (f"{open_group['question']} {resolved['question']} "
+                               f"(answered by {RECORD})")
+    rows = [line.split() for line in lines[1:] if not line.startswith(TEXT_INDENT)]
+    assert [row[:3] for row in rows] == [["7", "open", "12"], ["3", "resolved", "12"]]
 
 
 def test_history_and_tail_say_what_each_version_changed() -> None:

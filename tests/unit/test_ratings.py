@@ -1,7 +1,8 @@
 """The rules of a rating: the `memory.rate` event as intake checks it (schemas/events.py),
-who may rate what and how a gap is grouped (processors/ratings.py), the accesses a batch of
-the retrieval log counts (stores/retrievals.py), and the CLI's `ID:useful|ID:not`. The stage
-and the route on the real stack: tests/integration/test_ratings.py."""
+who may rate what (processors/ratings.py; a gap's rules: tests/unit/test_gaps.py), the
+accesses a batch of the retrieval log counts (stores/retrievals.py), and the CLI's
+`ID:useful|ID:not`. The stage and the route on the real stack:
+tests/integration/test_ratings.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from client.cli.commands import rating_of
 from client.cli.errors import CliError
 from processors.errors import Rejected
 from processors.intake import parse_event
-from processors.ratings import Owner, check_rateable, gap_key, unrateable
+from processors.ratings import Owner, check_rateable, unrateable
 from schemas.events import MEMORY_EVENT_TYPES, MemoryRate
 from stores.retrievals import Accesses, RetrievalRow, accesses_of
 
@@ -83,11 +84,6 @@ def test_one_memory_it_may_not_rate_rejects_the_whole_rating_as_a_missing_one_wo
         assert rejected.value.reason == "broken_reference"
         details.append(rejected.value.detail.replace(memory_id, "ID"))
     assert details[0] == details[1], "another agent's memory is told as a missing one"
-
-
-def test_a_gap_said_again_in_other_case_or_spacing_is_the_same_gap() -> None:
-    assert gap_key("How to renew the VPN token") == gap_key("  how to renew\tthe vpn TOKEN ")
-    assert gap_key("How to renew the VPN token") != gap_key("How to revoke the VPN token")
 
 
 def row(agent: str | None, record_id: str, seconds: int, namespace: str = "team-a"

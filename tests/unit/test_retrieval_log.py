@@ -1,6 +1,6 @@
-"""The retrieval log (streams/api/retrieval_log.py) on an in-memory store: reads only queue,
-the timer writes in batches, rows wait while Postgres is away, and the oldest are dropped
-beyond the cap."""
+"""The retrieval log (streams/api/retrieval_log.py) on in-memory stores: reads only queue,
+the timer writes in batches, rows and gaps wait while Postgres is away, and the oldest are
+dropped beyond the cap."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from streams.api import retrieval_log
 from streams.api.retrieval_log import RetrievalLog, query_hash
 from streams.plumbing.metrics import Metrics
-from tests.unit.store_fakes import InMemoryRetrievals
+from tests.unit.store_fakes import InMemoryGaps, InMemoryRetrievals
 
 
 def surface(log: RetrievalLog, record_ids: list[str], query: str = "staging VPN") -> None:
@@ -19,7 +19,7 @@ def surface(log: RetrievalLog, record_ids: list[str], query: str = "staging VPN"
 
 async def test_a_read_queues_its_records_in_rank_order_and_the_timer_writes_them() -> None:
     store = InMemoryRetrievals()
-    log = RetrievalLog(store, Metrics())
+    log = RetrievalLog(store, InMemoryGaps(), Metrics())
     surface(log, ["b", "a", "c"], query="  Staging VPN ")
     assert store.logged == [], "a read does no I/O"
     assert await log.write_queued() == 3
@@ -31,7 +31,7 @@ async def test_a_read_queues_its_records_in_rank_order_and_the_timer_writes_them
 
 async def test_rows_wait_while_postgres_is_away_and_are_written_once_it_is_back() -> None:
     store = InMemoryRetrievals(down=True)
-    log = RetrievalLog(store, Metrics())
+    log = RetrievalLog(store, InMemoryGaps(), Metrics())
     surface(log, ["a", "b"])
     assert await log.write_queued() == 0
     surface(log, ["c"])
@@ -43,7 +43,7 @@ async def test_rows_wait_while_postgres_is_away_and_are_written_once_it_is_back(
 async def test_a_long_queue_is_written_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(retrieval_log, "ROWS_PER_WRITE", 2)
     store = InMemoryRetrievals()
-    log = RetrievalLog(store, Metrics())
+    log = RetrievalLog(store, InMemoryGaps(), Metrics())
     surface(log, ["a", "b", "c", "d", "e"])
     assert await log.write_queued() == 5
     assert store.writes == 3
@@ -54,9 +54,40 @@ async def test_beyond_the_cap_the_oldest_rows_are_dropped_and_counted(
 ) -> None:
     monkeypatch.setattr(retrieval_log, "MAX_QUEUED", 3)
     store, metrics = InMemoryRetrievals(down=True), Metrics()
-    log = RetrievalLog(store, metrics)
+    log = RetrievalLog(store, InMemoryGaps(), metrics)
     surface(log, ["a", "b", "c", "d", "e"])
     store.down = False
     assert await log.write_queued() == 3
     assert [r.record_id for r in store.logged] == ["c", "d", "e"]
     assert metrics.registry.get_sample_value("memstream_retrieval_log_dropped_total") == 2
+
+
+async def test_a_recall_that_showed_nothing_is_queued_as_a_gap_and_written_by_the_timer(
+) -> None:
+    gaps = InMemoryGaps()
+    log = RetrievalLog(InMemoryRetrievals(), gaps, Metrics())
+    log.missed(namespace="ns", query="how do I rotate the signing keys", agent_id="ann")
+    log.missed(namespace="ns", query="what is the VPN's address", agent_id=None)
+    assert gaps.sightings == [], "a read does no I/O"
+    assert await log.write_queued() == 2
+    assert [(s.namespace, s.agent_id, s.source, s.text, s.query) for s in gaps.sightings] == [
+        ("ns", "ann", "implicit", "how do I rotate the signing keys",
+         "how do I rotate the signing keys"),
+        ("ns", None, "implicit", "what is the VPN's address", "what is the VPN's address")]
+    assert await log.write_queued() == 0, "written once"
+
+
+async def test_gaps_wait_while_postgres_is_away_beside_the_rows_and_beyond_the_cap_are_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(retrieval_log, "MAX_QUEUED", 2)
+    gaps, metrics = InMemoryGaps(down=True), Metrics()
+    log = RetrievalLog(InMemoryRetrievals(), gaps, metrics)
+    surface(log, ["a"])
+    for query in ("first", "second", "third"):
+        log.missed(namespace="ns", query=query, agent_id="ann")
+    assert await log.write_queued() == 1, "the log is written while the gaps wait"
+    gaps.down = False
+    assert await log.write_queued() == 2
+    assert [s.text for s in gaps.sightings] == ["second", "third"]
+    assert metrics.registry.get_sample_value("memstream_retrieval_log_dropped_total") == 1

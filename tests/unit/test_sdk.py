@@ -88,6 +88,7 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "scoring_config_history": lambda: routes.scoring_config_history(CONFIG, limit=5),
     "set_scoring_config": lambda: routes.set_scoring_config(
         CONFIG, {"blend_boost_factor": 0.2}, expected_version=3),
+    "gaps": lambda: routes.gaps(CONFIG, status="all", limit=5),
 }
 # The API's routes no client method is for: the browser and Prometheus.
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")

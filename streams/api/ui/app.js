@@ -179,8 +179,8 @@ $("forget-key").addEventListener("click", () => {
 // -- routes --------------------------------------------------------------------------------
 
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
-  runs: runsPage, run: runPage, review: reviewPage, reports: reportsPage, graph: graphPage,
-  "dead-letters": deadLettersPage, scoring: scoringPage };
+  runs: runsPage, run: runPage, review: reviewPage, gaps: gapsPage, reports: reportsPage,
+  graph: graphPage, "dead-letters": deadLettersPage, scoring: scoringPage };
 // The menu entry a page is under, when it has none of its own.
 const UNDER = { run: "runs" };
 
@@ -1090,6 +1090,75 @@ function reportCard(report, names) {
         cluster.review_state ? badge(cluster.review_state) : null,
       el("span", { class: "hint" }, ` from ${(cluster.members || []).length} memories:`)),
       recordList(cluster.members || [], names))))) : null);
+}
+
+// -- gaps ----------------------------------------------------------------------------------
+
+const GAP_STATUSES = ["open", "resolved", "all"];
+
+async function gapsPage(_, params) {
+  const status = GAP_STATUSES.includes(params.get("status")) ? params.get("status") : "open";
+  const cursor = params.get("cursor") || "";
+  // The page's size: the route's default unless the address names one.
+  const limit = params.get("limit") || "";
+  const listing = await api("/v1/gaps", { status, cursor, limit });
+  const answering = [...new Set(listing.groups.flatMap((group) =>
+    group.resolved_by.map((resolution) => resolution.record_id)))];
+  // The memories that answered, named by their text; one the key may not see by its id.
+  const names = answering.length ? Object.fromEntries((await api("/v1/records",
+    { id: answering })).records.map((record) => [record.record_id, record])) : {};
+  const link = (changes) => {
+    const wanted = new URLSearchParams({ status, ...(limit ? { limit } : {}) });
+    for (const [name, value] of Object.entries(changes)) {
+      if (value) wanted.set(name, value); else wanted.delete(name);
+    }
+    return `#/gaps?${wanted}`;
+  };
+  return el("section", { "data-page": "gaps" }, el("h1", {}, `Gaps · ${listing.namespace}`),
+    el("p", { class: "hint" }, "What agents needed and memory did not hold, grouped by "
+      + "question, the most recently met first: recalls that showed nothing (implicit) and "
+      + "gaps agents named when they rated what they were given (explicit). A gap is resolved "
+      + "once a later memory answers its question."),
+    el("nav", { class: "filters", id: "gap-status" }, GAP_STATUSES.map((name) => el("a", {
+      href: link({ status: name, cursor: "" }), class: name === status ? "active" : "",
+      "data-status": name }, name))),
+    listing.groups.length ? el("div", {}, listing.groups.map((group) => gapCard(group, names)))
+      : el("p", { class: "hint", id: "gaps-empty" }, cursor ? "No more gaps."
+        : { open: "No open gaps: memory held what was asked.",
+          resolved: "No gap has been resolved yet.", all: "No gaps met yet." }[status]),
+    el("p", { class: "pages" },
+      cursor ? el("a", { href: link({ cursor: "" }) }, "Most recent") : null,
+      listing.next ? el("a", { href: link({ cursor: listing.next }), id: "gaps-more" },
+        "More") : null));
+}
+
+function gapCard(group, names) {
+  const agents = group.agents.length ? group.agents.join(", ") : "keys bound to no agent";
+  return el("article", { class: "card gap", "data-group-id": group.group_id },
+    el("h3", {}, el("span", { class: "question" }, group.question), " ",
+      badge(group.status, group.status)),
+    el("p", { class: "hint met" }, `Met ${plural(group.times, "time")} by ${agents}, first `
+      + `${when(group.first_seen)}, last ${when(group.last_seen)} · `
+      + group.sources.join(" and ")),
+    group.resolved_by.length ? el("div", { class: "answered" }, "Answered by ",
+      el("ul", { class: "links" }, group.resolved_by.map((resolution) => el("li", {},
+        namedLink(resolution.record_id, names),
+        el("span", { class: "hint" }, ` relevance ${resolution.relevance}`))))) : null,
+    el("table", { class: "gaps" },
+      el("thead", {}, el("tr", {}, ["asked", "agent", "source", "times", "last met", "answered by"]
+        .map((h) => el("th", {}, h)))),
+      el("tbody", {}, group.gaps.map((gap) => el("tr", { "data-gap-id": gap.gap_id },
+        el("td", {}, el("div", { class: "gap-text" }, gap.text),
+          gap.query && gap.query !== gap.text
+            ? el("div", { class: "hint" }, `searched: ${gap.query}`) : null),
+        el("td", {}, gap.agent_id ?? "none"),
+        el("td", {}, gap.source),
+        el("td", { class: "number" }, gap.times),
+        el("td", { class: "when" }, when(gap.last_seen)),
+        el("td", {}, gap.resolved_by ? namedLink(gap.resolved_by, names)
+          : el("span", { class: "hint" }, "not yet")))))),
+    group.gap_count > group.gaps.length ? el("p", { class: "hint" },
+      `and ${plural(group.gap_count - group.gaps.length, "more gap")}`) : null);
 }
 
 // -- graph ---------------------------------------------------------------------------------
