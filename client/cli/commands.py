@@ -103,8 +103,7 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
         return 0
     hits = answer.hits
     if args.explain:
-        output.table(["#", "record", "dense", "lexical", "fused", "weight", "adaptive",
-                      "blend", "score", "relevance"],
+        output.table(["#", "record", "ranks", "fused", "weight", "adapt", "blend", "score"],
                      [explained_row(rank, hit) for rank, hit in enumerate(hits, 1)],
                      texts=[one_line(hit.raw) for hit in hits])
     else:
@@ -121,19 +120,19 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
 
 
 def explained_row(rank: int, hit: SearchHit) -> tuple[object, ...]:
-    """A hit's row of `search --explain`: each list's rank (- when not in it), the fused
-    score, the profile's weight, the agent's adaptive score (- without one), the blend and
-    the final score, and the relevance."""
+    """A hit's row of `search --explain`, narrow enough for 80 columns: its rank in the dense
+    and lexical lists (- when not in one), the fused score, the profile's weight, the agent's
+    adaptive score (- without one), the blend, and the score they make."""
     why = hit.explain
     if why is None:
         raise UnexpectedAnswer(f"hit {hit.record_id} came without the explanation asked for")
 
-    def rank_in(place: ListPlace) -> object:
-        return "-" if place.rank is None else place.rank
+    def rank_in(place: ListPlace) -> str:
+        return "-" if place.rank is None else str(place.rank)
 
-    return (rank, hit.record_id, rank_in(why.dense), rank_in(why.lexical), why.fused,
+    return (rank, hit.record_id, f"{rank_in(why.dense)}/{rank_in(why.lexical)}", why.fused,
             why.profile_weight, "-" if why.adaptive is None else why.adaptive.score,
-            why.blend_factor, why.score, why.relevance)
+            why.blend_factor, why.score)
 
 
 def note_empty_namespace(answer: SearchAnswer | ContextPack | MemorySummary,
@@ -678,8 +677,9 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--min-score", type=float)
     found.add_argument("--limit", type=int)
     found.add_argument("--explain", action="store_true",
-                       help="how each hit's score was made: both lists, the profile's "
-                            "weight, the agent's adaptive score and its blend")
+                       help="how each hit's score was made: its ranks in the dense and "
+                            "lexical lists, the fused score, the profile's weight, the agent's "
+                            "adaptive score, its blend and the score")
 
     pack = command("context", "the context pack for a task: the agent's core blocks, "
                    "history, then long-term memories")

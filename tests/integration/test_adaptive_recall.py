@@ -154,7 +154,7 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
         assert ran.code == 0, ran.err
         header, *rows = [line.split() for line in ran.out.splitlines()
                          if line.split() and line.split()[0] in ("#", "1", "2")]
-        assert header[:3] == ["#", "record", "dense"]
+        assert header[:3] == ["#", "record", "ranks"]
         assert [row[1] for row in rows][:2] == [second, first]
         # (Each recall is one more access: the blends have grown a little since.)
         blends = [float(row[header.index("blend")]) for row in rows[:2]]

@@ -45,7 +45,15 @@ def hit(record_id: str, kind: str, relevance: float, title: str | None,
             "ranks": {"dense": 1, "lexical": None}, "created_at": CREATED_AT,
             "source_ref": None, "member_source_refs": [], "scope": "shared",
             "memory_type": "fact", "tags": [], "related_ids": [], "tier": "active",
-            "review_state": "approved", "trust_class": "raw"}
+            "review_state": "approved", "trust_class": "raw",
+            # What explain=true adds (the table without --explain leaves it out).
+            "explain": {"dense": {"rank": 1, "score": 0.6123, "scaled": 1.0},
+                        "lexical": {"rank": None, "score": None, "scaled": 0.0},
+                        "fused": 0.4, "profile_weight": 1.2,
+                        "adaptive": {"score": 0.8755, "usefulness": 1.0, "recency": 1.0,
+                                     "frequency": 0.1763, "config_version": 3},
+                        "blend_factor": 0.9627, "score": 0.4621, "support": 0.8,
+                        "relevance": relevance}}
 
 
 def packed(record_id: str, kind: str, tokens: int, source: str, text: str,
@@ -126,6 +134,9 @@ def texts_in(lines: list[str]) -> str:
 
 @pytest.mark.parametrize(("argv", "header", "texts"), [
     (("search", "vpn"), ["#", "record", "kind", "relevance"], [f"{TITLE}: {TEXT}", NEW_TEXT]),
+    (("search", "vpn", "--explain"),
+     ["#", "record", "ranks", "fused", "weight", "adapt", "blend", "score"],
+     [f"{TITLE}: {TEXT}", NEW_TEXT]),
     (("context", "deploy"), ["section", "record", "kind", "tokens", "source"],
      [NEW_TEXT, f"{TITLE}: {TEXT}"]),
     (("history", RECORD), ["v", "changed", "at", "change", "actor", "changed", "reason"],
