@@ -37,6 +37,28 @@ def worker(stack: Stack) -> Iterator[Worker]:
 
 
 @pytest.fixture(scope="session")
+def pair_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack of its own for two workers sharing one index: the pgvector index in the
+    records' Postgres (the embedded engine admits one process). Started once for the tests
+    that need two workers."""
+    with Stack(tmp_path_factory.mktemp("two-workers")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def worker_pair(pair_stack: Stack) -> Iterator[tuple[Worker, Worker]]:
+    """Two worker processes in one consumer group on `pair_stack`."""
+    group = f"memstream-{uuid.uuid4().hex[:8]}"
+    pair = tuple(pair_stack.worker(name, index_url="pg://", app_id=group,
+                                   MEMSTREAM_SESSION_TIMEOUT_S="6") for name in ("a", "b"))
+    for running in pair:
+        running.start()
+    yield pair[0], pair[1]
+    for running in pair:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
 def consolidator(stack: Stack, worker: Worker) -> Worker:
     (process,) = [w for w in stack.workers if w.role == "consolidator" and
                   w.app_id == worker.app_id]

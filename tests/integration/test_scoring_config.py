@@ -5,8 +5,9 @@ refuse is answered 400 with every reason and never published, a stale one too; o
 key changes it, any key of the namespace reads it; a replayed event adds no version; the SDK
 and the CLI do the same.
 
-Its own stack: the two workers share the pgvector index in the records' Postgres (the
-embedded engine admits one process), as in test_two_workers.py.
+On the stack of two workers that this and test_two_workers.py share (conftest's
+`worker_pair`): they share the pgvector index in the records' Postgres (the embedded engine
+admits one process).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,37 +35,19 @@ IN_EFFECT_WITHIN_S = 15.0
 POLL_S = 0.1
 
 
-@pytest.fixture(scope="module")
-def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with Stack(tmp_path_factory.mktemp("scoring-config")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def workers(own_stack: Stack) -> Iterator[tuple[Worker, Worker]]:
-    group = f"memstream-{uuid.uuid4().hex[:8]}"
-    pair = tuple(own_stack.worker(name, index_url="pg://", app_id=group)
-                 for name in ("a", "b"))
-    for worker in pair:
-        worker.start()
-    yield pair[0], pair[1]
-    for worker in pair:
-        worker.stop()
-
-
 @pytest.fixture
 def namespace() -> str:
     return f"scoring-{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture
-async def clients(workers: tuple[Worker, Worker], own_stack: Stack, namespace: str
+async def clients(worker_pair: tuple[Worker, Worker], pair_stack: Stack, namespace: str
                   ) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
     """An admin key of the namespace on each worker, and a reader's and a writer's on the
     first."""
-    admin = own_stack.make_key("--namespace", namespace, "--perm", "admin")
-    reader = own_stack.make_key("--namespace", namespace, "--perm", "read,write,review")
-    first, second = workers
+    admin = pair_stack.make_key("--namespace", namespace, "--perm", "admin")
+    reader = pair_stack.make_key("--namespace", namespace, "--perm", "read,write,review")
+    first, second = worker_pair
     made = {"a": (first, admin), "b": (second, admin), "reader": (first, reader)}
     opened = {name: httpx.AsyncClient(base_url=worker.base_url, timeout=20,
                                       headers={"Authorization": f"Bearer {key}"})
@@ -201,13 +184,13 @@ async def test_a_refused_change_is_answered_with_every_reason_and_never_publishe
 
 
 async def test_a_replayed_change_adds_no_version(
-    own_stack: Stack, clients: dict[str, httpx.AsyncClient], namespace: str,
+    pair_stack: Stack, clients: dict[str, httpx.AsyncClient], namespace: str,
 ) -> None:
     a, b = clients["a"], clients["b"]
     accepted = await put(a, {"namespace": namespace,
                              "changes": {"adaptive_score_floor": 0.4}})
     await in_effect(b, namespace, 1)
-    async with Publisher(own_stack.broker.bootstrap, producer="replay") as publisher:
+    async with Publisher(pair_stack.broker.bootstrap, producer="replay") as publisher:
         # The same event again, from Kafka: its id is applied, so nothing changes (it is not
         # judged again, though made on version 0 it would be stale now).
         await publisher.change_scoring(namespace, {"adaptive_score_floor": 0.4},
@@ -228,10 +211,10 @@ async def test_a_replayed_change_adds_no_version(
 
 
 async def test_the_sdk_and_the_cli_show_and_change_it(
-    own_stack: Stack, workers: tuple[Worker, Worker], namespace: str, tmp_path: Path,
+    pair_stack: Stack, worker_pair: tuple[Worker, Worker], namespace: str, tmp_path: Path,
 ) -> None:
-    first, second = workers
-    admin = own_stack.make_key("--namespace", namespace, "--perm", "admin")
+    first, second = worker_pair
+    admin = pair_stack.make_key("--namespace", namespace, "--perm", "admin")
     ran = memstream("-n", namespace, "scoring", "set", "recency_half_life_days=14",
                     "frequency_log_cap=20", "--expected-version", "0", url=first.base_url,
                     key=admin, home=tmp_path)

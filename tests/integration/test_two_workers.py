@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -31,34 +30,16 @@ TOTAL = 5000
 NAMESPACES = 20
 
 
-@pytest.fixture(scope="module")
-def shared_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with Stack(tmp_path_factory.mktemp("two-workers")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def workers(shared_stack: Stack) -> Iterator[tuple[Worker, Worker]]:
-    group = f"memstream-{uuid.uuid4().hex[:8]}"
-    pair = tuple(shared_stack.worker(name, index_url="pg://", app_id=group,
-                                     MEMSTREAM_SESSION_TIMEOUT_S="6") for name in ("a", "b"))
-    for worker in pair:
-        worker.start()
-    yield pair[0], pair[1]
-    for worker in pair:
-        worker.stop()
-
-
 @pytest.fixture
-async def announced(shared_stack: Stack) -> AsyncIterator[TopicReader]:
-    async with TopicReader(shared_stack.broker.bootstrap, "memory.updated") as reader:
+async def announced(pair_stack: Stack) -> AsyncIterator[TopicReader]:
+    async with TopicReader(pair_stack.broker.bootstrap, "memory.updated") as reader:
         yield reader
 
 
 async def test_two_workers_one_killed_mid_stream_store_every_event_exactly_once(
-    shared_stack: Stack, workers: tuple[Worker, Worker], announced: TopicReader,
+    pair_stack: Stack, worker_pair: tuple[Worker, Worker], announced: TopicReader,
 ) -> None:
-    first, second = workers
+    first, second = worker_pair
     writes = memory_writes(TOTAL, NAMESPACES, "two-workers")
     # Lifecycle events in the mix: a proposal and a deprecation after every 25th write.
     events, changes = with_lifecycle(writes, 25)
@@ -72,21 +53,21 @@ async def test_two_workers_one_killed_mid_stream_store_every_event_exactly_once(
         return len({json.loads(m.value).get("cause_event_id") for m in announced.messages}
                    & causes)
 
-    await produce(shared_stack.broker.bootstrap, "memory.events",
+    await produce(pair_stack.broker.bootstrap, "memory.events",
                   [(event.namespace.encode(), event.value) for event in events])
     await announced.wait_for(lambda m: created() >= TOTAL // 3, 180)
     second.kill()
     assert created() < TOTAL, "the kill must land mid-stream"
     second.start()
     await announced.wait_for(lambda m: created() == TOTAL and changed() == len(causes), 300)
-    await wait_caught_up(shared_stack.broker.bootstrap, first.app_id, ["memory.events"])
+    await wait_caught_up(pair_stack.broker.bootstrap, first.app_id, ["memory.events"])
     await asyncio.sleep(2)  # anything announced twice would have arrived by now
 
     counted = await exactly_once(
-        shared_stack.pg_dsn, await pg_index_points(shared_stack.pg_dsn,
+        pair_stack.pg_dsn, await pg_index_points(pair_stack.pg_dsn,
                                            {write.namespace for write in writes}),
         writes, announced.messages)
     assert counted.holds(), counted
-    assert await lifecycle_exactly_once(shared_stack.pg_dsn, changes, announced.messages) == {
+    assert await lifecycle_exactly_once(pair_stack.pg_dsn, changes, announced.messages) == {
         "not_applied_once": 0, "not_announced_once": 0, "records_not_at_version_2": 0,
         "pending_diffs_missing": 0}
