@@ -224,11 +224,6 @@ def blend_factor(adaptive: float, config: ScoringConfig) -> float:
     return config.blend_base_factor + config.blend_boost_factor * adaptive
 
 
-def max_blend_factor(config: ScoringConfig) -> float:
-    """No raw score is multiplied by more: the blend of an adaptive score of 1."""
-    return config.blend_base_factor + config.blend_boost_factor
-
-
 def blended(raw: float, adaptive: float, config: ScoringConfig) -> float:
     """raw * (blend_base_factor + blend_boost_factor * adaptive)."""
     if not (math.isfinite(raw) and raw >= 0):

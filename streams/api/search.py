@@ -35,7 +35,6 @@ from processors.adaptive_scoring import (
     MemoryUse,
     adaptive_score,
     blend_factor,
-    max_blend_factor,
     rerank,
 )
 from processors.gaps import unanswered
@@ -330,43 +329,25 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         return [c for c in read if relevance(c.support, best) >= scope.min_score]
 
     # The records of the best candidates first, more only while the rest could still make
-    # the cut (too few are shown, or the profile's weights and the blends could lift one
+    # the cut (too few are shown, or the profile's weights and its blend could lift one
     # above the last shown): a search of 5 reads a few rows, not every candidate's. The
-    # best support only grows as more are read, so what was shown stays shown. A candidate
-    # not read yet is bounded by the largest blend there could be, and, when that leaves it
-    # in doubt, by its own, read then (the few candidates just under the cut).
+    # best support only grows as more are read, so what was shown stays shown. The blends
+    # of all candidates are read at once, beside the first records (a few small rows): the
+    # bound on what is left is then each one's own, not the largest blend there could be.
     step = max(2 * scope.limit, 20)
-    blends: dict[str, Blend] = {}
-    ceiling = 1.0 if scoring is None else max_blend_factor(scoring.current.config)
-
-    async def read_blends(record_ids: Sequence[str]) -> None:
-        unread = [record_id for record_id in record_ids if record_id not in blends]
-        if unread:
-            blends.update(await blends_of(runtime, scoring, scope.namespace, unread, now))
-
-    def may_pass(start: int, cut: float) -> bool:
-        for item in fused[start:]:
-            if item.score * ceiling * profile.max_weight <= cut:
-                # Fused scores only fall from here: nothing further can pass.
-                return False
-            blend = blends.get(item.record_id)
-            if blend is None or item.score * blend.factor * profile.max_weight > cut:
-                return True
-        return False
-
+    first_records, blends = await asyncio.gather(
+        runtime.stores.records.records_by_id(
+            scope.namespace, [item.record_id for item in fused[:step]]),
+        blends_of(runtime, scoring, scope.namespace, [item.record_id for item in fused], now))
+    reach = best_left(fused, blends)
     for start in range(0, len(fused), step):
         passing = shown()
-        if len(passing) >= scope.limit:
-            cut = sorted(c.score for c in passing)[-scope.limit]
-            if scoring is not None:
-                await read_blends([item.record_id for item in fused[start:]
-                                   if item.score * ceiling * profile.max_weight > cut])
-            if not may_pass(start, cut):
-                break
+        if len(passing) >= scope.limit and reach[start] * profile.max_weight <= \
+                sorted(c.score for c in passing)[-scope.limit]:
+            break
         part = fused[start:start + step]
-        ids = [item.record_id for item in part]
-        records, _ = await asyncio.gather(
-            runtime.stores.records.records_by_id(scope.namespace, ids), read_blends(ids))
+        records = first_records if start == 0 else await runtime.stores.records.records_by_id(
+            scope.namespace, [item.record_id for item in part])
         for item in part:
             record = records.get(item.record_id)
             # A point whose record is gone from Postgres is stale: the index is rebuildable.
@@ -396,6 +377,18 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 c.support, c.blend)
             for record_id, score in ranking[: scope.limit] for c in (by_id[record_id],)]
     return Found(hits, degraded)
+
+
+def best_left(fused: Sequence[Fused], blends: Mapping[str, Blend]) -> list[float]:
+    """For each position of `fused`, the highest fused score times blend from there on (the
+    blend 1 without scoring)."""
+    reach = [0.0] * len(fused)
+    highest = 0.0
+    for position in range(len(fused) - 1, -1, -1):
+        blend = blends.get(fused[position].record_id)
+        highest = max(highest, fused[position].score * (1.0 if blend is None else blend.factor))
+        reach[position] = highest
+    return reach
 
 
 async def blends_of(runtime: Runtime, scoring: Scoring | None, namespace: str,

@@ -20,10 +20,8 @@ from processors.adaptive_scoring import (
     MemoryUse,
     ScoringConfig,
     adaptive_score,
-    blend_factor,
     blended,
     frequency,
-    max_blend_factor,
     recency,
     rerank,
     scoring_config_problems,
@@ -291,13 +289,6 @@ def test_the_blend_is_monotone_in_the_adaptive_score(config: ScoringConfig, raw:
                                                      low: float, high: float) -> None:
     low, high = sorted((low, high))
     assert blended(raw, low, config) <= blended(raw, high, config)
-
-
-@given(configs(), ADAPTIVE)
-def test_no_blend_exceeds_the_largest_there_can_be(config: ScoringConfig,
-                                                   adaptive: float) -> None:
-    # What search bounds the candidates it has not read by.
-    assert blend_factor(adaptive, config) <= max_blend_factor(config)
 
 
 @given(configs(), st.floats(min_value=1e-6, max_value=1e6), ADAPTIVE)
