@@ -15,19 +15,14 @@ import httpx
 import pytest
 
 from client.publisher import Publisher
-from embedder.model import Embedder
 from harness.kafka_io import TopicReader
-from harness.stack import MODEL_DIR, Stack, Worker
+from harness.stack import Stack, Worker
 from processors.retrieval import PROFILES
-from stores.postgres_stores import PostgresStores
-from stores.records_search import RecordsSearch
 from stores.vector_index import SearchScope
-from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery, search
-from streams.plumbing.metrics import Metrics
-from streams.plumbing.runtime import Runtime
+from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery
 from tests.integration.conftest import updated_ids
 from tests.integration.test_cli import memstream
-from tests.integration.test_pipeline import UnreachableIndex
+from tests.integration.test_pipeline import searched_from_postgres
 from tests.integration.test_write_endpoints import client, posted
 
 pytestmark = pytest.mark.integration
@@ -192,23 +187,11 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
         assert all("explain" not in item for item in plain)
 
     # Postgres, answering when the index is down, blends Ann's scores alike.
-    stores = await PostgresStores.connect(stack.pg_dsn)
-    fallback = await RecordsSearch.connect(stack.pg_dsn)
-    embedder = Embedder.load(MODEL_DIR, threads=1)
-    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
-                      producer=None, announcements=None,  # type: ignore[arg-type]
-                      max_event_bytes=1024)
-    try:
+    async with searched_from_postgres(stack) as searched:
         for agent, expected in (("ann", [second, first]), ("bob", [first, second])):
-            answer = await search(
-                runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
-                SearchQuery(QUESTION, SearchScope(namespace, limit=5,
-                                                  min_score=DEFAULT_MIN_SCORE,
-                                                  agent_id=agent),
-                            PROFILES["default"], explain=True))
+            answer = await searched(SearchQuery(
+                QUESTION, SearchScope(namespace, limit=5, min_score=DEFAULT_MIN_SCORE,
+                                      agent_id=agent),
+                PROFILES["default"], explain=True))
             assert answer["degraded"] is True
             assert order(answer["hits"])[:2] == expected, agent
-    finally:
-        embedder.close()
-        await fallback.close()
-        await stores.close()

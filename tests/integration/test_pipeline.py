@@ -8,7 +8,10 @@ import json
 import re
 import subprocess
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -170,11 +173,37 @@ async def test_a_personal_memory_is_found_by_its_owner_only(
     assert await found(agent_id="ann") == sorted([shared, private])
 
 
+Searched = Callable[[SearchQuery], Awaitable[dict[str, Any]]]
+
+
 class UnreachableIndex:
     """Failure injection: an index whose every search fails."""
 
     async def search(self, *args: object, **kwargs: object) -> list[object]:
         raise ConnectionError("qdrant is down")
+
+
+@asynccontextmanager
+async def searched_from_postgres(stack: Stack) -> AsyncIterator[Searched]:
+    """`search` as the worker answers it with its index down (failure injection): the same
+    algorithm over the records in Postgres."""
+    stores = await PostgresStores.connect(stack.pg_dsn)
+    fallback = await RecordsSearch.connect(stack.pg_dsn)
+    embedder = Embedder.load(MODEL_DIR, threads=1)
+    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
+                      producer=None, announcements=None,  # type: ignore[arg-type]
+                      max_event_bytes=1024)
+
+    async def searched(query: SearchQuery) -> dict[str, Any]:
+        return await search(runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
+                            query)
+
+    try:
+        yield searched
+    finally:
+        embedder.close()
+        await fallback.close()
+        await stores.close()
 
 
 async def test_search_falls_back_to_postgres_when_the_index_is_down(
@@ -184,21 +213,10 @@ async def test_search_falls_back_to_postgres_when_the_index_is_down(
         record_id = await publisher.write_memory(namespace, VPN_MEMORY)
     await updates.wait_for(lambda messages: record_id in updated_ids(messages, namespace))
 
-    stores = await PostgresStores.connect(stack.pg_dsn)
-    fallback = await RecordsSearch.connect(stack.pg_dsn)
-    embedder = Embedder.load(MODEL_DIR, threads=1)
-    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
-                      producer=None, announcements=None,  # type: ignore[arg-type]
-                      max_event_bytes=1024)
-    try:
-        answer = await search(
-            runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
-            SearchQuery("how do I connect to staging?",
-                        SearchScope(namespace, limit=5, min_score=0.5), PROFILES["default"]))
-    finally:
-        embedder.close()
-        await fallback.close()
-        await stores.close()
+    async with searched_from_postgres(stack) as searched:
+        answer = await searched(SearchQuery(
+            "how do I connect to staging?",
+            SearchScope(namespace, limit=5, min_score=0.5), PROFILES["default"]))
     assert answer["degraded"] is True
     assert [hit["record_id"] for hit in answer["hits"]] == [record_id]
 

@@ -9,18 +9,13 @@ import httpx
 import pytest
 
 from client.publisher import Publisher
-from embedder.model import Embedder
 from harness.kafka_io import TopicReader
-from harness.stack import MODEL_DIR, Stack, Worker
+from harness.stack import Stack, Worker
 from processors.retrieval import PROFILES
-from stores.postgres_stores import PostgresStores
-from stores.records_search import RecordsSearch
 from stores.vector_index import SearchScope
-from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery, search
-from streams.plumbing.metrics import Metrics
-from streams.plumbing.runtime import Runtime
+from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery
 from tests.integration.conftest import updated_ids
-from tests.integration.test_pipeline import UnreachableIndex
+from tests.integration.test_pipeline import searched_from_postgres
 
 pytestmark = pytest.mark.integration
 
@@ -81,23 +76,11 @@ async def test_defaults_find_keyword_matches_and_the_long_memory_and_nothing_els
             ).json()["namespace_holds_records"] is True
 
     # Postgres, answering when the index is down, shows the same hits.
-    stores = await PostgresStores.connect(stack.pg_dsn)
-    fallback = await RecordsSearch.connect(stack.pg_dsn)
-    embedder = Embedder.load(MODEL_DIR, threads=1)
-    runtime = Runtime(stores=stores, embedder=embedder, metrics=Metrics(),
-                      producer=None, announcements=None,  # type: ignore[arg-type]
-                      max_event_bytes=1024)
-    try:
+    async with searched_from_postgres(stack) as searched:
         for query, expected in (("VPN", set(ids[:2])), ("quetzalmirror", {ids[-1]}),
                                 ("Which painter did Caroline admire in Oslo?", set())):
-            answer = await search(
-                runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
-                SearchQuery(query, SearchScope(namespace, limit=5,
-                                               min_score=DEFAULT_MIN_SCORE),
-                            PROFILES["default"]))
+            answer = await searched(SearchQuery(
+                query, SearchScope(namespace, limit=5, min_score=DEFAULT_MIN_SCORE),
+                PROFILES["default"]))
             assert answer["degraded"] is True
             assert {hit["record_id"] for hit in answer["hits"]} == expected, query
-    finally:
-        embedder.close()
-        await fallback.close()
-        await stores.close()
