@@ -11,6 +11,7 @@ import pytest
 
 from processors.beads import (
     BeadsFormatError,
+    Change,
     Claim,
     Close,
     FollowUp,
@@ -101,7 +102,7 @@ def test_listing_says_readiness_and_open_blockers() -> None:
 def test_a_run_claims_closes_and_files_follow_ups_as_bd_writes_them() -> None:
     text = fixture("beads-2025-12")
     beads = parse(text)
-    changes = [Claim("bd-2vh3.5", "agent-7", AT),
+    changes: list[Change] = [Claim("bd-2vh3.5", "agent-7", AT),
                Close("bd-2vh3.5", "Auto-squash landed", AT),
                FollowUp("bd-2vh3.5", "Document auto-squash", "In docs/squash.md", "agent-7", AT)]
     after = apply(beads, changes)
@@ -130,8 +131,10 @@ def test_a_run_claims_closes_and_files_follow_ups_as_bd_writes_them() -> None:
 
 def test_sequential_ids_take_the_next_number_and_a_release_reopens() -> None:
     beads = parse(fixture("beads-2025-10"))
-    after = apply(beads, [FollowUp("bd-1", "Next", "", "memstream", AT),
-                          Claim("bd-2", "a", AT), Release("bd-2", "run r1 failed", AT)])
+    released_changes: list[Change] = [FollowUp("bd-1", "Next", "", "memstream", AT),
+                                      Claim("bd-2", "a", AT),
+                                      Release("bd-2", "run r1 failed", AT)]
+    after = apply(beads, released_changes)
     assert after.item("bd-24").title == "Next"
     released = after.item("bd-2")
     assert (released.status, released.assignee, released.fields["notes"]) == \
