@@ -59,3 +59,10 @@ def learning_update_event_id(namespace: str, source: str, text: str) -> str:
     """The `memory.update` that grows a run learning to `text`: the same evidence names the
     same update, so a replay applies it once."""
     return f"lrn_{_digest('run_learning_update', namespace, source, text)}"
+
+
+def planning_event_id(namespace: str, *parts: str) -> str:
+    """A planning event named by what it comes from: an item's content as read, or the run
+    event (and the part of it) that asks for a write-back, so a replay publishes it again
+    under the same id."""
+    return f"pln_{_digest('planning', namespace, *parts)}"

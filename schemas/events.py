@@ -92,6 +92,15 @@ class RunStartedPayload(_Payload):
     agent: Annotated[str, StringConstraints(max_length=200)] = ""
     task_key: Identifier | None = None
     repo: Annotated[str, StringConstraints(max_length=500)] | None = None
+    planning_ref: Identifier | None = Field(
+        default=None, description="The work item of the repo's planning (a Beads id) the run "
+        "works on: the run claims it, and its finish closes it (docs/planning.md).")
+
+    @model_validator(mode="after")
+    def _planning_ref_names_its_repo(self) -> RunStartedPayload:
+        if self.planning_ref is not None and not self.repo:
+            raise ValueError("a planning_ref needs the run's repo, whose planning holds it")
+        return self
 
 
 class RunStepPayload(_Payload):
@@ -510,11 +519,107 @@ class SessionSlept(_EnvelopeFields):
     payload: SessionSleptPayload
 
 
+# A repository's name in the planning map (MEMSTREAM_PLANNING_REPOS): the key of
+# planning.events.
+RepoName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,99}$")]
+# A Beads item id: `prefix-hash`, `prefix-N`, or a child's `prefix-hash.N`.
+ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,199}$")]
+
+
+class PlanningItemUpsertedPayload(_Payload):
+    """A work item as read from the repository's planning (its issues.jsonl): every field
+    Beads wrote, as written."""
+
+    repo: RepoName
+    item_id: ItemId
+    item: dict[str, Any] = Field(description="The item's line as an object, bd's fields as "
+                                 "bd wrote them (id, title, status, priority, ...).")
+
+    @model_validator(mode="after")
+    def _item_is_a_work_item(self) -> PlanningItemUpsertedPayload:
+        if self.item.get("id") != self.item_id:
+            raise ValueError("item.id must be the item_id")
+        if not isinstance(self.item.get("title"), str) or not self.item["title"]:
+            raise ValueError("item.title must be a non-empty string")
+        return self
+
+
+class PlanningClaimedPayload(_Payload):
+    """A run took the item: in progress, assigned to the run's agent."""
+
+    repo: RepoName
+    item_id: ItemId
+    run_id: Identifier
+    assignee: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class PlanningClosedPayload(_Payload):
+    """The run that claimed the item finished: `closed` (it succeeded, `reason` says how) or
+    `released` (it failed or was cancelled: open again, unassigned, `reason` in its notes)."""
+
+    PROSE = frozenset({"reason"})
+
+    repo: RepoName
+    item_id: ItemId
+    run_id: Identifier
+    outcome: Literal["closed", "released"]
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+class PlanningFollowupDiscoveredPayload(_Payload):
+    """A next step of the run, filed as a new item `discovered-from` the run's."""
+
+    PROSE = frozenset({"title", "description"})
+
+    repo: RepoName
+    from_item_id: ItemId
+    run_id: Identifier
+    title: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    description: Annotated[str, StringConstraints(max_length=8000)] = ""
+    created_by: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class PlanningSyncRequestedPayload(_Payload):
+    """Write the repo's pending claims, closes and follow-ups into its issues.jsonl, then
+    read it back."""
+
+    repo: RepoName
+    requested_by: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class PlanningItemUpserted(_EnvelopeFields):
+    type: Literal["planning.item_upserted"]
+    payload: PlanningItemUpsertedPayload
+
+
+class PlanningClaimed(_EnvelopeFields):
+    type: Literal["planning.claimed"]
+    payload: PlanningClaimedPayload
+
+
+class PlanningClosed(_EnvelopeFields):
+    type: Literal["planning.closed"]
+    payload: PlanningClosedPayload
+
+
+class PlanningFollowupDiscovered(_EnvelopeFields):
+    type: Literal["planning.followup_discovered"]
+    payload: PlanningFollowupDiscoveredPayload
+
+
+class PlanningSyncRequested(_EnvelopeFields):
+    type: Literal["planning.sync_requested"]
+    payload: PlanningSyncRequestedPayload
+
+
 RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 # Events that change a stored memory, named by its record_id.
 LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
 MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock | MemoryRate | MemoryScoring
 SessionEvent = SessionWoke | SessionCheckpointed | SessionSlept
+# What a run does to its planning item, written back to the repository by a sync.
+PlanningWriteBack = PlanningClaimed | PlanningClosed | PlanningFollowupDiscovered
+PlanningEvent = PlanningItemUpserted | PlanningWriteBack | PlanningSyncRequested
 
 # The event types accepted on each input topic: anything else is an unknown type.
 RUN_EVENT_TYPES: dict[str, type[RunEvent]] = {
@@ -541,8 +646,17 @@ SESSION_EVENT_TYPES: dict[str, type[SessionEvent]] = {
     "session.checkpointed": SessionCheckpointed,
     "session.slept": SessionSlept,
 }
-EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent]] = {
+PLANNING_EVENT_TYPES: dict[str, type[PlanningEvent]] = {
+    "planning.item_upserted": PlanningItemUpserted,
+    "planning.claimed": PlanningClaimed,
+    "planning.closed": PlanningClosed,
+    "planning.followup_discovered": PlanningFollowupDiscovered,
+    "planning.sync_requested": PlanningSyncRequested,
+}
+EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
+                            | PlanningEvent]] = {
     **RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES, **CONSOLIDATE_EVENT_TYPES, **SESSION_EVENT_TYPES,
+    **PLANNING_EVENT_TYPES,
 }
 
 ChangeKind = Literal[

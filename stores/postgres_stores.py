@@ -12,6 +12,7 @@ from stores.core_blocks import PostgresCoreBlocks
 from stores.dead_letters import PostgresDeadLetters
 from stores.fix_patterns import PostgresFixPatterns
 from stores.gaps import PostgresGaps
+from stores.planning import PostgresPlanning
 from stores.postgres_rows import create_pool
 from stores.ratings import PostgresRatings
 from stores.record_versions import PostgresRecordVersions
@@ -44,6 +45,7 @@ class PostgresStores:
         self.ratings = PostgresRatings(pool)
         self.gaps = PostgresGaps(pool)
         self.scoring_configs = PostgresScoringConfigs(pool)
+        self.planning = PostgresPlanning(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

@@ -1,9 +1,9 @@
 """The Faust app of each role: topics, agents as short pipelines over batches, timers and the
 HTTP views.
 
-- `ingest`: memory.events, runs.events and sessions.events, the consolidations to publish,
-  search and the other read views. It owns the index, and keeps the dead letters of every
-  topic readable.
+- `ingest`: memory.events, runs.events, sessions.events and planning.events, the
+  consolidations to publish, search and the other read views. It owns the index, and keeps
+  the dead letters of every topic readable.
 - `consolidator`: memory.consolidate, in a process and consumer group of its own.
 
 Both serve `/healthz` and `/metrics`.
@@ -23,6 +23,7 @@ from schemas.topics import (
     DEAD_LETTER_TOPICS,
     MEMORY_CONSOLIDATE,
     MEMORY_EVENTS,
+    PLANNING_EVENTS,
     RUNS_EVENTS,
     SESSIONS_EVENTS,
     source_of_dead_letters,
@@ -39,6 +40,7 @@ from streams.api.gaps import wire_gaps
 from streams.api.graph import wire_graph
 from streams.api.keys import wire_keys
 from streams.api.openapi import wire_openapi
+from streams.api.planning import wire_planning
 from streams.api.ratings import wire_ratings
 from streams.api.records import wire_records
 from streams.api.retrieval_log import RetrievalLog
@@ -57,6 +59,7 @@ from streams.stages.consolidator import Consolidator
 from streams.stages.dead_letter_log import DeadLetterLog, leave_on_topic
 from streams.stages.memory_intake import MemoryWriter, WriterState
 from streams.stages.memory_lifecycle import LifecycleApplier
+from streams.stages.planning_ledger import PlanningLedger, request_syncs
 from streams.stages.record_sink import RecordSink
 from streams.stages.report_relay import ReportRelay
 from streams.stages.retention import RetentionJob
@@ -126,6 +129,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                  settings.batch_max)
     wiring.agent(SESSIONS_EVENTS, "session-ledger", lambda: SessionLedger(runtime),
                  settings.batch_max)
+    wiring.agent(PLANNING_EVENTS, "planning-ledger", lambda: PlanningLedger(runtime),
+                 settings.batch_max)
     for dlq in DEAD_LETTER_TOPICS:
         wiring.agent(dlq, f"dead-letters-{source_of_dead_letters(dlq)}",
                      partial(DeadLetterLog, runtime, dlq), settings.batch_max,
@@ -154,6 +159,9 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     app.timer(interval=settings.retrieval_log_interval_s)(retrievals.write_queued)
     gap_keeper = GapKeeper(runtime, index, fallback)
     wiring.every(settings.gap_interval_s, "keep the gaps", gap_keeper.keep)
+    if settings.planning_sync_s is not None:
+        wiring.every(settings.planning_sync_s, "sync planning",
+                     partial(request_syncs, runtime))
 
     pages = wiring.pages
     wire_search(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)
@@ -174,6 +182,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_ratings(pages, runtime)
     wire_scoring_config(pages, runtime)
     wire_gaps(pages, runtime.stores.gaps)
+    wire_planning(pages, runtime)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)
     wire_dead_letters(pages, runtime.stores.dead_letters)

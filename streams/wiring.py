@@ -16,6 +16,7 @@ from schemas.topics import (
     DEAD_LETTER_TOPICS,
     MEMORY_CONSOLIDATE,
     MEMORY_EVENTS,
+    PLANNING_EVENTS,
     RUNS_EVENTS,
     SESSIONS_EVENTS,
 )
@@ -36,7 +37,8 @@ log = logging.getLogger(__name__)
 Role = Literal["ingest", "consolidator"]
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
-    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, SESSIONS_EVENTS, *DEAD_LETTER_TOPICS),
+    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, SESSIONS_EVENTS, PLANNING_EVENTS,
+               *DEAD_LETTER_TOPICS),
     "consolidator": (MEMORY_CONSOLIDATE,),
 }
 

@@ -33,6 +33,7 @@ from processors.access import PERMISSIONS
 from processors.consolidation_trigger import TriggerRules
 from processors.run_learnings import LearningThresholds
 from stores.api_keys import ApiKeys, KeyGrant, MadeKey
+from stores.beads_repo import BeadsRepos
 from stores.index_factory import open_index
 from stores.migrate import apply_migrations
 from stores.postgres_stores import PostgresStores
@@ -89,6 +90,7 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
         trigger_rules=rules,
         retry_policy=RetryPolicy(unexpected_attempts=settings.unexpected_attempts),
         derived_review=settings.derived_review,
+        planning=BeadsRepos(settings.planning_repos) if settings.memory.planning else None,
     )
 
 

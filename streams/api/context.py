@@ -1,16 +1,19 @@
 """`GET /v1/context`: the context pack of seed 002's read path (its RetrievalGateway).
 
-    namespace, query, run_id?, error?, budget_tokens?, profile?, agent_id?, min_score?
+    namespace, query, run_id?, error?, budget_tokens?, profile?, agent_id?, min_score?,
+    planning_ref? with repo?
 
 Sections, in order: core (the core blocks of the agent the pack is read as: the key's, or the
-one an admin key names; none without an agent), history (for the error given, or those the
+one an admin key names; none without an agent), planning (with MEMORY_PLANNING=beads and a
+`planning_ref`: the Beads work item of `repo`, its blockers, its ready siblings, read fresh
+from the repository's file: streams/api/planning.py), history (for the error given, or those the
 run met, the fix patterns of its signature, most successful first, then similar ones; run
 digests like the query), then long-term memories. Each retrieved section is searched hybrid,
 like /v1/search, and everything is packed into the token budget, core first within its share
 (processors/context_pack.py). Fail-open per section: a section whose store is down
 contributes nothing and is named in `degraded` (`index` when the index failed and Postgres
 answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_FAIL_OPEN,
-MEMORY_CONTEXT_BUDGET_TOKENS.
+MEMORY_CONTEXT_BUDGET_TOKENS, MEMORY_PLANNING.
 """
 
 from __future__ import annotations
@@ -26,11 +29,26 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.blocks import field_lines
-from processors.context_pack import Candidate, CoreBlock, CoreField, CorePack, Pack, pack
+from processors.context_pack import (
+    SECTIONS,
+    Candidate,
+    CoreBlock,
+    CoreField,
+    CorePack,
+    Pack,
+    pack,
+)
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.gaps import unanswered
 from processors.ids import fix_pattern_record_id
-from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, integer
+from processors.parameters import (
+    BOOLEAN,
+    IDENTIFIER,
+    NAMESPACE,
+    PLANNING_ITEM,
+    REPO,
+    integer,
+)
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
 from stores.core_blocks import CoreBlocks
 from stores.records import FoundRecord
@@ -39,6 +57,7 @@ from streams.api.auth import granted_namespace, reader_of
 from streams.api.fix_patterns import ERROR
 from streams.api.pages import Pages
 from streams.api.params import BadQuery, Param, Params, optional, required, value
+from streams.api.planning import planning_candidates
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.search import (
     DEFAULT_MIN_SCORE,
@@ -64,10 +83,14 @@ MAX_BUDGET_TOKENS = 32_000
 DIGESTS = 5
 FIX_PATTERNS = 5
 MEMORIES = 30
+# The sections searched in memory: their items are records (the planning section's are work
+# items of a repository's file).
+RETRIEVED = ("history", "long_term")
 
 BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
 CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS),
-                          "error": Param(ERROR)}
+                          "error": Param(ERROR), "planning_ref": Param(PLANNING_ITEM),
+                          "repo": Param(REPO)}
 
 
 def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -86,8 +109,8 @@ def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: S
                              "sections": {}, "tokens": 0, "degraded": []})
         pack = await build_context(runtime, index, fallback, flags, query)
         retrievals.surfaced(namespace=namespace, query=query.query, route="/v1/context",
-                            record_ids=[item["record_id"] for items in pack["sections"].values()
-                                        for item in items],
+                            record_ids=[item["record_id"] for name in RETRIEVED
+                                        for item in pack["sections"][name]],
                             agent_id=query.scope.agent_id, run_id=query.run_id)
         note_gap(retrievals, flags, query, pack, request.query.keys())
         return web.json({**pack, "enabled": True, "budget_exhausted": False})
@@ -103,6 +126,9 @@ class ContextQuery:
     error: str | None
     # Whether each item says how its score was made.
     explain: bool = False
+    # The Beads work item the pack is for, and the repository whose planning holds it.
+    planning_ref: str | None = None
+    repo: str | None = None
 
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
@@ -116,10 +142,14 @@ class ContextQuery:
         budget = value(params, "budget_tokens", BUDGET_TOKENS, flags.context_budget_tokens)
         error = (optional(params, "error", ERROR) or "").strip() or None
         profile = profile_of(params)
+        planning_ref = optional(params, "planning_ref", PLANNING_ITEM)
+        repo = optional(params, "repo", REPO)
+        if planning_ref is not None and repo is None:
+            raise BadQuery("planning_ref needs repo: the repository whose planning holds it")
         return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
                                        agent_id), profile,
                    budget, optional(params, "run_id", IDENTIFIER), error,
-                   value(params, "explain", BOOLEAN, False))
+                   value(params, "explain", BOOLEAN, False), planning_ref, repo)
 
 
 @dataclass
@@ -145,6 +175,9 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 raise
             log.exception("context: the core section failed; left out")
             gathered.degraded.add("core")
+    if flags.planning and query.planning_ref is not None and query.repo is not None:
+        await plan(runtime, flags, query.scope.namespace, query.repo, query.planning_ref,
+                   gathered)
     if query.query:
         await retrieve(runtime, index, fallback, flags, query, gathered)
     packed = pack(gathered.candidates, query.budget_tokens, gathered.core)
@@ -172,7 +205,21 @@ def sections_view(packed: Pack, explained: Mapping[str, dict[str, Any]] | None
     return {name: [item_view(item) if explained is None
                    else {**item_view(item), "explain": explained[item.record_id]}
                    for item in packed.items if item.section == name]
-            for name in ("history", "long_term")}
+            for name in SECTIONS}
+
+
+async def plan(runtime: Runtime, flags: MemoryFlags, namespace: str, repo: str, ref: str,
+               gathered: Gathered) -> None:
+    """The planning section: Beads failing (no file, a corrupt one, bd, an item it does not
+    hold) leaves it out, named in `degraded`, and never fails the pack."""
+    try:
+        gathered.candidates += await planning_candidates(runtime, namespace, repo, ref)
+    except Exception:
+        if not flags.fail_open:
+            raise
+        log.warning("context: the planning section of %s#%s failed; left out", repo, ref,
+                    exc_info=True)
+        gathered.degraded.add("planning")
 
 
 async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -325,7 +372,7 @@ def note_gap(retrievals: RetrievalLog, flags: MemoryFlags, query: ContextQuery,
     memory holds."""
     searched = (flags.history or flags.long_term) and \
         not {"history", "long_term"} & set(pack["degraded"])
-    found = sum(len(items) for items in pack["sections"].values()) + \
+    found = sum(len(pack["sections"][name]) for name in RETRIEVED) + \
         sum(pack["dropped"].values())
     if searched and unanswered(query.query, query.scope.min_score, found, DEFAULT_MIN_SCORE,
                                given):

@@ -45,6 +45,7 @@ from schemas.events import (
     MemoryReview,
     MemoryUpdate,
     MemoryWrite,
+    PlanningEvent,
     RunEvent,
     SessionEvent,
 )
@@ -56,7 +57,7 @@ from streams.plumbing.failures import classify
 from streams.plumbing.messages import Outbound
 from streams.plumbing.runtime import Producer, Runtime
 
-E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent)
+E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent | PlanningEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
 
@@ -102,7 +103,8 @@ class EventGate:
         return raw, parse_event(raw, accepted, self._max_event_bytes)
 
     async def publish(self, raw: bytes,
-                      event: RunEvent | MemoryEvent | SessionEvent) -> Published:
+                      event: RunEvent | MemoryEvent | SessionEvent | PlanningEvent
+                      ) -> Published:
         topic, key = destination(event)
         try:
             await asyncio.wait_for(self._producer.produce([Outbound(topic, key, raw)]),

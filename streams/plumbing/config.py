@@ -32,6 +32,9 @@ class MemoryFlags:
     long_term: bool = True
     fail_open: bool = True
     context_budget_tokens: int = 2000
+    # The planning plane (MEMORY_PLANNING=off|beads): off, no planning section and nothing
+    # written back; it reads and writes repositories' files, so it is asked for.
+    planning: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MemoryFlags:
@@ -43,6 +46,7 @@ class MemoryFlags:
             fail_open=_flag(env.get("MEMORY_FAIL_OPEN", "true")),
             context_budget_tokens=int(env.get("MEMORY_CONTEXT_BUDGET_TOKENS",
                                               str(cls.context_budget_tokens))),
+            planning=_planning(env.get("MEMORY_PLANNING", "off")),
         )
 
 
@@ -130,6 +134,11 @@ class Settings:
     # MEMSTREAM_AUTH=off lets every request do everything, for local use.
     auth: bool = True
     memory: MemoryFlags = field(default_factory=MemoryFlags)
+    # Each repository's checkout, by the name runs give as their `repo` (docs/planning.md).
+    planning_repos: Mapping[str, Path] = field(default_factory=dict)
+    # How often the worker writes pending claims, closes and follow-ups back into the
+    # repositories' files; None: only when `memstream plan sync` asks.
+    planning_sync_s: float | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -184,6 +193,8 @@ class Settings:
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
                                           str(cls.promote_after_updates))),
             retention=parse_retention(get("RETENTION", "")),
+            planning_repos=planning_repos(get("PLANNING_REPOS", "")),
+            planning_sync_s=_off_or_float(get("PLANNING_SYNC_S", "off")),
             retention_interval_s=float(get("RETENTION_INTERVAL_S",
                                            str(cls.retention_interval_s))),
             derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
@@ -211,6 +222,24 @@ def _protection(raw: str) -> tuple[Protection, ...]:
         raise ValueError(f"MEMSTREAM_PROTECT: unknown {', '.join(sorted(unknown))}; "
                          f"expected none or {', '.join(get_args(Protection))}")
     return tuple(cast(Protection, name) for name in sorted(names))
+
+
+def _planning(raw: str) -> bool:
+    if raw.strip().lower() not in ("off", "beads"):
+        raise ValueError(f"MEMORY_PLANNING must be off or beads, got {raw!r}")
+    return raw.strip().lower() == "beads"
+
+
+def planning_repos(raw: str) -> dict[str, Path]:
+    """`name=/path/to/checkout,...`: each repository's name (a run's `repo`) and the checkout
+    whose .beads/issues.jsonl holds its planning."""
+    repos: dict[str, Path] = {}
+    for entry in filter(None, (part.strip() for part in raw.split(","))):
+        name, sep, path = entry.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ValueError(f"MEMSTREAM_PLANNING_REPOS: {entry!r} is not name=path")
+        repos[name.strip()] = Path(path.strip())
+    return repos
 
 
 def _switch(raw: str) -> bool:

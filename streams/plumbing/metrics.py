@@ -228,9 +228,17 @@ class Metrics:
         )
         self.context_degraded = Counter(
             "memstream_context_degraded_total",
-            "Context packs answered without a part (index: from Postgres; core, history or "
-            "long_term: left out), by part.",
+            "Context packs answered without a part (index: from Postgres; core, planning, "
+            "history or long_term: left out), by part.",
             ["part"],
+            registry=r,
+        )
+        self.planning = Counter(
+            "memstream_planning_total",
+            "Work with repositories' planning files (docs/planning.md), by operation (read: "
+            "a pack's or a listing's prefetch; sync: a write-back into the file) and outcome "
+            "(ok, failed: logged, never raised into a run or a pack).",
+            ["operation", "outcome"],
             registry=r,
         )
         self.up = Gauge("memstream_worker_up", "1 while the worker runs.", registry=r)
@@ -271,8 +279,11 @@ class Metrics:
         self.gaps_resolved.inc(0)
         for route in ("/v1/search", "/v1/context", "/v1/summary"):
             self.search_budget_exhausted.labels(route)
-        for part in ("index", "core", "history", "long_term", "budget"):
+        for part in ("index", "core", "planning", "history", "long_term", "budget"):
             self.context_degraded.labels(part)
+        for operation in ("read", "sync"):
+            for outcome in ("ok", "failed"):
+                self.planning.labels(operation, outcome)
         for reason in get_args(ConsolidateReason):
             self.consolidation_requests.labels(reason)
             for outcome in get_args(RunOutcome):

@@ -19,12 +19,14 @@ from processors.consolidation_trigger import TriggerRules
 from processors.fix_patterns import DEFAULT_FIX_WINDOW
 from processors.run_learnings import LearningThresholds
 from stores.api_keys import ApiKeys
+from stores.beads_repo import BeadsRepos
 from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
 from stores.dead_letters import DeadLetters
 from stores.fix_patterns import FixPatterns
 from stores.gaps import Gaps
 from stores.pgvector import Vector
+from stores.planning import Planning
 from stores.ratings import Ratings
 from stores.record_versions import RecordVersions
 from stores.records import Records
@@ -91,6 +93,9 @@ class Stores(Protocol):
     @property
     def scoring_configs(self) -> ScoringConfigs: ...
 
+    @property
+    def planning(self) -> Planning: ...
+
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -114,6 +119,8 @@ class Runtime:
     retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
     # How consolidation stores its merges (MEMSTREAM_DERIVED_REVIEW).
     derived_review: DerivedReview = "draft"
+    # The repositories' planning files (MEMORY_PLANNING=beads); None: planning is off.
+    planning: BeadsRepos | None = None
 
     def attempts(self, topic: str) -> Attempts:
         """The retry policy for the steps of a stage that consumes `topic`."""

@@ -1,7 +1,9 @@
 """`runs.events` → the run ledger in Postgres → on run.finished, a run digest → the record
 sink → `memory.updated`; errors met → signatures → fix patterns, rebuilt when an error
 recurs or a run that may have fixed one succeeds; then the lessons and patterns they teach,
-published to `memory.events` as draft memories (streams/stages/run_learnings.py).
+published to `memory.events` as draft memories (streams/stages/run_learnings.py); and what
+the run does to its planning item, published to `planning.events`
+(streams/stages/run_planning.py).
 
 Every step that touches a store isolates the events at fault: a ledger row, an error
 occurrence, a digest or a fix pattern that is refused dead-letters the event that made it,
@@ -32,6 +34,7 @@ from streams.stages.embedding import embedded, start_embedding
 from streams.stages.fix_pattern_refresh import FixPatternKey, refresh_fix_patterns
 from streams.stages.record_sink import RecordChange, RecordSink
 from streams.stages.run_learnings import propose_lessons, propose_patterns
+from streams.stages.run_planning import publish_planning
 
 Dead = list[tuple[InboundMessage, Rejection]]
 
@@ -126,6 +129,9 @@ class RunLedger:
             metrics.events.labels(RUNS_EVENTS, row.type, "stored").inc()
         for _, occurrence in appended.done:
             metrics.error_occurrences.labels(occurrence.signature.dialect).inc()
+        # A run's planning item (docs/planning.md): claimed, closed, its follow-ups filed.
+        events = {message: parsed.event for message, parsed in batch.parsed}
+        await publish_planning(runtime, attempts, [events[message] for message, _ in ledger.done])
 
         ended = [end for end in finished if end.message not in refused]
         digests_refused = await self._store_digests(ended)

@@ -245,6 +245,7 @@ class InMemoryStores:
     ratings: Any = field(default_factory=lambda: Unused("ratings"))
     gaps: Any = field(default_factory=lambda: Unused("gaps"))
     scoring_configs: Any = field(default_factory=lambda: Unused("scoring_configs"))
+    planning: Any = field(default_factory=lambda: Unused("planning"))
 
     async def ping(self) -> None:
         pass

@@ -1,0 +1,206 @@
+"""The planning routes (docs/planning.md): a repository's Beads work items, read fresh from its
+issues.jsonl with the write-backs not synced yet laid over them.
+
+    GET  /v1/planning/items?namespace=&repo=             every item: status, priority,
+                                                         readiness, open blockers
+    GET  /v1/planning/items/{item_id}?namespace=&repo=   its planning context: the item, its
+                                                         dependencies and blockers with their
+                                                         state, its ready siblings
+    POST /v1/planning/sync {namespace, repo}             publishes planning.sync_requested:
+                                                         the worker writes the pending claims,
+                                                         closes and follow-ups into the file
+
+A repo no checkout is configured for (or planning off: MEMORY_PLANNING) answers 404. A file
+missing or corrupt answers the items as memstream last read them (Postgres), with `degraded`
+naming planning and why; an item then answers 404 unless it was read before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from faust.web import Request, Response, View
+
+from processors.access import Caller
+from processors.beads import (
+    BeadsFile,
+    UnknownItem,
+    WorkItem,
+    blockers,
+    is_ready,
+    listing,
+    planning_context,
+)
+from processors.context_pack import Candidate
+from processors.intake import json_object
+from processors.openapi import payload_body
+from processors.parameters import NAMESPACE, PLANNING_ITEM, REPO
+from processors.planning import pack_entries
+from processors.retrieval import age_in_days
+from schemas.events import PlanningSyncRequested
+from stores.beads_repo import PlanningUnavailable, UnknownRepo
+from streams.api.auth import granted_namespace
+from streams.api.pages import Pages
+from streams.api.params import Param, Params, required
+from streams.api.writes import (
+    POST,
+    EventGate,
+    answering,
+    envelope_of,
+    payload_fields,
+    permitted,
+    producer_of,
+)
+from streams.plumbing.planning import changed_items, publish_read, read_planning
+from streams.plumbing.runtime import Runtime
+
+ITEMS_PARAMS: Params = {"namespace": Param(NAMESPACE), "repo": Param(REPO)}
+ITEM_PARAMS: Params = {**ITEMS_PARAMS, "item_id": Param(PLANNING_ITEM)}
+
+
+def wire_planning(pages: Pages, runtime: Runtime) -> None:
+    gate = EventGate(runtime.producer, runtime.max_event_bytes)
+
+    @pages.page("/v1/planning/items", params=ITEMS_PARAMS)
+    async def items_view(web: View, request: Request, caller: Caller) -> Response:
+        """A repository's work items, each with its readiness and open blockers."""
+        namespace = granted_namespace(caller, request.query)
+        repo = required(request.query, "repo", REPO)
+        try:
+            read, degraded = await _read(runtime, namespace, repo)
+        except UnknownRepo as exc:
+            return no_planning(web, exc)
+        if not degraded:
+            await publish_read(runtime, namespace, repo,
+                               await changed_items(runtime, namespace, repo, read))
+        return web.json({"namespace": namespace, "repo": repo, **degraded_view(degraded),
+                         "items": [item_row(item, ready, open_blockers)
+                                   for item, ready, open_blockers in listing(read)]})
+
+    @pages.page("/v1/planning/items/{item_id}", params=ITEM_PARAMS)
+    async def item_view(web: View, request: Request, caller: Caller,
+                        item_id: str) -> Response:
+        """An item's planning context: dependencies, blockers, ready siblings."""
+        namespace = granted_namespace(caller, request.query)
+        repo = required(request.query, "repo", REPO)
+        try:
+            read, degraded = await _read(runtime, namespace, repo)
+            context = planning_context(read, item_id)
+        except UnknownRepo as exc:
+            return no_planning(web, exc)
+        except UnknownItem:
+            return web.json({"error": f"no item {item_id!r} in the planning of {repo!r}"},
+                            status=404)
+        if not degraded:
+            await publish_read(runtime, namespace, repo, [
+                context.item, *(b.item for b in context.blockers if b.item is not None),
+                *context.ready_siblings])
+        return web.json({
+            "namespace": namespace, "repo": repo, **degraded_view(degraded),
+            "item": {**item_row(context.item, context.ready,
+                                [b for b in context.blockers if b.open]),
+                     "description": context.item.description,
+                     "acceptance_criteria": context.item.acceptance_criteria,
+                     "fields": dict(context.item.fields)},
+            "dependencies": [{"id": dep.depends_on_id, "kind": dep.kind,
+                              "status": None if other is None else other.status,
+                              "title": None if other is None else other.title}
+                             for dep, other in context.dependencies],
+            "blockers": [blocker_row(b.item_id, b.kind, b.item) for b in context.blockers],
+            "ready_siblings": [item_row(sibling, True, []) for sibling in
+                               context.ready_siblings],
+        })
+
+    @pages.page("/v1/planning/sync", params={}, methods=POST,
+                body=payload_body(PlanningSyncRequested, filled={"requested_by"}))
+    @answering
+    async def sync_view(web: View, request: Request, caller: Caller) -> Response:
+        """Ask the worker to write the repo's pending claims, closes and follow-ups into its
+        issues.jsonl (202: published, not written yet)."""
+        body = json_object(await request.read(), runtime.max_event_bytes)
+        permitted(caller, body, "write")
+        payload = {**payload_fields(body), "requested_by": producer_of(caller)}
+        raw, checked = gate.checked(envelope_of("planning.sync_requested", body, payload,
+                                                caller),
+                                    {"planning.sync_requested": PlanningSyncRequested})
+        repo = checked.event.payload.repo
+        if runtime.planning is None or repo not in runtime.planning.repos:
+            return no_planning(web, UnknownRepo(repo, "no checkout is configured for it, or "
+                                                      "planning is off"))
+        published = await gate.publish(raw, checked.event)
+        return web.json({"repo": repo, "event_id": published.event_id}, status=202)
+
+
+async def _read(runtime: Runtime, namespace: str, repo: str
+                ) -> tuple[BeadsFile, str | None]:
+    """The repo's items fresh from its file, or, when the file fails, as memstream last read
+    them, with why. Raises UnknownRepo for a repo it has no planning for."""
+    try:
+        return await read_planning(runtime, namespace, repo), None
+    except UnknownRepo:
+        raise
+    except PlanningUnavailable as exc:
+        rows = await runtime.stores.planning.items(namespace, repo)
+        return BeadsFile(tuple(WorkItem(row.fields) for row in rows), "bd", True), exc.detail
+
+
+def degraded_view(why: str | None) -> dict[str, Any]:
+    return {"degraded": [] if why is None else ["planning"], "degraded_why": why}
+
+
+def no_planning(web: View, exc: UnknownRepo) -> Response:
+    return web.json({"error": f"no planning for repo {exc.repo!r}: {exc.detail}"}, status=404)
+
+
+def item_row(item: WorkItem, ready: bool, open_blockers: list[Any]) -> dict[str, Any]:
+    return {"id": item.id, "title": item.title, "status": item.status,
+            "priority": item.priority, "issue_type": item.issue_type,
+            "assignee": item.assignee, "labels": list(item.labels), "parent": item.parent,
+            "ready": ready, "blockers": [b.item_id for b in open_blockers],
+            "close_reason": item.close_reason,
+            "created_at": item.fields.get("created_at"),
+            "updated_at": item.fields.get("updated_at")}
+
+
+def blocker_row(item_id: str, kind: str, item: WorkItem | None) -> dict[str, Any]:
+    return {"id": item_id, "kind": kind, "status": None if item is None else item.status,
+            "title": None if item is None else item.title,
+            "open": item is not None and not item.closed}
+
+
+async def planning_candidates(runtime: Runtime, namespace: str, repo: str,
+                              ref: str) -> list[Candidate]:
+    """The pack's planning section for `ref`: the item, its blockers, its ready siblings,
+    each with its cost in the model's tokens. Raises PlanningUnavailable (the file, bd) and
+    UnknownItem; what was read is published as item upserts."""
+    beads = await read_planning(runtime, namespace, repo)
+    context = planning_context(beads, ref)
+    entries = pack_entries(context)
+    texts = [entry.text for entry in entries]
+    costs = await asyncio.to_thread(runtime.embedder.token_costs, texts)
+    vectors = await runtime.embed(texts)
+    await publish_read(runtime, namespace, repo, [entry.item for entry in entries])
+    now = datetime.now(UTC)
+    by_id = beads.by_id()
+    return [Candidate(
+        section="planning", record_id=f"beads:{repo}#{entry.item.id}",
+        kind=f"planning_{entry.role}", text=entry.text,
+        source=f"beads:{repo}#{entry.item.id}", trust_class="raw",
+        provenance={"repo": repo, "item_id": entry.item.id, "role": entry.role,
+                    "status": entry.item.status,
+                    "ready": is_ready(entry.item, by_id),
+                    "open_blockers": [b.item_id for b in blockers(entry.item, by_id) if b.open]},
+        created_at=str(entry.item.fields.get("created_at") or ""),
+        age_days=_age(entry.item, now), score=1.0, token_cost=cost,
+        vector=np.asarray(vector, dtype=np.float32))
+        for entry, cost, vector in zip(entries, costs, vectors, strict=True)]
+
+
+def _age(item: WorkItem, now: datetime) -> float:
+    try:
+        return age_in_days(datetime.fromisoformat(str(item.fields.get("created_at"))), now)
+    except ValueError:
+        return 0.0
