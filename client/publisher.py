@@ -26,12 +26,13 @@ from schemas.events import (
     EVENT_TYPES,
     ConsolidateRequest,
     MemoryEvent,
+    PlanningEvent,
     RunEvent,
     SessionEvent,
 )
 from schemas.topics import destination
 
-AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
+AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent | PlanningEvent
 
 
 def validated(

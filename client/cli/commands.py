@@ -626,6 +626,50 @@ def gap_text(group: GapGroup) -> str:
     return group.question + (f" (answered by {', '.join(answered)})" if answered else "")
 
 
+def plan(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
+    """A repository's planning (docs/planning.md): its items, one item's context, or a sync
+    of the pending write-backs into its issues.jsonl."""
+    namespace = namespace_of(args, config)
+    if args.action == "sync":
+        accepted = client.plan_sync(args.repo, namespace=namespace)
+        if output.as_json:
+            output.json(accepted.raw)
+        else:
+            output.line(f"sync of {accepted.repo} requested (event {accepted.event_id})")
+        return 0
+    if args.action == "show":
+        found = client.planning_item(args.repo, args.item_id, namespace=namespace)
+        if output.as_json:
+            output.json(found.raw)
+            return 0
+        item = found.item
+        output.line(f"{item.id} [{item.status}, P{item.priority}, {item.issue_type}"
+                    f"{', ready' if item.ready else ''}] {item.title}")
+        if found.degraded:
+            output.note(f"degraded: {found.degraded_why}")
+        for text in (item.description, item.acceptance_criteria and
+                     f"Acceptance criteria:\n{item.acceptance_criteria}"):
+            if text:
+                output.line(text)
+        output.table(["relation", "item", "status", "title"], [
+            *(("blocked by" if b.open else "was blocked by", b.id, b.status or "?",
+               b.title or "") for b in found.blockers),
+            *(("ready sibling", s.id, s.status, s.title) for s in found.ready_siblings)],
+            flexible=(3,))
+        return 0
+    listed = client.planning_items(args.repo, namespace=namespace)
+    if output.as_json:
+        output.json(listed.raw)
+        return 0
+    if listed.degraded:
+        output.note(f"degraded: {listed.degraded_why} (the items as last read)")
+    output.table(["item", "status", "P", "ready", "blockers", "title"], [
+        (item.id, item.status, item.priority, "yes" if item.ready else "",
+         ", ".join(item.blockers), item.title) for item in listed.items], flexible=(5,))
+    return 0
+
+
 def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: Output) -> int:
     """The MCP server over stdio (docs/mcp.md), until the agent that started it leaves."""
     # Imported here: the mcp SDK takes a second to import, which every other command would
@@ -641,7 +685,7 @@ COMMANDS: dict[str, Command] = {
     "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
-    "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps,
+    "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps, "plan": plan,
 }
 
 
@@ -782,6 +826,16 @@ def parser() -> argparse.ArgumentParser:
                                         "bound to none)")
     needed.add_argument("--limit", type=int, help="at most this many groups (20; at most 100)")
     needed.add_argument("--cursor", help="the cursor a previous listing printed: the next page")
+    plan_commands = command("plan", "a repository's planning (its Beads work items): list, "
+                                    "show, sync").add_subparsers(
+        dest="action", required=True, metavar="list|show|sync")
+    command("list", "its items: status, priority, readiness, open blockers",
+            plan_commands).add_argument("repo")
+    shown_item = command("show", "an item: its blockers and ready siblings", plan_commands)
+    shown_item.add_argument("repo")
+    shown_item.add_argument("item_id", metavar="ID")
+    command("sync", "write the pending claims, closes and follow-ups into its "
+                    ".beads/issues.jsonl", plan_commands).add_argument("repo")
     command("mcp", "serve memstream to an MCP client over stdio (docs/mcp.md)")
     return main_parser
 

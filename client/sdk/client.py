@@ -219,6 +219,9 @@ class MemoryClient(_Settings):
     scoring_config_history = Route(routes.scoring_config_history)
     set_scoring_config = Route(routes.set_scoring_config)
     gaps = Route(routes.gaps)
+    planning_items = Route(routes.planning_items)
+    planning_item = Route(routes.planning_item)
+    plan_sync = Route(routes.plan_sync)
 
 
 class AsyncMemoryClient(_Settings):
@@ -311,3 +314,6 @@ class AsyncMemoryClient(_Settings):
     scoring_config_history = AsyncRoute(routes.scoring_config_history)
     set_scoring_config = AsyncRoute(routes.set_scoring_config)
     gaps = AsyncRoute(routes.gaps)
+    planning_items = AsyncRoute(routes.planning_items)
+    planning_item = AsyncRoute(routes.planning_item)
+    plan_sync = AsyncRoute(routes.plan_sync)

@@ -41,6 +41,9 @@ from client.sdk.models import (
     MemorySummary,
     MemoryWritten,
     PendingDiffs,
+    PlanningContext,
+    PlanningItems,
+    PlanningSyncAccepted,
     RatingAccepted,
     RecordBatch,
     RecordDiff,
@@ -165,15 +168,19 @@ def context(config: Config, query: str, *, namespace: str | None = None,
             tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
-            until: Moment | None = None, explain: bool = False) -> Call[ContextPack]:
-    """The context pack for a task (`GET /v1/context`): the agent's core blocks, history (fix
-    patterns of `error`, or of the errors `run_id` met; run digests), then long-term
-    memories, in `budget_tokens`. `explain`: each item says how its score was made."""
+            until: Moment | None = None, explain: bool = False,
+            planning_ref: str | None = None, repo: str | None = None) -> Call[ContextPack]:
+    """The context pack for a task (`GET /v1/context`): the agent's core blocks, the
+    planning of `planning_ref` (a Beads item of `repo`: the item, its blockers, its ready
+    siblings), history (fix patterns of `error`, or of the errors `run_id` met; run
+    digests), then long-term memories, in `budget_tokens`. `explain`: each item says how its
+    score was made."""
     return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, run_id=run_id, error=error,
                budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
                memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
-               related_id=related_id, since=since, until=until, explain=flag(explain))
+               related_id=related_id, since=since, until=until, explain=flag(explain),
+               planning_ref=planning_ref, repo=repo)
 
 
 def fix_patterns(config: Config, error: str, *, namespace: str | None = None,
@@ -584,3 +591,27 @@ def _block_body(block: BlockRef | Mapping[str, str] | None) -> dict[str, str] | 
     if isinstance(block, BlockRef):
         return {"agent_id": block.agent_id, "label": block.label}
     return None if block is None else dict(block)
+
+
+def planning_items(config: Config, repo: str, *,
+                   namespace: str | None = None) -> Call[PlanningItems]:
+    """A repository's Beads work items (`GET /v1/planning/items`), read fresh from its
+    issues.jsonl: status, priority, readiness, open blockers."""
+    return get("/v1/planning/items", PlanningItems, namespace=namespace_of(config, namespace),
+               repo=repo)
+
+
+def planning_item(config: Config, repo: str, item_id: str, *,
+                  namespace: str | None = None) -> Call[PlanningContext]:
+    """A work item's planning context (`GET /v1/planning/items/{item_id}`): the item, its
+    dependencies and blockers with their state, its ready siblings."""
+    return get(f"/v1/planning/items/{segment(item_id)}", PlanningContext,
+               namespace=namespace_of(config, namespace), repo=repo)
+
+
+def plan_sync(config: Config, repo: str, *, namespace: str | None = None,
+              event_id: str | None = None) -> Call[PlanningSyncAccepted]:
+    """Write the repository's pending claims, closes and follow-ups into its issues.jsonl (a
+    `planning.sync_requested`; accepted, not written yet)."""
+    return post("/v1/planning/sync", PlanningSyncAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id), repo=repo))

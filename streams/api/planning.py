@@ -193,7 +193,8 @@ async def planning_candidates(runtime: Runtime, namespace: str, repo: str,
                     "status": entry.item.status,
                     "ready": is_ready(entry.item, by_id),
                     "open_blockers": [b.item_id for b in blockers(entry.item, by_id) if b.open]},
-        created_at=str(entry.item.fields.get("created_at") or ""),
+        # An item without its creation time is shown as read now.
+        created_at=str(entry.item.fields.get("created_at") or now.isoformat()),
         age_days=_age(entry.item, now), score=1.0, token_cost=cost,
         vector=np.asarray(vector, dtype=np.float32))
         for entry, cost, vector in zip(entries, costs, vectors, strict=True)]
