@@ -23,11 +23,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield running
 
 
+# The repositories whose planning the session's worker reads (docs/planning.md): each a
+# checkout under the stack's folder that a test fills (tests/integration/test_planning.py).
+PLANNING_REPOS = ("beads-fixture", "no-file", "corrupt")
+
+
+def planning_checkout(stack: Stack, repo: str) -> Path:
+    return stack.root / "planning" / repo
+
+
 @pytest.fixture(scope="session")
 def worker(stack: Stack) -> Iterator[Worker]:
     """The ingest worker, with its consolidator process beside it (as `make run` has)."""
     running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1",
-                           MEMSTREAM_GAP_INTERVAL_S="1")
+                           MEMSTREAM_GAP_INTERVAL_S="1", MEMORY_PLANNING="beads",
+                           MEMSTREAM_PLANNING_REPOS=",".join(
+                               f"{repo}={planning_checkout(stack, repo)}"
+                               for repo in PLANNING_REPOS))
     running.start()
     consolidator = stack.consolidator(running)
     consolidator.start()

@@ -180,9 +180,10 @@ $("forget-key").addEventListener("click", () => {
 
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
   runs: runsPage, run: runPage, review: reviewPage, gaps: gapsPage, reports: reportsPage,
-  graph: graphPage, "dead-letters": deadLettersPage, scoring: scoringPage };
+  graph: graphPage, "dead-letters": deadLettersPage, scoring: scoringPage,
+  planning: planningPage, "planning-item": planningItemPage };
 // The menu entry a page is under, when it has none of its own.
-const UNDER = { run: "runs" };
+const UNDER = { run: "runs", "planning-item": "planning" };
 
 function route() {
   const [path, query = ""] = location.hash.replace(/^#\/?/, "").split("?");
@@ -1159,6 +1160,76 @@ function gapCard(group, names) {
           : el("span", { class: "hint" }, "not yet")))))),
     group.gap_count > group.gaps.length ? el("p", { class: "hint" },
       `and ${plural(group.gap_count - group.gaps.length, "more gap")}`) : null);
+}
+
+// -- planning ------------------------------------------------------------------------------
+
+const planningItemLink = (repo, id) => el("a", {
+  href: `#/planning-item/${encodeURIComponent(id)}?${new URLSearchParams({ repo })}`,
+  class: "planning-item" }, id);
+
+function degradedNote(answer) {
+  return answer.degraded.length ? el("p", { class: "hint degraded", id: "planning-degraded" },
+    `The file could not be read (${answer.degraded_why}): the items as last read.`) : null;
+}
+
+async function planningPage(_, params) {
+  const repo = params.get("repo") || "";
+  const form = el("form", { class: "search", id: "planning-form" },
+    el("label", {}, "repository", el("input", { name: "repo", value: repo, required: true })),
+    el("button", { type: "submit" }, "Show"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = `#/planning?${new URLSearchParams({ repo: form.elements.repo.value })}`;
+  });
+  const page = el("section", { "data-page": "planning" }, el("h1", {}, "Planning"),
+    el("p", { class: "hint" }, "A repository's Beads work items, read from its "
+      + ".beads/issues.jsonl with the claims, closes and follow-ups of runs not written back "
+      + "yet: ready is open with no open blocker."), form);
+  if (!repo) return page;
+  const listing = await api("/v1/planning/items", { repo });
+  page.append(el("div", { id: "planning-items" }, degradedNote(listing), listing.items.length
+    ? el("table", { class: "planning" },
+      el("tr", {}, ["item", "status", "priority", "ready", "blockers", "title"]
+        .map((h) => el("th", {}, h))),
+      listing.items.map((item) => el("tr", { "data-item-id": item.id },
+        el("td", {}, planningItemLink(repo, item.id)), el("td", {}, badge(item.status,
+          item.status)),
+        el("td", { class: "number" }, `P${item.priority}`),
+        el("td", { class: "ready" }, item.ready ? "ready" : ""),
+        el("td", { class: "blockers" }, item.blockers.map((id) => planningItemLink(repo, id))),
+        el("td", { class: "title" }, item.title))))
+    : el("p", { class: "hint" }, "No items.")));
+  return page;
+}
+
+async function planningItemPage(itemId, params) {
+  const repo = params.get("repo") || "";
+  const shown = await api(`/v1/planning/items/${encodeURIComponent(itemId)}`, { repo });
+  const { item } = shown;
+  return el("section", { "data-page": "planning-item" },
+    el("h1", {}, `${item.id} · ${item.title}`, " ", badge(item.status, item.status)),
+    degradedNote(shown),
+    fieldsTable([["repository", el("a", { href: `#/planning?${new URLSearchParams({ repo })}` },
+      repo)], ["priority", `P${item.priority}`], ["type", item.issue_type],
+    ["ready", item.ready ? "yes" : "no"], ["assignee", item.assignee || "none"],
+    ["parent", item.parent ? planningItemLink(repo, item.parent) : "none"],
+    ["close reason", item.close_reason || "—"], ["updated", when(item.updated_at)]]),
+    item.description ? el("p", { class: "text", id: "planning-description" },
+      item.description) : null,
+    item.acceptance_criteria ? el("div", {}, el("h2", {}, "Acceptance criteria"),
+      el("p", { class: "text", id: "planning-criteria" }, item.acceptance_criteria)) : null,
+    el("h2", {}, `Blockers (${shown.blockers.length})`), shown.blockers.length
+      ? el("ul", { class: "links", id: "planning-blockers" }, shown.blockers.map((blocker) =>
+        el("li", { "data-item-id": blocker.id }, planningItemLink(repo, blocker.id), " ",
+          badge(blocker.status || "elsewhere", blocker.open ? "open" : blocker.status || ""),
+          ` ${blocker.kind}: ${blocker.title || "not in this file"}`)))
+      : el("p", { class: "hint" }, "None."),
+    el("h2", {}, `Ready siblings (${shown.ready_siblings.length})`), shown.ready_siblings.length
+      ? el("ul", { class: "links", id: "planning-siblings" }, shown.ready_siblings.map(
+        (sibling) => el("li", { "data-item-id": sibling.id }, planningItemLink(repo, sibling.id),
+          ` P${sibling.priority} ${sibling.title}`)))
+      : el("p", { class: "hint" }, "None."));
 }
 
 // -- graph ---------------------------------------------------------------------------------
