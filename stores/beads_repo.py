@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,8 +42,8 @@ class UnknownRepo(PlanningUnavailable):
 class BeadsRepos:
     def __init__(self, checkouts: Mapping[str, Path], bd: str | None = None) -> None:
         self._checkouts = dict(checkouts)
-        # bd's path when it is installed.
-        self._bd = bd if bd is not None else shutil.which("bd")
+        # bd's path when it is installed (the worker looks for it on the PATH).
+        self._bd = bd
 
     @property
     def repos(self) -> list[str]:

@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -90,7 +91,8 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
         trigger_rules=rules,
         retry_policy=RetryPolicy(unexpected_attempts=settings.unexpected_attempts),
         derived_review=settings.derived_review,
-        planning=BeadsRepos(settings.planning_repos) if settings.memory.planning else None,
+        planning=BeadsRepos(settings.planning_repos, bd=shutil.which("bd"))
+        if settings.memory.planning else None,
     )
 
 

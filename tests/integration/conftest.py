@@ -24,8 +24,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 # The repositories whose planning the session's worker reads (docs/planning.md): each a
-# checkout under the stack's folder that a test fills (tests/integration/test_planning.py).
-PLANNING_REPOS = ("beads-fixture", "no-file", "corrupt")
+# checkout under the stack's folder that a test fills (tests/integration/test_planning.py,
+# test_browser.py).
+PLANNING_REPOS = ("beads-fixture", "no-file", "corrupt", "beads-browser")
 
 
 def planning_checkout(stack: Stack, repo: str) -> Path:

@@ -6,7 +6,8 @@ reports of a consolidation that merged, records named by their text, and its dra
 approved in the review queue and rejected on a record's page; the dead letters of events
 sent raw, and why a search found nothing; the scoring settings, read by any key and changed
 by an admin's, a refused change saying why; the gaps agents met, open and resolved; a
-record's scores and ratings. Each step is saved as a screenshot, in
+record's scores and ratings; a repository's planning and an item's blockers and ready
+siblings. Each step is saved as a screenshot, in
 `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
+from tests.integration.conftest import planning_checkout
 from tests.integration.test_consolidation import VPN
 from tests.integration.test_dead_letters import SECRET, dead_letters_keyed, unknown_type
 from tests.integration.test_gaps import ANSWER, QUESTION, REWORDED, UNRELATED, gaps_until
@@ -822,6 +824,56 @@ async def test_the_gaps_page_shows_what_agents_needed_and_what_answered_it(
         shot("31-gaps-resolved", whole_page=True)
         link.click()
         wait_until(chrome, lambda: chrome.current_url.endswith(f"#/record/{answer}"))
+
+    await asyncio.to_thread(drive)
+
+
+@needs_chromium
+async def test_the_planning_page_lists_a_repos_items_and_an_items_page_its_plan(
+    stack: Stack, worker: Worker, chrome: Any, screenshots: Path, namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "beads" / "beads-2026-02"
+    checkout = planning_checkout(stack, "beads-browser") / ".beads"
+    checkout.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(fixture / "issues.jsonl", checkout / "issues.jsonl")
+    reader = stack.make_key("--namespace", namespace, "--perm", "read")
+
+    def rows() -> dict[str, Any]:
+        return {row.get_attribute("data-item-id"): row
+                for row in chrome.find_elements(By.CSS_SELECTOR, "table.planning tr[data-item-id]")}
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/#/planning?repo=beads-browser")
+        chrome.find_element(By.ID, "key").send_keys(reader)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_until(chrome, lambda: len(rows()) == 12)
+        shown = rows()
+        # The molecule's steps block one another in a chain: of them, its first step alone is
+        # ready, beside the molecule itself.
+        assert [item for item, row in shown.items()
+                if row.find_element(By.CSS_SELECTOR, ".ready").text == "ready"] == \
+            ["bd-wisp-3tmpl", "bd-wisp-y7xh7"]
+        assert shown["bd-wisp-dm5w3"].find_element(By.CSS_SELECTOR, ".blockers").text == \
+            "bd-wisp-y7xh7"
+        assert shown["bd-wisp-dm5w3"].find_element(By.CSS_SELECTOR, ".title").text == \
+            "Scan merge queue"
+        shot("40-planning")
+        shown["bd-wisp-dm5w3"].find_element(By.CSS_SELECTOR, "a.planning-item").click()
+        wait_until(chrome, lambda: bool(chrome.find_elements(By.ID, "planning-blockers")))
+        assert chrome.find_element(By.TAG_NAME, "h1").text.startswith(
+            "bd-wisp-dm5w3 · Scan merge queue")
+        assert [li.get_attribute("data-item-id") for li in chrome.find_elements(
+            By.CSS_SELECTOR, "#planning-blockers li")] == ["bd-wisp-y7xh7"]
+        assert [li.get_attribute("data-item-id") for li in chrome.find_elements(
+            By.CSS_SELECTOR, "#planning-siblings li")] == ["bd-wisp-y7xh7"]
+        # The item's page is under the Planning menu entry.
+        assert "active" in chrome.find_element(
+            By.CSS_SELECTOR, "nav a[data-route=planning]").get_attribute("class")
+        shot("41-planning-item", whole_page=True)
 
     await asyncio.to_thread(drive)
 
