@@ -104,6 +104,9 @@ class SearchHit(Answer):
     tier: str
     review_state: str
     trust_class: str
+    # The repository it belongs to (none: the namespace's), and who may be shown it.
+    repo: str | None = None
+    security_scope: str | None = None
     # Of a search by related ids: those asked that the record lists.
     shared_related_ids: list[str] = Field(default_factory=list)
     # With explain=true.
