@@ -169,10 +169,20 @@ class CoreSection(Answer):
     blocks: list[PackedCoreBlock]
 
 
+class SectionTokens(Answer):
+    """What one section of a pack was given of the budget, and what its items cost."""
+
+    share_tokens: int
+    tokens: int
+    items: int
+
+
 class ContextPack(Answer):
     namespace: str
-    # `sections` by name, in order: history, then long_term (after `core`).
+    # `sections` by name, in order: planning, history, long_term, documents (after `core`).
     sections: dict[str, list[ContextItem]]
+    # By section: its share of the budget the core left, and what its items took.
+    section_tokens: dict[str, SectionTokens] = Field(default_factory=dict)
     # None when memory is disabled or the run's search budget is spent.
     core: CoreSection | None = None
     tokens: int

@@ -172,17 +172,22 @@ def context(config: Config, query: str, *, namespace: str | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
             until: Moment | None = None, explain: bool = False, repo: Some | None = None,
-            security_scope: Some | None = None) -> Call[ContextPack]:
+            security_scope: Some | None = None,
+            shares: Mapping[str, float] | None = None) -> Call[ContextPack]:
     """The context pack for a task (`GET /v1/context`): the agent's core blocks, history (fix
     patterns of `error`, or of the errors `run_id` met; run digests), then long-term
     memories, in `budget_tokens`. `explain`: each item says how its score was made. `repo`
-    and `security_scope` narrow the retrieved sections as they narrow `search`."""
+    and `security_scope` narrow the retrieved sections as they narrow `search`. `shares`:
+    each section's share of the budget the core blocks leave (`{"documents": 0.4}`; the
+    sections not named keep the server's)."""
     return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, run_id=run_id, error=error,
                budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
                memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
                related_id=related_id, since=since, until=until, explain=flag(explain),
-               repo=repo, security_scope=security_scope)
+               repo=repo, security_scope=security_scope,
+               shares=",".join(f"{name}={share}" for name, share in shares.items())
+               if shares else None)
 
 
 def fix_patterns(config: Config, error: str, *, namespace: str | None = None,

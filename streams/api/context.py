@@ -26,11 +26,20 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.blocks import field_lines
-from processors.context_pack import Candidate, CoreBlock, CoreField, CorePack, Pack, pack
+from processors.context_pack import (
+    SECTIONS,
+    Candidate,
+    CoreBlock,
+    CoreField,
+    CorePack,
+    Pack,
+    pack,
+    shares_of,
+)
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.gaps import unanswered
 from processors.ids import fix_pattern_record_id
-from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, integer
+from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, InvalidValue, Rule, integer
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
 from stores.core_blocks import CoreBlocks
 from stores.records import FoundRecord
@@ -66,8 +75,21 @@ FIX_PATTERNS = 5
 MEMORIES = 30
 
 BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
+
+
+def _shares(value: str) -> Mapping[str, float]:
+    try:
+        return shares_of(value)
+    except ValueError as exc:
+        raise InvalidValue(str(exc)) from None
+
+
+SHARES = Rule(_shares, {"type": "string", "description": (
+    "each section's share of the budget the core blocks leave, as section=share pairs "
+    f"separated by commas (sections: {', '.join(SECTIONS)}; shares in [0, 1], scaled to sum "
+    "to 1; a section not named keeps its default)")})
 CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS),
-                          "error": Param(ERROR)}
+                          "error": Param(ERROR), "shares": Param(SHARES)}
 
 
 def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -103,6 +125,8 @@ class ContextQuery:
     error: str | None
     # Whether each item says how its score was made.
     explain: bool = False
+    # Each section's share of the budget the core blocks leave.
+    shares: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
@@ -119,7 +143,8 @@ class ContextQuery:
         return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
                                        agent_id), profile,
                    budget, optional(params, "run_id", IDENTIFIER), error,
-                   value(params, "explain", BOOLEAN, False))
+                   value(params, "explain", BOOLEAN, False),
+                   value(params, "shares", SHARES, flags.context_shares))
 
 
 @dataclass
@@ -147,7 +172,8 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
             gathered.degraded.add("core")
     if query.query:
         await retrieve(runtime, index, fallback, flags, query, gathered)
-    packed = pack(gathered.candidates, query.budget_tokens, gathered.core)
+    packed = pack(gathered.candidates, query.budget_tokens, gathered.core,
+                  shares=query.shares or flags.context_shares)
     holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
     for part in sorted(gathered.degraded):
         runtime.metrics.context_degraded.labels(part).inc()
@@ -163,6 +189,10 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         "dropped": packed.dropped,
         "core": core_view(agent, packed.core, "core" in gathered.degraded),
         "sections": sections_view(packed, gathered.explained if query.explain else None),
+        # What each section was given of the budget, and what its items cost.
+        "section_tokens": {name: {"share_tokens": use.share_tokens, "tokens": use.tokens,
+                                  "items": use.items}
+                           for name, use in packed.sections.items()},
     }
 
 
@@ -172,7 +202,7 @@ def sections_view(packed: Pack, explained: Mapping[str, dict[str, Any]] | None
     return {name: [item_view(item) if explained is None
                    else {**item_view(item), "explain": explained[item.record_id]}
                    for item in packed.items if item.section == name]
-            for name in ("history", "long_term")}
+            for name in SECTIONS}
 
 
 async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
