@@ -30,7 +30,16 @@ from pydantic import TypeAdapter, ValidationError
 
 from processors.access import KEY_ID
 from processors.intake import unstorable_character
-from schemas.events import BlockLabel, Identifier, Instant, ItemId, Namespace, RepoName, Tag
+from schemas.events import (
+    BlockLabel,
+    Identifier,
+    Instant,
+    ItemId,
+    Namespace,
+    Repo,
+    SecurityScope,
+    Tag,
+)
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -81,8 +90,9 @@ def _field(annotation: Any) -> Rule[str]:
 NAMESPACE = _field(Namespace)
 IDENTIFIER = _field(Identifier)
 TAG = _field(Tag)
+REPO = _field(Repo)
+SECURITY_SCOPE = _field(SecurityScope)
 BLOCK_LABEL = _field(BlockLabel)
-REPO = _field(RepoName)
 PLANNING_ITEM = _field(ItemId)
 
 

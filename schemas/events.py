@@ -31,12 +31,24 @@ Namespace = Annotated[
     str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,127}$")
 ]
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+# A Beads item id: `prefix-hash`, `prefix-N`, or a child's `prefix-hash.N`.
+ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,199}$")]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 MemoryType = Literal[
     "lesson", "decision", "pattern", "fact", "preference", "handoff", "commitment",
     "relationship",
 ]
 Scope = Literal["shared", "personal"]
+# Seed 002's memory scopes, accepted on a write beside shared and personal: `user` is the
+# writer's personal vault, `team` the whole namespace, `project` the namespace within one repo
+# (shared, with a `repo`). A record keeps shared or personal, and its repo (docs/lifecycle.md).
+WriteScope = Literal["shared", "personal", "project", "team", "user"]
+# A repository a record belongs to. `*` is not a repo name: the index marks records of no
+# repo with it (stores/index_payload.NAMESPACE_WIDE).
+Repo = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.][A-Za-z0-9._/:@+\-]{0,199}$")]
+# Who may be shown a record (seed 002's `security_scope`): a label such as `public`,
+# `internal` or `restricted`, which searches and packs may narrow to.
+SecurityScope = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_\-]{0,63}$")]
 Tier = Literal["active", "short_term", "long_term"]
 ReviewState = Literal["draft", "approved", "deprecated"]
 TrustClass = Literal["raw", "derived", "approved"]
@@ -92,7 +104,7 @@ class RunStartedPayload(_Payload):
     agent: Annotated[str, StringConstraints(max_length=200)] = ""
     task_key: Identifier | None = None
     repo: Annotated[str, StringConstraints(max_length=500)] | None = None
-    planning_ref: Identifier | None = Field(
+    planning_ref: ItemId | None = Field(
         default=None, description="The work item of the repo's planning (a Beads id) the run "
         "works on: the run claims it, and its finish closes it (docs/planning.md).")
 
@@ -162,10 +174,20 @@ class MemoryWritePayload(_Payload):
     memory_type: MemoryType = "fact"
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     related_ids: list[Identifier] = Field(default_factory=list, max_length=MAX_RELATED_IDS)
-    scope: Scope = "shared"
+    scope: WriteScope = Field(
+        default="shared", description="shared or team: the namespace; personal or user: the "
+        "agent_id's vault; project: the namespace within `repo`.")
     agent_id: Identifier | None = Field(
-        default=None, description="Owner of a personal vault; required when scope is personal."
+        default=None, description="Owner of a personal vault; required when scope is personal "
+        "or user."
     )
+    repo: Repo | None = Field(
+        default=None, description="The repository the memory belongs to; required when scope "
+        "is project. A search or pack narrowed to a repo reads its memories and those of no "
+        "repo.")
+    security_scope: SecurityScope | None = Field(
+        default=None, description="Who may be shown it (public, internal, restricted, ...): a "
+        "search or pack narrowed to security scopes reads only records labelled with one.")
     tier: Tier = "active"
     review_state: ReviewState = "approved"
     trust_class: TrustClass = "raw"
@@ -182,9 +204,16 @@ class MemoryWritePayload(_Payload):
 
     @model_validator(mode="after")
     def _personal_scope_has_owner(self) -> MemoryWritePayload:
-        if self.scope == "personal" and self.agent_id is None:
-            raise ValueError("a personal memory needs agent_id (the owner of the vault)")
+        if self.scope in ("personal", "user") and self.agent_id is None:
+            raise ValueError(f"a {self.scope} memory needs agent_id (the owner of the vault)")
+        if self.scope == "project" and self.repo is None:
+            raise ValueError("a project memory needs repo (the project it belongs to)")
         return self
+
+    @property
+    def record_scope(self) -> Scope:
+        """Who reads the record: its owner alone (personal, user) or its namespace."""
+        return "personal" if self.scope in ("personal", "user") else "shared"
 
 
 Version = Annotated[int, Field(ge=1)]
@@ -519,18 +548,14 @@ class SessionSlept(_EnvelopeFields):
     payload: SessionSleptPayload
 
 
-# A repository's name in the planning map (MEMSTREAM_PLANNING_REPOS): the key of
-# planning.events.
-RepoName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,99}$")]
-# A Beads item id: `prefix-hash`, `prefix-N`, or a child's `prefix-hash.N`.
-ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,199}$")]
 
 
 class PlanningItemUpsertedPayload(_Payload):
     """A work item as read from the repository's planning (its issues.jsonl): every field
     Beads wrote, as written."""
 
-    repo: RepoName
+    repo: Repo = Field(description="The repository, as MEMSTREAM_PLANNING_REPOS names its "
+                      "checkout: the key of planning.events.")
     item_id: ItemId
     item: dict[str, Any] = Field(description="The item's line as an object, bd's fields as "
                                  "bd wrote them (id, title, status, priority, ...).")
@@ -547,7 +572,8 @@ class PlanningItemUpsertedPayload(_Payload):
 class PlanningClaimedPayload(_Payload):
     """A run took the item: in progress, assigned to the run's agent."""
 
-    repo: RepoName
+    repo: Repo = Field(description="The repository, as MEMSTREAM_PLANNING_REPOS names its "
+                      "checkout: the key of planning.events.")
     item_id: ItemId
     run_id: Identifier
     assignee: Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -559,7 +585,8 @@ class PlanningClosedPayload(_Payload):
 
     PROSE = frozenset({"reason"})
 
-    repo: RepoName
+    repo: Repo = Field(description="The repository, as MEMSTREAM_PLANNING_REPOS names its "
+                      "checkout: the key of planning.events.")
     item_id: ItemId
     run_id: Identifier
     outcome: Literal["closed", "released"]
@@ -571,7 +598,8 @@ class PlanningFollowupDiscoveredPayload(_Payload):
 
     PROSE = frozenset({"title", "description"})
 
-    repo: RepoName
+    repo: Repo = Field(description="The repository, as MEMSTREAM_PLANNING_REPOS names its "
+                      "checkout: the key of planning.events.")
     from_item_id: ItemId
     run_id: Identifier
     title: Annotated[str, StringConstraints(min_length=1, max_length=500)]
@@ -583,7 +611,8 @@ class PlanningSyncRequestedPayload(_Payload):
     """Write the repo's pending claims, closes and follow-ups into its issues.jsonl, then
     read it back."""
 
-    repo: RepoName
+    repo: Repo = Field(description="The repository, as MEMSTREAM_PLANNING_REPOS names its "
+                      "checkout: the key of planning.events.")
     requested_by: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 

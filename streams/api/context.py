@@ -1,19 +1,20 @@
 """`GET /v1/context`: the context pack of seed 002's read path (its RetrievalGateway).
 
     namespace, query, run_id?, error?, budget_tokens?, profile?, agent_id?, min_score?,
-    planning_ref? with repo?
+    planning_ref? (with one repo)
 
 Sections, in order: core (the core blocks of the agent the pack is read as: the key's, or the
 one an admin key names; none without an agent), planning (with MEMORY_PLANNING=beads and a
-`planning_ref`: the Beads work item of `repo`, its blockers, its ready siblings, read fresh
-from the repository's file: streams/api/planning.py), history (for the error given, or those the
-run met, the fix patterns of its signature, most successful first, then similar ones; run
-digests like the query), then long-term memories. Each retrieved section is searched hybrid,
-like /v1/search, and everything is packed into the token budget, core first within its share
-(processors/context_pack.py). Fail-open per section: a section whose store is down
-contributes nothing and is named in `degraded` (`index` when the index failed and Postgres
-answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_FAIL_OPEN,
-MEMORY_CONTEXT_BUDGET_TOKENS, MEMORY_PLANNING.
+`planning_ref`: the Beads work item of the `repo` given, its blockers, its ready siblings,
+read fresh from the repository's file: streams/api/planning.py), history (for the error
+given, or those the run met, the fix patterns of its signature, most successful first, then
+similar ones; run digests like the query), then long-term memories. Each retrieved section
+is searched hybrid, like /v1/search, and everything is packed into the token budget, core
+first within its share (processors/context_pack.py). Fail-open per section: a section whose
+store is down (or, for planning, whose file is missing or corrupt) contributes nothing and
+is named in `degraded` (`index` when the index failed and Postgres answered). Flags:
+MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_FAIL_OPEN,
+MEMORY_CONTEXT_BUDGET_TOKENS, MEMORY_CONTEXT_SHARES, MEMORY_PLANNING.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from processors.context_pack import (
     CorePack,
     Pack,
     pack,
+    shares_of,
 )
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.gaps import unanswered
@@ -47,6 +49,8 @@ from processors.parameters import (
     NAMESPACE,
     PLANNING_ITEM,
     REPO,
+    InvalidValue,
+    Rule,
     integer,
 )
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
@@ -56,7 +60,7 @@ from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.fix_patterns import ERROR
 from streams.api.pages import Pages
-from streams.api.params import BadQuery, Param, Params, optional, required, value
+from streams.api.params import BadQuery, Param, Params, optional, repeated, required, value
 from streams.api.planning import planning_candidates
 from streams.api.retrieval_log import RetrievalLog
 from streams.api.search import (
@@ -88,9 +92,22 @@ MEMORIES = 30
 RETRIEVED = ("history", "long_term")
 
 BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
+
+
+def _shares(value: str) -> Mapping[str, float]:
+    try:
+        return shares_of(value)
+    except ValueError as exc:
+        raise InvalidValue(str(exc)) from None
+
+
+SHARES = Rule(_shares, {"type": "string", "description": (
+    "each section's share of the budget the core blocks leave, as section=share pairs "
+    f"separated by commas (sections: {', '.join(SECTIONS)}; shares in [0, 1], scaled to sum "
+    "to 1; a section not named keeps its default)")})
 CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS),
-                          "error": Param(ERROR), "planning_ref": Param(PLANNING_ITEM),
-                          "repo": Param(REPO)}
+                          "error": Param(ERROR), "shares": Param(SHARES),
+                          "planning_ref": Param(PLANNING_ITEM)}
 
 
 def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -126,9 +143,10 @@ class ContextQuery:
     error: str | None
     # Whether each item says how its score was made.
     explain: bool = False
-    # The Beads work item the pack is for, and the repository whose planning holds it.
+    # Each section's share of the budget the core blocks leave.
+    shares: Mapping[str, float] = field(default_factory=dict)
+    # The Beads work item the pack is for, of the one repo the query narrows to.
     planning_ref: str | None = None
-    repo: str | None = None
 
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
@@ -143,13 +161,13 @@ class ContextQuery:
         error = (optional(params, "error", ERROR) or "").strip() or None
         profile = profile_of(params)
         planning_ref = optional(params, "planning_ref", PLANNING_ITEM)
-        repo = optional(params, "repo", REPO)
-        if planning_ref is not None and repo is None:
-            raise BadQuery("planning_ref needs repo: the repository whose planning holds it")
+        if planning_ref is not None and len(repeated(params, "repo", REPO)) != 1:
+            raise BadQuery("planning_ref needs one repo: the repository whose planning holds it")
         return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
                                        agent_id), profile,
                    budget, optional(params, "run_id", IDENTIFIER), error,
-                   value(params, "explain", BOOLEAN, False), planning_ref, repo)
+                   value(params, "explain", BOOLEAN, False),
+                   value(params, "shares", SHARES, flags.context_shares), planning_ref)
 
 
 @dataclass
@@ -175,12 +193,13 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 raise
             log.exception("context: the core section failed; left out")
             gathered.degraded.add("core")
-    if flags.planning and query.planning_ref is not None and query.repo is not None:
-        await plan(runtime, flags, query.scope.namespace, query.repo, query.planning_ref,
-                   gathered)
+    if flags.planning and query.planning_ref is not None:
+        (repo,) = query.scope.repos
+        await plan(runtime, flags, query.scope.namespace, repo, query.planning_ref, gathered)
     if query.query:
         await retrieve(runtime, index, fallback, flags, query, gathered)
-    packed = pack(gathered.candidates, query.budget_tokens, gathered.core)
+    packed = pack(gathered.candidates, query.budget_tokens, gathered.core,
+                  shares=query.shares or flags.context_shares)
     holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
     for part in sorted(gathered.degraded):
         runtime.metrics.context_degraded.labels(part).inc()
@@ -196,6 +215,10 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         "dropped": packed.dropped,
         "core": core_view(agent, packed.core, "core" in gathered.degraded),
         "sections": sections_view(packed, gathered.explained if query.explain else None),
+        # What each section was given of the budget, and what its items cost.
+        "section_tokens": {name: {"share_tokens": use.share_tokens, "tokens": use.tokens,
+                                  "items": use.items}
+                           for name, use in packed.sections.items()},
     }
 
 

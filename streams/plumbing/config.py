@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast, get_args
 
+from pydantic import TypeAdapter
+
 from client.kafka_security import KafkaSecurity
 from processors.consolidation_plan import DerivedReview
+from processors.context_pack import DEFAULT_SHARES, shares_of
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
 from processors.run_learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
+from schemas.events import Repo
 from stores.index_factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +39,8 @@ class MemoryFlags:
     # The planning plane (MEMORY_PLANNING=off|beads): off, no planning section and nothing
     # written back; it reads and writes repositories' files, so it is asked for.
     planning: bool = False
+    # Each pack section's share of what the core blocks leave (processors/context_pack.py).
+    context_shares: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MemoryFlags:
@@ -47,6 +53,7 @@ class MemoryFlags:
             context_budget_tokens=int(env.get("MEMORY_CONTEXT_BUDGET_TOKENS",
                                               str(cls.context_budget_tokens))),
             planning=_planning(env.get("MEMORY_PLANNING", "off")),
+            context_shares=shares_of(env.get("MEMORY_CONTEXT_SHARES", "")),
         )
 
 
@@ -224,6 +231,9 @@ def _protection(raw: str) -> tuple[Protection, ...]:
     return tuple(cast(Protection, name) for name in sorted(names))
 
 
+_REPO: TypeAdapter[str] = TypeAdapter(Repo)
+
+
 def _planning(raw: str) -> bool:
     if raw.strip().lower() not in ("off", "beads"):
         raise ValueError(f"MEMORY_PLANNING must be off or beads, got {raw!r}")
@@ -236,9 +246,13 @@ def planning_repos(raw: str) -> dict[str, Path]:
     repos: dict[str, Path] = {}
     for entry in filter(None, (part.strip() for part in raw.split(","))):
         name, sep, path = entry.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise ValueError(f"MEMSTREAM_PLANNING_REPOS: {entry!r} is not name=path")
-        repos[name.strip()] = Path(path.strip())
+        try:
+            if not sep or not path.strip():
+                raise ValueError("no path")
+            repos[_REPO.validate_python(name.strip())] = Path(path.strip())
+        except ValueError:
+            raise ValueError(f"MEMSTREAM_PLANNING_REPOS: {entry!r} is not name=path, the "
+                             "name a repo's as runs give it") from None
     return repos
 
 

@@ -27,15 +27,15 @@ async def publish_planning(runtime: Runtime, attempts: Attempts,
     published: list[PlanningWriteBack] = []
     for event in events:
         if isinstance(event, RunStarted):
-            claim = claim_of(event)
+            claim = claim_of(event) if event.payload.repo in repos else None
             published += [claim] if claim is not None else []
         elif isinstance(event, RunFinished):
             key = (event.namespace, event.payload.run_id)
             start = started.get(key) or await _started(runtime, attempts, *key)
-            if start is not None:
+            if start is not None and start.payload.repo in repos:
                 published += finish_of(start, event)
     outbound = [Outbound(*destination(event), event.model_dump_json().encode())
-                for event in published if event.payload.repo in repos]
+                for event in published]
     if outbound:
         await attempts.until_done(lambda: runtime.producer.produce(outbound),
                                   what="publishing planning write-backs")

@@ -197,7 +197,7 @@ async def test_a_missing_or_corrupt_file_degrades_the_pack_and_bad_input_is_refu
     # Refused at the door, with the reason.
     refusals = [
         ("/v1/context", {"namespace": namespace, "query": "x", "planning_ref": REF}, 400,
-         "planning_ref needs repo"),
+         "planning_ref needs one repo"),
         ("/v1/planning/items", {"namespace": namespace, "repo": "unknown-repo"}, 404,
          "no planning for repo"),
         ("/v1/planning/items", {"namespace": namespace, "repo": "no spaces"}, 400, "repo")]

@@ -92,6 +92,8 @@ def test_the_configuration_of_planning() -> None:
     assert planning_repos(" a=/x/a, b=/y ,") == {"a": Path("/x/a"), "b": Path("/y")}
     with pytest.raises(ValueError, match="not name=path"):
         planning_repos("a")
+    with pytest.raises(ValueError, match="not name=path"):
+        planning_repos("no spaces=/x")
     assert not MemoryFlags.from_env({}).planning
     assert MemoryFlags.from_env({"MEMORY_PLANNING": "beads"}).planning
     with pytest.raises(ValueError, match="off or beads"):
