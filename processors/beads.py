@@ -37,6 +37,8 @@ BD_FIELD_ORDER = (
 DEPENDENCY_FIELD_ORDER = ("issue_id", "depends_on_id", "type", "created_at", "created_by",
                           "metadata", "thread_id")
 STATUSES = ("open", "in_progress", "blocked", "deferred", "closed", "pinned", "hooked")
+# Done with: closed, or deleted (bd before 0.30 kept a deleted item as a `tombstone`).
+DONE_STATUSES = frozenset({"closed", "tombstone"})
 # The kinds of dependency that hold an item back (bd's IsBlockingEdge).
 BLOCKING_KINDS = frozenset({"blocks", "conditional-blocks", "waits-for"})
 DEFAULT_PRIORITY = 2
@@ -136,7 +138,7 @@ class WorkItem:
 
     @property
     def closed(self) -> bool:
-        return self.status == "closed"
+        return self.status in DONE_STATUSES
 
 
 @dataclass(frozen=True)

@@ -224,10 +224,14 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
 
 def sections_view(packed: Pack, explained: Mapping[str, dict[str, Any]] | None
                   ) -> dict[str, list[dict[str, Any]]]:
-    """The packed items by section; with `explained`, each with how its score was made."""
-    return {name: [item_view(item) if explained is None
-                   else {**item_view(item), "explain": explained[item.record_id]}
-                   for item in packed.items if item.section == name]
+    """The packed items by section; with `explained`, each searched one with how its score
+    was made (a planning item is read from its file, not searched)."""
+    def view(item: Candidate) -> dict[str, Any]:
+        if explained is None or item.record_id not in explained:
+            return item_view(item)
+        return {**item_view(item), "explain": explained[item.record_id]}
+
+    return {name: [view(item) for item in packed.items if item.section == name]
             for name in SECTIONS}
 
 

@@ -54,7 +54,7 @@ from streams.api.writes import (
     permitted,
     producer_of,
 )
-from streams.plumbing.planning import changed_items, publish_read, read_planning
+from streams.plumbing.planning import read_planning
 from streams.plumbing.runtime import Runtime
 
 ITEMS_PARAMS: Params = {"namespace": Param(NAMESPACE), "repo": Param(REPO)}
@@ -73,9 +73,6 @@ def wire_planning(pages: Pages, runtime: Runtime) -> None:
             read, degraded = await _read(runtime, namespace, repo)
         except UnknownRepo as exc:
             return no_planning(web, exc)
-        if not degraded:
-            await publish_read(runtime, namespace, repo,
-                               await changed_items(runtime, namespace, repo, read))
         return web.json({"namespace": namespace, "repo": repo, **degraded_view(degraded),
                          "items": [item_row(item, ready, open_blockers)
                                    for item, ready, open_blockers in listing(read)]})
@@ -94,10 +91,6 @@ def wire_planning(pages: Pages, runtime: Runtime) -> None:
         except UnknownItem:
             return web.json({"error": f"no item {item_id!r} in the planning of {repo!r}"},
                             status=404)
-        if not degraded:
-            await publish_read(runtime, namespace, repo, [
-                context.item, *(b.item for b in context.blockers if b.item is not None),
-                *context.ready_siblings])
         return web.json({
             "namespace": namespace, "repo": repo, **degraded_view(degraded),
             "item": {**item_row(context.item, context.ready,
@@ -175,14 +168,13 @@ async def planning_candidates(runtime: Runtime, namespace: str, repo: str,
                               ref: str) -> list[Candidate]:
     """The pack's planning section for `ref`: the item, its blockers, its ready siblings,
     each with its cost in the model's tokens. Raises PlanningUnavailable (the file, bd) and
-    UnknownItem; what was read is published as item upserts."""
+    UnknownItem."""
     beads = await read_planning(runtime, namespace, repo)
     context = planning_context(beads, ref)
     entries = pack_entries(context)
     texts = [entry.text for entry in entries]
     costs = await asyncio.to_thread(runtime.embedder.token_costs, texts)
     vectors = await runtime.embed(texts)
-    await publish_read(runtime, namespace, repo, [entry.item for entry in entries])
     now = datetime.now(UTC)
     by_id = beads.by_id()
     return [Candidate(

@@ -1,7 +1,8 @@
-"""Reading a repository's planning for a reader (a context pack, the planning routes) and for
-a sync: the file as it is now, with the write-backs memstream has not written into it yet laid
-over it, and what was read published to `planning.events` as item upserts (named by their
-content, so an unchanged item adds nothing).
+"""Reading a repository's planning for a reader (a context pack, the planning routes): the
+file as it is now, with the write-backs memstream has not written into it yet laid over it;
+the items of the file that changed since memstream last read them are published to
+`planning.events` as item upserts (named by their content, so re-reading an unchanged item
+adds nothing).
 
 Beads failing never fails a run or a pack: a read that cannot be done raises
 PlanningUnavailable, which callers name in `degraded`, and is counted.
@@ -25,7 +26,8 @@ log = logging.getLogger(__name__)
 
 async def read_planning(runtime: Runtime, namespace: str, repo: str) -> BeadsFile:
     """The repo's items as the file holds them, with the pending write-backs applied (a
-    claim not synced yet already shows). Raises PlanningUnavailable, counted."""
+    claim not synced yet already shows); what changed in the file is published. Raises
+    PlanningUnavailable, counted."""
     if runtime.planning is None:
         raise UnknownRepo(repo, "planning is off (MEMORY_PLANNING)")
     try:
@@ -36,6 +38,8 @@ async def read_planning(runtime: Runtime, namespace: str, repo: str) -> BeadsFil
         log.warning("planning: %s", exc)
         raise
     runtime.metrics.planning.labels("read", "ok").inc()
+    await publish_read(runtime, namespace, repo,
+                       await changed_items(runtime, namespace, repo, beads))
     return settle(beads, [(wb.event_id, change_of(wb.type, wb.payload, wb.occurred_at))
                           for wb in pending]).beads
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
 from processors.beads import Change, Claim, Close, FollowUp, apply, parse, serialize
 from tests.integration.conftest import event, planning_checkout
+from tests.integration.test_cli import memstream
 from tests.integration.test_write_endpoints import posted
 
 pytestmark = pytest.mark.integration
@@ -76,7 +78,7 @@ async def synced(http: httpx.AsyncClient, stack: Stack, namespace: str, expected
 
 
 async def test_a_run_claims_its_item_packs_its_plan_and_closes_it_with_follow_ups(
-    stack: Stack, worker: Worker, http: httpx.AsyncClient, namespace: str,
+    stack: Stack, worker: Worker, http: httpx.AsyncClient, namespace: str, tmp_path: Path,
 ) -> None:
     original = FIXTURE.read_text(encoding="utf-8")
     issues_of(stack, REPO).parent.mkdir(parents=True, exist_ok=True)
@@ -96,7 +98,7 @@ async def test_a_run_claims_its_item_packs_its_plan_and_closes_it_with_follow_up
 
     pack = (await http.get("/v1/context", params={
         "namespace": namespace, "query": "auto-squash on molecule completion",
-        "planning_ref": REF, "repo": REPO})).json()
+        "planning_ref": REF, "repo": REPO, "explain": "true"})).json()
     assert pack["degraded"] == []
     planning = pack["sections"]["planning"]
     assert [(item["kind"], item["source"]) for item in planning] == [
@@ -106,7 +108,7 @@ async def test_a_run_claims_its_item_packs_its_plan_and_closes_it_with_follow_up
         ("planning_ready_sibling", f"beads:{REPO}#bd-2vh3.6")]
     assert "Tier 4: Auto-squash on molecule completion" in planning[0]["text"]
     assert "status in_progress, priority P" in planning[0]["text"]
-    assert all(item["token_cost"] > 0 for item in planning)
+    assert all(item["token_cost"] > 0 and "explain" not in item for item in planning)
     assert pack["tokens"] >= sum(item["token_cost"] for item in planning)
 
     claim: list[Change] = [Claim(REF, AGENT, started_at)]
@@ -148,6 +150,18 @@ async def test_a_run_claims_its_item_packs_its_plan_and_closes_it_with_follow_up
     assert rows[REF]["status"] == "closed" and not rows[REF]["ready"]
     assert all(rows[item["id"]]["ready"] for item in follow_ups)
     assert rows["bd-2vh3.4"]["ready"] and rows["bd-2vh3.6"]["ready"]
+    # The same from the command line.
+    listing = memstream("plan", "list", REPO, "-n", namespace, url=worker.base_url,
+                        key=stack.operator_key, home=tmp_path)
+    assert listing.code == 0, listing.err
+    assert re.search(rf"^{re.escape(REF)} +closed +\d +bd-2vh3\.4 +Tier 4: Auto-squash",
+                     listing.out, re.M), listing.out
+    assert re.search(r"^bd-2vh3\.6 +open +\d +yes +Tier 5", listing.out, re.M), listing.out
+    shown = memstream("plan", "show", REPO, "bd-2vh3.6", "-n", namespace,
+                      url=worker.base_url, key=stack.operator_key, home=tmp_path)
+    assert shown.code == 0, shown.err
+    assert shown.out.startswith("bd-2vh3.6 [open, P"), shown.out
+    assert re.search(r"^ready sibling +bd-2vh3\.4 +open", shown.out, re.M), shown.out
 
     # A replayed finish publishes the same write-backs, applied once: nothing pending, the
     # file as it was.
@@ -160,8 +174,14 @@ async def test_a_run_claims_its_item_packs_its_plan_and_closes_it_with_follow_up
         states = await connection.fetch(
             "SELECT type, state FROM planning_writebacks WHERE namespace = $1 ORDER BY seq",
             namespace)
+        # What the sync read back was published and kept as the items last read.
+        kept = await connection.fetch(
+            "SELECT item_id, fields->>'status' AS status FROM planning_items "
+            "WHERE namespace = $1 AND repo = $2", namespace, REPO)
     finally:
         await connection.close()
+    assert {row["item_id"]: row["status"] for row in kept}[REF] == "closed"
+    assert {item["id"] for item in follow_ups} <= {row["item_id"] for row in kept}
     assert [(row["type"], row["state"]) for row in states] == [
         ("planning.claimed", "applied"), ("planning.closed", "applied"),
         ("planning.followup_discovered", "applied"),

@@ -97,6 +97,14 @@ def test_listing_says_readiness_and_open_blockers() -> None:
     assert rows["bd-2vh3.5"] == (False, ["bd-2vh3.4"])
     assert rows["bd-2vh3.4"] == (True, [])
     assert rows["bd-2vh3.2"] == (False, [])  # closed
+    # A deleted item (bd's old tombstone, as bd-2vh3.1 is) holds nothing back.
+    assert rows["bd-2vh3.1"] == (False, [])
+    text = fixture("beads-2025-12")
+    blocker = next(line for line in text.splitlines() if line.startswith('{"id":"bd-2vh3.4"'))
+    deleted = parse(text.replace(blocker, blocker.replace('"status":"open"',
+                                                          '"status":"tombstone"')))
+    assert planning_context(deleted, "bd-2vh3.5").ready
+
 
 
 def test_a_run_claims_closes_and_files_follow_ups_as_bd_writes_them() -> None:
