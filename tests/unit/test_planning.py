@@ -1,10 +1,13 @@
-"""The planning plane's rules (processors/planning.py), its configuration, and the file adapter
-(stores/beads_repo.py) on a temporary checkout, with a stand-in `bd` on the PATH."""
+"""The planning plane's rules (processors/planning.py), its configuration, the file adapter
+(stores/beads_repo.py) on a temporary checkout, with a stand-in `bd` on the PATH, and the
+sync timer."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import stat
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +19,11 @@ from processors.planning import change_of, claim_of, finish_of, pack_entries, se
 from schemas.events import RunFinished, RunStarted
 from stores.beads_repo import BeadsRepos, PlanningUnavailable, UnknownRepo
 from streams.plumbing.config import MemoryFlags, planning_repos
+from streams.plumbing.messages import Outbound
+from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from streams.stages.planning_ledger import request_syncs
+from tests.unit.store_fakes import InMemoryStores
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "beads"
 AT = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
@@ -145,3 +153,43 @@ def test_bd_on_the_path_exports_before_a_read_and_imports_after_a_write(
     failing.chmod(failing.stat().st_mode | stat.S_IEXEC)
     with pytest.raises(PlanningUnavailable, match="bd export exited 3: no database"):
         asyncio.run(BeadsRepos({"repo": repo}, bd=str(failing)).read("repo"))
+
+
+class PendingRepos:
+    """The one question the sync timer asks of the planning store."""
+
+    def __init__(self, pending: list[tuple[str, str]]) -> None:
+        self._pending = pending
+
+    async def pending_repos(self) -> list[tuple[str, str]]:
+        return self._pending
+
+
+class Sent:
+    def __init__(self) -> None:
+        self.messages: list[Outbound] = []
+
+    async def produce(self, messages: Sequence[Outbound]) -> None:
+        self.messages += messages
+
+
+def timer_runtime(files: BeadsRepos | None, sent: Sent) -> Runtime:
+    return Runtime(stores=InMemoryStores(planning=PendingRepos(
+                       [("team-a", "beads"), ("team-b", "beads"), ("team-a", "forgotten")])),
+                   embedder=None,  # type: ignore[arg-type]
+                   metrics=Metrics(), producer=sent, announcements=None,  # type: ignore[arg-type]
+                   max_event_bytes=1024, planning=files)
+
+
+def test_the_sync_timer_asks_for_each_known_repo_with_write_backs_pending(
+        tmp_path: Path) -> None:
+    sent = Sent()
+    asyncio.run(request_syncs(timer_runtime(BeadsRepos({"beads": tmp_path}), sent)))
+    requests = [json.loads(message.value) for message in sent.messages]
+    assert [(m.topic, m.key) for m in sent.messages] == [("planning.events", b"beads")] * 2
+    assert [(r["type"], r["namespace"], r["payload"]["repo"]) for r in requests] == [
+        ("planning.sync_requested", "team-a", "beads"),
+        ("planning.sync_requested", "team-b", "beads")]
+    off = Sent()
+    asyncio.run(request_syncs(timer_runtime(None, off)))
+    assert off.messages == []
