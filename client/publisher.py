@@ -25,13 +25,14 @@ from processors.ids import memory_record_id
 from schemas.events import (
     EVENT_TYPES,
     ConsolidateRequest,
+    DocumentEvent,
     MemoryEvent,
     RunEvent,
     SessionEvent,
 )
 from schemas.topics import destination
 
-AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
+AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent | DocumentEvent
 
 
 def validated(

@@ -1,5 +1,6 @@
 """Packing a context pack (seed 002's read path): the agent's core blocks first (seed 004),
-then the candidates of each section, in the seed's order (history, then long-term memory),
+then the candidates of each section, in the seed's order (history, long-term memory, then
+documents),
 into a token budget that is never exceeded.
 
 Core blocks come first but take at most `CORE_SHARE` of the budget, so that retrieved
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-SECTIONS = ("history", "long_term")
+SECTIONS = ("history", "long_term", "documents")
 DUPLICATE_SIMILARITY = 0.92
 # The most of the budget core blocks may take: retrieved memories keep at least the rest.
 CORE_SHARE = 0.5

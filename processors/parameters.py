@@ -30,7 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from processors.access import KEY_ID
 from processors.intake import unstorable_character
-from schemas.events import BlockLabel, Identifier, Instant, Namespace, Tag
+from schemas.events import BlockLabel, DocumentId, Identifier, Instant, Namespace, Tag
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -82,6 +82,7 @@ NAMESPACE = _field(Namespace)
 IDENTIFIER = _field(Identifier)
 TAG = _field(Tag)
 BLOCK_LABEL = _field(BlockLabel)
+DOC_ID = _field(DocumentId)
 
 
 def _api_key_id(value: str) -> str:

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.events import ConsolidateRequest, MemoryEvent, RunEvent, SessionEvent
+from schemas.events import (
+    ConsolidateRequest,
+    DocumentEvent,
+    MemoryEvent,
+    RunEvent,
+    SessionEvent,
+)
 
 TOPICS_FILE = Path(__file__).resolve().parent.parent / "infra" / "kafka" / "topics.json"
 DLQ_SUFFIX = ".dlq"
@@ -113,17 +119,21 @@ MEMORY_EVENTS = _declared("memory.events")
 MEMORY_UPDATED = _declared("memory.updated")
 MEMORY_CONSOLIDATE = _declared("memory.consolidate")
 SESSIONS_EVENTS = _declared("sessions.events")
+DOCUMENTS_EVENTS = _declared("documents.events")
 # The topics workers consume; each has a dead-letter topic.
-INPUT_TOPICS = (RUNS_EVENTS, MEMORY_EVENTS, MEMORY_CONSOLIDATE, SESSIONS_EVENTS)
+INPUT_TOPICS = (RUNS_EVENTS, MEMORY_EVENTS, MEMORY_CONSOLIDATE, SESSIONS_EVENTS,
+                DOCUMENTS_EVENTS)
 DEAD_LETTER_TOPICS = tuple(dead_letter_topic(topic) for topic in INPUT_TOPICS)
 
 
 def destination(event: RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
-                ) -> tuple[str, bytes]:
+                | DocumentEvent) -> tuple[str, bytes]:
     """The topic an event is published to, and its message key: a run's events by run_id
     (one run's events in order, runs spread over partitions), a session's by session_id;
     memory events and consolidation requests by namespace (one namespace's changes in
-    order)."""
+    order), documents by namespace (one namespace's versions of a document in order)."""
+    if isinstance(event, DocumentEvent):
+        return DOCUMENTS_EVENTS, event.namespace.encode()
     if isinstance(event, SessionEvent):
         return SESSIONS_EVENTS, event.payload.session_id.encode()
     if isinstance(event, ConsolidateRequest):

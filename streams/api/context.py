@@ -5,11 +5,13 @@
 Sections, in order: core (the core blocks of the agent the pack is read as: the key's, or the
 one an admin key names; none without an agent), history (for the error given, or those the
 run met, the fix patterns of its signature, most successful first, then similar ones; run
-digests like the query), then long-term memories. Each retrieved section is searched hybrid,
+digests like the query), then long-term memories, then documents (the chunks of indexed
+documents most like the query, docs/documents.md). Each retrieved section is searched hybrid,
 like /v1/search, and everything is packed into the token budget, core first within its share
 (processors/context_pack.py). Fail-open per section: a section whose store is down
 contributes nothing and is named in `degraded` (`index` when the index failed and Postgres
-answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_FAIL_OPEN,
+answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_DOCUMENTS,
+MEMORY_FAIL_OPEN,
 MEMORY_CONTEXT_BUDGET_TOKENS.
 """
 
@@ -26,7 +28,15 @@ from faust.web import Request, Response, View
 
 from processors.access import Caller
 from processors.blocks import field_lines
-from processors.context_pack import Candidate, CoreBlock, CoreField, CorePack, Pack, pack
+from processors.context_pack import (
+    SECTIONS,
+    Candidate,
+    CoreBlock,
+    CoreField,
+    CorePack,
+    Pack,
+    pack,
+)
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.gaps import unanswered
 from processors.ids import fix_pattern_record_id
@@ -64,6 +74,7 @@ MAX_BUDGET_TOKENS = 32_000
 DIGESTS = 5
 FIX_PATTERNS = 5
 MEMORIES = 30
+DOC_CHUNKS = 10
 
 BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
 CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS),
@@ -172,12 +183,12 @@ def sections_view(packed: Pack, explained: Mapping[str, dict[str, Any]] | None
     return {name: [item_view(item) if explained is None
                    else {**item_view(item), "explain": explained[item.record_id]}
                    for item in packed.items if item.section == name]
-            for name in ("history", "long_term")}
+            for name in SECTIONS}
 
 
 async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                    flags: MemoryFlags, query: ContextQuery, gathered: Gathered) -> None:
-    """The candidates of the retrieved sections, history then long-term memories."""
+    """The candidates of the retrieved sections: history, long-term memories, documents."""
     vector = (await runtime.embed([query.query]))[0]
 
     async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
@@ -205,6 +216,11 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
         memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
         await section("long_term", lambda: searched(hybrid_search(
             runtime, index, fallback, query.query, memories, query.profile, vector)))
+    if flags.documents:
+        chunks = replace(query.scope, record_kinds=("doc_chunk",), memory_types=(),
+                         limit=DOC_CHUNKS)
+        await section("documents", lambda: searched(hybrid_search(
+            runtime, index, fallback, query.query, chunks, query.profile, vector)))
 
 
 async def core_blocks(runtime: Runtime, namespace: str, agent: str) -> list[CoreBlock]:
@@ -295,7 +311,10 @@ async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> lis
 
 
 def source_of(record: FoundRecord) -> str:
-    """Where an item comes from, for a reader: its source ref, else its run, else itself."""
+    """Where an item comes from, for a reader: a document's chunk its document and heading
+    path; else its source ref, else its run, else itself."""
+    if record.record_kind == "doc_chunk":
+        return " > ".join([str(record.body.get("doc_id")), *record.body.get("heading_path", [])])
     if record.source_ref:
         return record.source_ref
     if record.run_ref:

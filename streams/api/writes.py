@@ -38,6 +38,7 @@ from processors.openapi import event_body, payload_body
 from processors.parameters import IDENTIFIER
 from schemas.events import (
     RUN_EVENT_TYPES,
+    DocumentEvent,
     MemoryBlock,
     MemoryDeprecate,
     MemoryEvent,
@@ -56,7 +57,7 @@ from streams.plumbing.failures import classify
 from streams.plumbing.messages import Outbound
 from streams.plumbing.runtime import Producer, Runtime
 
-E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent)
+E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent | DocumentEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
 
@@ -101,8 +102,8 @@ class EventGate:
         raw = json.dumps(document).encode()
         return raw, parse_event(raw, accepted, self._max_event_bytes)
 
-    async def publish(self, raw: bytes,
-                      event: RunEvent | MemoryEvent | SessionEvent) -> Published:
+    async def publish(self, raw: bytes, event: RunEvent | MemoryEvent | SessionEvent
+                      | DocumentEvent) -> Published:
         topic, key = destination(event)
         try:
             await asyncio.wait_for(self._producer.produce([Outbound(topic, key, raw)]),
