@@ -1043,9 +1043,9 @@ class DocumentSummary(Answer):
     chunks: int
     version: int
     content_hash: str
-    created: str
-    updated: str
-    deleted: str | None
+    created: datetime
+    updated: datetime
+    deleted: datetime | None
 
 
 class DocumentList(Answer):
@@ -1073,7 +1073,7 @@ class DocumentVersionView(Answer):
     added: int
     kept: int
     removed: int
-    applied_at: str
+    applied_at: datetime
 
 
 class Document(Answer):
