@@ -6,7 +6,8 @@ reports of a consolidation that merged, records named by their text, and its dra
 approved in the review queue and rejected on a record's page; the dead letters of events
 sent raw, and why a search found nothing; the scoring settings, read by any key and changed
 by an admin's, a refused change saying why; the gaps agents met, open and resolved; a
-record's scores and ratings. Each step is saved as a screenshot, in
+record's scores and ratings; the documents indexed, and a document's chunks in order with
+their heading paths and token counts. Each step is saved as a screenshot, in
 `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
 from tests.integration.test_consolidation import VPN
 from tests.integration.test_dead_letters import SECRET, dead_letters_keyed, unknown_type
+from tests.integration.test_documents import INSTALL, applied
 from tests.integration.test_gaps import ANSWER, QUESTION, REWORDED, UNRELATED, gaps_until
 from tests.integration.test_gaps import announced as answered_memory
 from tests.integration.test_history_views import consolidated, fixed_history, publish_runs
@@ -822,6 +824,53 @@ async def test_the_gaps_page_shows_what_agents_needed_and_what_answered_it(
         shot("31-gaps-resolved", whole_page=True)
         link.click()
         wait_until(chrome, lambda: chrome.current_url.endswith(f"#/record/{answer}"))
+
+    await asyncio.to_thread(drive)
+
+
+@needs_chromium
+async def test_the_documents_page_lists_documents_and_shows_a_documents_chunks(
+    stack: Stack, worker: Worker, http: httpx.AsyncClient, chrome: Any, screenshots: Path,
+    namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    for doc_id, text in (("guide/install.md", INSTALL), ("notes.txt", "One paragraph.")):
+        answer = await http.post("/v1/documents", json={
+            "namespace": namespace, "doc_id": doc_id, "text": text, "repo": "acme/app",
+            "content_type": "markdown" if doc_id.endswith(".md") else "text"})
+        assert answer.status_code == 202, answer.text
+    install = await applied(http, namespace, "guide/install.md", 1)
+    await applied(http, namespace, "notes.txt", 1)
+    reader = stack.make_key("--namespace", namespace, "--perm", "read")
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/#/documents")
+        chrome.find_element(By.ID, "key").send_keys(reader)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_until(chrome, lambda: len(chrome.find_elements(
+            By.CSS_SELECTOR, "table.documents tbody tr")) == 2)
+        assert chrome.find_element(By.TAG_NAME, "h1").text == f"Documents · {namespace}"
+        rows = chrome.find_elements(By.CSS_SELECTOR, "table.documents tbody tr")
+        assert [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")][:5]
+                for row in rows] == [["guide/install.md", "—", "acme/app", "3", "1"],
+                                     ["notes.txt", "—", "acme/app", "1", "1"]]
+        shot("40-documents")
+        rows[0].find_element(By.CSS_SELECTOR, "a.document-link").click()
+        wait_until(chrome, lambda: len(chrome.find_elements(By.CSS_SELECTOR, "li.chunk")) == 3)
+        assert chrome.current_url.endswith("#/documents/guide%2Finstall.md")
+        chunks = chrome.find_elements(By.CSS_SELECTOR, "li.chunk")
+        assert [c.find_element(By.CSS_SELECTOR, ".heading-path").text for c in chunks] == [
+            "Install", "Install > From source", "Install > Troubleshooting"]
+        assert [c.get_attribute("data-record-id") for c in chunks] == \
+            [c["record_id"] for c in install["chunks"]]
+        assert [c.find_element(By.CSS_SELECTOR, ".tokens").text for c in chunks] == \
+            [f"{c['token_count']} tokens" for c in install["chunks"]]
+        assert "./scripts/build --release" in chunks[1].find_element(
+            By.CSS_SELECTOR, ".chunk-text").text
+        shot("41-document", whole_page=True)
 
     await asyncio.to_thread(drive)
 
