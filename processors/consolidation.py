@@ -48,7 +48,8 @@ from schemas.events import (
 
 FloatMatrix = npt.NDArray[np.float64]
 FloatVector = npt.NDArray[np.float64]
-PartitionKey = tuple[str, Scope, str | None, RecordKind, MemoryType | None]
+PartitionKey = tuple[str, Scope, str | None, RecordKind, MemoryType | None, str | None,
+                     str | None]
 
 # What a memory.write accepts: a merge must stay writable as one memory.
 MAX_TEXT_CHARS = 8000
@@ -80,6 +81,8 @@ class ConsolidationCandidate:
     created_at: datetime
     # Where the writer found it (a URL, a run id, a dialog turn): kept in a merge's body.
     source_ref: str | None = None
+    repo: str | None = None
+    security_scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,9 @@ class MergedMemory:
     created_at: datetime
     # One per member, in the order of member_ids.
     attributions: tuple[MemberAttribution, ...] = ()
+    # The members' (the partition's): a merge stays within one repo and security scope.
+    repo: str | None = None
+    security_scope: str | None = None
 
     @property
     def member_source_refs(self) -> tuple[str, ...]:
@@ -217,9 +223,10 @@ class MergedMemory:
 
 def partition_key(candidate: ConsolidationCandidate) -> PartitionKey:
     """Clusters never cross this: namespaces are isolated, a personal vault is its owner's,
-    and a lesson is not merged into a decision however alike they read."""
+    a lesson is not merged into a decision however alike they read, and a merge keeps its
+    members' repo and security scope."""
     return (candidate.namespace, candidate.scope, candidate.agent_id, candidate.record_kind,
-            candidate.memory_type)
+            candidate.memory_type, candidate.repo, candidate.security_scope)
 
 
 def merged_record_id(namespace: str, member_ids: Iterable[str]) -> str:
@@ -348,6 +355,8 @@ def merge_cluster(members: Sequence[ConsolidationCandidate], vectors: npt.ArrayL
         namespace=head.namespace,
         scope=head.scope,
         agent_id=head.agent_id,
+        repo=head.repo,
+        security_scope=head.security_scope,
         record_kind=head.record_kind,
         memory_type=head.memory_type,
         title=next((member.title for member in ordered if member.title), None),

@@ -63,6 +63,7 @@ def candidate_of(record: Record) -> ConsolidationCandidate:
         memory_type=record.memory_type, text=record.text, title=record.title,
         tags=record.tags, related_ids=record.related_ids, review_state=record.review_state,
         source_event_ids=sources, created_at=record.created_at, source_ref=record.source_ref,
+        repo=record.repo, security_scope=record.security_scope,
     )
 
 
@@ -132,6 +133,8 @@ def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Pr
         record_kind=merge.record_kind,
         scope=merge.scope,
         agent_id=merge.agent_id,
+        repo=merge.repo,
+        security_scope=merge.security_scope,
         title=merge.title,
         text=text,
         body={

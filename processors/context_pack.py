@@ -1,7 +1,6 @@
 """Packing a context pack (seed 002's read path): the agent's core blocks first (seed 004),
-then the candidates of each section, in the seed's order (history, long-term memory, then
-documents),
-into a token budget that is never exceeded.
+then the candidates of each section in the seed's order (planning, history, long-term memory,
+documents), into a token budget that is never exceeded.
 
 Core blocks come first but take at most `CORE_SHARE` of the budget, so that retrieved
 memories always keep the rest; what the blocks leave of their share goes to the sections.
@@ -9,10 +8,14 @@ A block is packed field by field (one line each, in the block's order): a field 
 fit in what is left of the share is left out and named, never dropped unsaid, and a smaller
 one after it may still fit.
 
-Then greedy and in order: a section's candidates come best first; each is taken if it fits in
-what is left of the budget and is not a near-duplicate of an item already taken (its
-embedding's cosine to that item reaches `duplicate_similarity`); one that does not fit is
-skipped, and a smaller one after it may still fit.
+What the core leaves is shared between the sections (`DEFAULT_SHARES`, configurable): each
+section's candidates come best first and each is taken if it fits in its section's room and
+is not a near-duplicate of an item already taken (its embedding's cosine to that item reaches
+`duplicate_similarity`); one that does not fit is set aside, and a smaller one after it may
+still fit. A section's room is its share plus what the sections before it left unused, so a
+section with little to say passes its share on; what is left once every section had its turn
+goes to the candidates set aside, in section order. So no section crowds out the others, and
+no token of the budget stays unused while a candidate would fit.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-SECTIONS = ("history", "long_term", "documents")
+SECTIONS = ("planning", "history", "long_term", "documents")
+# Each section's share of what the core blocks leave of the budget.
+DEFAULT_SHARES: Mapping[str, float] = {"planning": 0.15, "history": 0.25, "long_term": 0.40,
+                                       "documents": 0.20}
 DUPLICATE_SIMILARITY = 0.92
 # The most of the budget core blocks may take: retrieved memories keep at least the rest.
 CORE_SHARE = 0.5
@@ -92,6 +98,17 @@ class CorePack:
 
 
 @dataclass(frozen=True)
+class SectionUse:
+    """What one section was given of the budget and what it took."""
+
+    # Its share of what the core blocks left.
+    share_tokens: int
+    # What its items cost, and how many there are.
+    tokens: int
+    items: int
+
+
+@dataclass(frozen=True)
 class Pack:
     core: CorePack
     items: list[Candidate]
@@ -99,6 +116,44 @@ class Pack:
     tokens: int
     # Candidates left out, by why: "budget" (did not fit), "duplicate" (near-duplicate).
     dropped: dict[str, int]
+    # Every section of SECTIONS, in order.
+    sections: dict[str, SectionUse]
+
+
+def shares_of(text: str) -> dict[str, float]:
+    """Section shares from `planning=0.2,history=0.3,...`: sections of SECTIONS, each at most
+    once, each a number in [0, 1], the sections not named keeping their default; scaled to
+    sum to 1 when packing. ValueError, saying what is wrong, for anything else."""
+    shares = dict(DEFAULT_SHARES)
+    named: set[str] = set()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        section, sep, raw = item.partition("=")
+        section = section.strip()
+        if not sep or section not in SECTIONS:
+            raise ValueError(f"not a section share: {item!r} (section=share, the sections "
+                             f"being {', '.join(SECTIONS)})")
+        if section in named:
+            raise ValueError(f"{section}: given twice")
+        try:
+            share = float(raw)
+        except ValueError:
+            raise ValueError(f"{section}: not a number: {raw.strip()!r}") from None
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"{section}: a share is in [0, 1], got {share}")
+        named.add(section)
+        shares[section] = share
+    if sum(shares.values()) <= 0:
+        raise ValueError("the shares are all 0: no section would get any of the budget")
+    return shares
+
+
+def section_shares(room: int, shares: Mapping[str, float]) -> dict[str, int]:
+    """`room` tokens split between SECTIONS in proportion to their shares (rounded down)."""
+    total = sum(max(0.0, shares.get(section, 0.0)) for section in SECTIONS)
+    if total <= 0:
+        raise ValueError("the shares are all 0: no section would get any of the budget")
+    return {section: int(room * max(0.0, shares.get(section, 0.0)) / total)
+            for section in SECTIONS}
 
 
 def core_share(budget_tokens: int) -> int:
@@ -125,25 +180,58 @@ def pack_core(blocks: Sequence[CoreBlock], budget_tokens: int) -> CorePack:
 
 def pack(candidates: Sequence[Candidate], budget_tokens: int,
          core_blocks: Sequence[CoreBlock] = (),
-         duplicate_similarity: float = DUPLICATE_SIMILARITY) -> Pack:
-    """The core blocks that fit in their share, then the candidates that fit in what is
-    left, section by section in SECTIONS order, each section's in the order given."""
+         duplicate_similarity: float = DUPLICATE_SIMILARITY,
+         shares: Mapping[str, float] = DEFAULT_SHARES) -> Pack:
+    """The core blocks that fit in their share, then the candidates of each section that fit
+    in its room, in SECTIONS order, each section's in the order given, then those set aside
+    that fit in what is left (see the module docstring). A candidate of a section not in
+    SECTIONS only gets what is left at the end."""
     if budget_tokens < 0:
         raise ValueError(f"budget_tokens must be >= 0, got {budget_tokens}")
     core = pack_core(core_blocks, budget_tokens)
+    allotted = section_shares(budget_tokens - core.tokens, shares)
     order = {section: index for index, section in enumerate(SECTIONS)}
     ordered = sorted(enumerate(candidates),
                      key=lambda item: (order.get(item[1].section, len(order)), item[0]))
-    taken: list[Candidate] = []
+    taken: list[tuple[int, Candidate]] = []
+    set_aside: list[tuple[int, Candidate]] = []
     dropped = {"budget": 0, "duplicate": 0}
-    left = budget_tokens - core.tokens
-    for _, candidate in ordered:
-        if any(float(np.dot(candidate.vector, kept.vector)) >= duplicate_similarity
-               for kept in taken):
+
+    def duplicate(candidate: Candidate) -> bool:
+        return any(float(np.dot(candidate.vector, kept.vector)) >= duplicate_similarity
+                   for _, kept in taken)
+
+    carried = 0
+    for section in SECTIONS:
+        room = carried + allotted[section]
+        for position, candidate in ordered:
+            if candidate.section != section:
+                continue
+            if duplicate(candidate):
+                dropped["duplicate"] += 1
+            elif candidate.token_cost > room:
+                set_aside.append((position, candidate))
+            else:
+                taken.append((position, candidate))
+                room -= candidate.token_cost
+        carried = room
+    set_aside += [(position, candidate) for position, candidate in ordered
+                  if candidate.section not in order]
+    left = budget_tokens - core.tokens - sum(item.token_cost for _, item in taken)
+    for position, candidate in set_aside:
+        if duplicate(candidate):
             dropped["duplicate"] += 1
         elif candidate.token_cost > left:
             dropped["budget"] += 1
         else:
-            taken.append(candidate)
+            taken.append((position, candidate))
             left -= candidate.token_cost
-    return Pack(core, taken, budget_tokens - left, dropped)
+    items = [item for _, item in sorted(
+        taken, key=lambda kept: (order.get(kept[1].section, len(order)), kept[0]))]
+    used = {section: [item for item in items if item.section == section]
+            for section in SECTIONS}
+    return Pack(core, items, budget_tokens - left, dropped,
+                {section: SectionUse(allotted[section],
+                                     sum(item.token_cost for item in used[section]),
+                                     len(used[section]))
+                 for section in SECTIONS})

@@ -198,6 +198,7 @@ def digest_record(
         trust_class="derived",
         source_ref=f"run:{digest.run_id}",
         run_ref=digest.run_id,
+        repo=digest.repo or None,
         provenance=provenance,
         created_at=digest.finished_at,
     )

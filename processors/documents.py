@@ -34,6 +34,8 @@ def chunk_record(event: DocUpsert, chunk: Chunk, provenance: Provenance) -> Reco
               "content_type": payload.content_type, "repo": payload.repo,
               "security_scope": payload.security_scope},
         source_ref=payload.doc_id,
+        repo=payload.repo,
+        security_scope=payload.security_scope,
         provenance=provenance,
         created_at=event.occurred_at,
     )

@@ -30,7 +30,16 @@ from pydantic import TypeAdapter, ValidationError
 
 from processors.access import KEY_ID
 from processors.intake import unstorable_character
-from schemas.events import BlockLabel, DocumentId, Identifier, Instant, Namespace, Tag
+from schemas.events import (
+    BlockLabel,
+    DocumentId,
+    Identifier,
+    Instant,
+    Namespace,
+    Repo,
+    SecurityScope,
+    Tag,
+)
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -81,6 +90,8 @@ def _field(annotation: Any) -> Rule[str]:
 NAMESPACE = _field(Namespace)
 IDENTIFIER = _field(Identifier)
 TAG = _field(Tag)
+REPO = _field(Repo)
+SECURITY_SCOPE = _field(SecurityScope)
 BLOCK_LABEL = _field(BlockLabel)
 DOC_ID = _field(DocumentId)
 

@@ -37,6 +37,16 @@ MemoryType = Literal[
     "relationship",
 ]
 Scope = Literal["shared", "personal"]
+# Seed 002's memory scopes, accepted on a write beside shared and personal: `user` is the
+# writer's personal vault, `team` the whole namespace, `project` the namespace within one repo
+# (shared, with a `repo`). A record keeps shared or personal, and its repo (docs/lifecycle.md).
+WriteScope = Literal["shared", "personal", "project", "team", "user"]
+# A repository a record belongs to. `*` is not a repo name: the index marks records of no
+# repo with it (stores/index_payload.NAMESPACE_WIDE).
+Repo = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.][A-Za-z0-9._/:@+\-]{0,199}$")]
+# Who may be shown a record (seed 002's `security_scope`): a label such as `public`,
+# `internal` or `restricted`, which searches and packs may narrow to.
+SecurityScope = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_\-]{0,63}$")]
 Tier = Literal["active", "short_term", "long_term"]
 ReviewState = Literal["draft", "approved", "deprecated"]
 TrustClass = Literal["raw", "derived", "approved"]
@@ -153,10 +163,20 @@ class MemoryWritePayload(_Payload):
     memory_type: MemoryType = "fact"
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     related_ids: list[Identifier] = Field(default_factory=list, max_length=MAX_RELATED_IDS)
-    scope: Scope = "shared"
+    scope: WriteScope = Field(
+        default="shared", description="shared or team: the namespace; personal or user: the "
+        "agent_id's vault; project: the namespace within `repo`.")
     agent_id: Identifier | None = Field(
-        default=None, description="Owner of a personal vault; required when scope is personal."
+        default=None, description="Owner of a personal vault; required when scope is personal "
+        "or user."
     )
+    repo: Repo | None = Field(
+        default=None, description="The repository the memory belongs to; required when scope "
+        "is project. A search or pack narrowed to a repo reads its memories and those of no "
+        "repo.")
+    security_scope: SecurityScope | None = Field(
+        default=None, description="Who may be shown it (public, internal, restricted, ...): a "
+        "search or pack narrowed to security scopes reads only records labelled with one.")
     tier: Tier = "active"
     review_state: ReviewState = "approved"
     trust_class: TrustClass = "raw"
@@ -173,9 +193,16 @@ class MemoryWritePayload(_Payload):
 
     @model_validator(mode="after")
     def _personal_scope_has_owner(self) -> MemoryWritePayload:
-        if self.scope == "personal" and self.agent_id is None:
-            raise ValueError("a personal memory needs agent_id (the owner of the vault)")
+        if self.scope in ("personal", "user") and self.agent_id is None:
+            raise ValueError(f"a {self.scope} memory needs agent_id (the owner of the vault)")
+        if self.scope == "project" and self.repo is None:
+            raise ValueError("a project memory needs repo (the project it belongs to)")
         return self
+
+    @property
+    def record_scope(self) -> Scope:
+        """Who reads the record: its owner alone (personal, user) or its namespace."""
+        return "personal" if self.scope in ("personal", "user") else "shared"
 
 
 Version = Annotated[int, Field(ge=1)]
@@ -535,10 +562,9 @@ class DocUpsertPayload(_Payload):
     title: Annotated[str, StringConstraints(max_length=200)] | None = None
     text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_DOCUMENT_CHARS)]
     content_type: ContentType = "markdown"
-    repo: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
-        default=None, description="The repository the document belongs to.")
-    security_scope: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = \
-        None
+    repo: Repo | None = Field(default=None,
+                              description="The repository the document belongs to.")
+    security_scope: SecurityScope | None = None
 
 
 class DocDeletePayload(_Payload):

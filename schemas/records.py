@@ -41,6 +41,10 @@ class Record(BaseModel):
     run_ref: str | None = None
     # The conversation, session or document a memory is one part of (see MemoryWritePayload).
     thread: str | None = None
+    # Seed 002's keys: the repository a record belongs to (none: the whole namespace's), and
+    # who may be shown it.
+    repo: str | None = None
+    security_scope: str | None = None
     provenance: Provenance
     created_at: datetime
     expires_at: datetime | None = None

@@ -28,9 +28,12 @@ def index_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     payload["expires_at"] = None if expires_at is None else epoch_seconds(expires_at)
     run_ref = row.get("run_ref")
     payload["run_ref"] = None if run_ref is None else str(run_ref)
-    for name in ("agent_id", "memory_type"):
+    for name in ("agent_id", "memory_type", "security_scope"):
         value = row.get(name)
         payload[name] = None if value is None else str(value)
+    # One keyword for every record, so that a search narrowed to a repo is one condition
+    # (its repo or none), not a `should` with a null check.
+    payload["repo"] = str(row.get("repo") or NAMESPACE_WIDE)
     # Who may read it and until when, each one indexed condition: a filter of `should`s and
     # null checks made every namespace-wide scan three times slower.
     payload["readers"] = [readers_of(payload["scope"], payload["agent_id"])]
@@ -38,6 +41,9 @@ def index_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     return payload
 
 
+# The `repo` of a record that belongs to no repo: the whole namespace's (schemas/events.Repo
+# refuses it as a repo name).
+NAMESPACE_WIDE = "*"
 # The `live_until` of a record that never expires.
 FOREVER = 1e15
 SHARED_READERS = "shared"

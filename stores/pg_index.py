@@ -164,8 +164,8 @@ class PostgresIndex:
             SELECT payload, score FROM (
                 SELECT payload, 1 - (embedding <=> $1) AS score FROM {self._table}
                 WHERE {_SCOPE}
-                ORDER BY embedding <=> $1 LIMIT $13) AS nearest
-            WHERE score >= $14
+                ORDER BY embedding <=> $1 LIMIT $15) AS nearest
+            WHERE score >= $16
             ORDER BY score DESC
             """,
             as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
@@ -179,8 +179,8 @@ class PostgresIndex:
         rows = await self._open_pool().fetch(
             f"""
             SELECT payload, -(lexical <#> $1) AS score FROM {self._table}
-            WHERE {_SCOPE} AND terms && $13::integer[]
-            ORDER BY lexical <#> $1, record_id LIMIT $14
+            WHERE {_SCOPE} AND terms && $15::integer[]
+            ORDER BY lexical <#> $1, record_id LIMIT $16
             """,
             query, *scope_args(scope), list(query.indices), scope.limit,
         )
@@ -232,7 +232,7 @@ class PostgresIndex:
 
 
 # A point within a SearchScope: its namespace, kinds, related ids, visibility and filters
-# ($1 is the query vector; see scope_args for $2-$12).
+# ($1 is the query vector; see scope_args for $2-$14).
 _SCOPE = """
     namespace = $2
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
@@ -245,16 +245,19 @@ _SCOPE = """
     AND review_state = ANY($10)
     AND ($11::float8 IS NULL OR created_at >= $11)
     AND ($12::float8 IS NULL OR created_at <= $12)
+    AND ($13::text[] IS NULL OR payload->>'repo' = ANY($13))
+    AND ($14::text[] IS NULL OR payload->>'security_scope' = ANY($14))
 """
 
 
 def scope_args(scope: SearchScope) -> tuple[Any, ...]:
-    """The arguments $2-$12 of a scope filter over Postgres (this index's, and the records'
+    """The arguments $2-$14 of a scope filter over Postgres (this index's, and the records'
     own in stores/records_search.py, which names its columns alike)."""
     return (scope.namespace, list(scope.record_kinds) or None, list(scope.related_ids) or None,
             scope.agent_id, time.time(), list(scope.tags) or None,
             list(scope.memory_types) or None, list(scope.tiers) or None,
-            list(scope.review_states), scope.since, scope.until)
+            list(scope.review_states), scope.since, scope.until, list(scope.repo_keys) or None,
+            list(scope.security_scopes) or None)
 
 
 def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:

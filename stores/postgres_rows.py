@@ -27,11 +27,12 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 4) -> asyn
 RECORD_COLUMNS = (
     "record_id, namespace, record_kind, scope, agent_id, title, text, body, memory_type, tags,"
     " related_ids, tier, review_state, trust_class, source_ref, run_ref, provenance,"
-    " source_event_id, created_at, expires_at, embedding, thread, lexical, lexical_terms"
+    " source_event_id, created_at, expires_at, embedding, thread, lexical, lexical_terms, repo,"
+    " security_scope"
 )
 INSERT_RECORD = (
     f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
+    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
 )
 # A memory still in force: not merged into another, deprecated or past its expiry.
 LIVE_MEMORY = ("record_kind = 'memory' AND superseded_by IS NULL AND review_state <> 'deprecated'"
@@ -51,6 +52,7 @@ def record_of(row: Mapping[str, Any]) -> Record:
         related_ids=tuple(row["related_ids"]), tier=row["tier"],
         review_state=row["review_state"], trust_class=row["trust_class"],
         source_ref=row["source_ref"], run_ref=row["run_ref"], thread=row["thread"],
+        repo=row["repo"], security_scope=row["security_scope"],
         provenance=Provenance.model_validate(row["provenance"]),
         created_at=row["created_at"], expires_at=row["expires_at"],
     )
@@ -65,7 +67,7 @@ def record_args(record: Record, vector: Vector) -> tuple[Any, ...]:
         list(record.related_ids), record.tier, record.review_state, record.trust_class,
         record.source_ref, record.run_ref, record.provenance.model_dump(),
         record.provenance.source_event_id, record.created_at, record.expires_at, vector,
-        record.thread, lexical, list(lexical.indices),
+        record.thread, lexical, list(lexical.indices), record.repo, record.security_scope,
     )
 
 

@@ -247,7 +247,8 @@ def _scope_filter(scope: SearchScope) -> models.Filter:
     must = _conditions(scope.namespace, scope.record_kinds, scope.related_ids,
                        Visibility(scope.agent_id, time.time()))
     for name, values in (("tags", scope.tags), ("tier", scope.tiers),
-                         ("review_state", scope.review_states)):
+                         ("review_state", scope.review_states), ("repo", scope.repo_keys),
+                         ("security_scope", scope.security_scopes)):
         if values:
             must.append(models.FieldCondition(key=name, match=models.MatchAny(any=list(values))))
     if scope.memory_types:

@@ -34,7 +34,7 @@ from stores.vector_index import SearchScope
 FOUND_COLUMNS = (
     "record_id, record_kind, title, text, body, source_ref, created_at, related_ids, tags,"
     " scope, agent_id, review_state, trust_class, tier, run_ref, version, memory_type, thread,"
-    " provenance, expires_at, embedding"
+    " provenance, expires_at, embedding, repo, security_scope"
 )
 
 
@@ -64,6 +64,8 @@ class FoundRecord:
     provenance: dict[str, Any]
     expires_at: datetime | None
     embedding: Vector | None
+    repo: str | None = None
+    security_scope: str | None = None
 
 
 @dataclass(frozen=True)
@@ -543,5 +545,5 @@ def _found_record(row: Mapping[str, Any]) -> FoundRecord:
         review_state=row["review_state"], trust_class=row["trust_class"], tier=row["tier"],
         run_ref=row["run_ref"], version=int(row["version"]), memory_type=row["memory_type"],
         thread=row["thread"], provenance=row["provenance"], expires_at=row["expires_at"],
-        embedding=row["embedding"],
+        embedding=row["embedding"], repo=row["repo"], security_scope=row["security_scope"],
     )

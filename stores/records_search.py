@@ -21,7 +21,7 @@ from stores.vector_index import DIM, IndexHit, SearchScope, TermCounts, Vector, 
 # search leaves out unless asked for them (the stream and stores.reindex keep this rule).
 INDEXED = "superseded_by IS NULL AND expired_at IS NULL"
 # A record within a SearchScope ($1 is the query, or the limit of a search that has none;
-# see scope_args for $2-$12).
+# see scope_args for $2-$14; a record of no repo is the namespace's, read by every repo).
 RECORD_SCOPE = f"""
     namespace = $2 AND {INDEXED}
     AND ($3::text[] IS NULL OR record_kind = ANY($3))
@@ -34,6 +34,8 @@ RECORD_SCOPE = f"""
     AND review_state = ANY($10)
     AND ($11::float8 IS NULL OR created_at >= to_timestamp($11))
     AND ($12::float8 IS NULL OR created_at <= to_timestamp($12))
+    AND ($13::text[] IS NULL OR repo IS NULL OR repo = ANY($13))
+    AND ($14::text[] IS NULL OR security_scope = ANY($14))
 """
 
 
@@ -53,8 +55,8 @@ class RecordsSearch:
         rows = await self._pool.fetch(
             f"""
             SELECT record_id, 1 - (embedding <=> $1) AS score FROM records
-            WHERE {RECORD_SCOPE} AND embedding IS NOT NULL AND 1 - (embedding <=> $1) >= $14
-            ORDER BY embedding <=> $1, record_id LIMIT $13
+            WHERE {RECORD_SCOPE} AND embedding IS NOT NULL AND 1 - (embedding <=> $1) >= $16
+            ORDER BY embedding <=> $1, record_id LIMIT $15
             """,
             as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
         )
@@ -66,8 +68,8 @@ class RecordsSearch:
         rows = await self._pool.fetch(
             f"""
             SELECT record_id, -(lexical <#> $1) AS score FROM records
-            WHERE {RECORD_SCOPE} AND lexical_terms && $13::integer[]
-            ORDER BY lexical <#> $1, record_id LIMIT $14
+            WHERE {RECORD_SCOPE} AND lexical_terms && $15::integer[]
+            ORDER BY lexical <#> $1, record_id LIMIT $16
             """,
             query, *scope_args(scope), list(query.indices), scope.limit,
         )

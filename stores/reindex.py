@@ -45,7 +45,7 @@ Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 _SELECT_LIVE = f"""
 SELECT record_id, namespace, record_kind, scope, agent_id, review_state, trust_class, tier,
        tags, related_ids, created_at, expires_at, run_ref, title, text, embedding, body,
-       memory_type, lexical
+       memory_type, lexical, repo, security_scope
 FROM records
 WHERE {INDEXED} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
 ORDER BY record_id

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from processors.errors import IndexRefused
 from processors.lexical import NO_TERMS, SparseVector
-from stores.index_payload import readers_of
+from stores.index_payload import NAMESPACE_WIDE, readers_of
 
 DEFAULT_COLLECTION = "memstream"
 DIM = 384
@@ -35,7 +35,7 @@ POINT_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a4e-5b0c-9d27-3e8f4a1b2c6d")
 
 # The payload fields that get an index, and their type. `created_at` is epoch seconds.
 KEYWORD_FIELDS = ("namespace", "record_kind", "related_ids", "tags", "scope", "agent_id",
-                  "memory_type", "tier", "review_state", "readers")
+                  "memory_type", "tier", "review_state", "readers", "repo", "security_scope")
 FLOAT_FIELDS = ("created_at", "expires_at", "live_until")
 INTEGER_FIELDS = ("terms",)
 # The name of the lexical vector beside the (unnamed) dense one.
@@ -71,7 +71,8 @@ class SearchScope:
     (dense: with cosine similarity >= `min_score`), personal records only to their owner
     `agent_id`, and, when given, only those of these kinds, memory types, tiers and review
     states (approved only, unless asked), holding one of `tags`, listing one of
-    `related_ids`, created (occurred) within [`since`, `until`] (epoch seconds)."""
+    `related_ids`, created (occurred) within [`since`, `until`] (epoch seconds), belonging to
+    one of `repos` or to none (the namespace's), labelled with one of `security_scopes`."""
 
     namespace: str
     limit: int
@@ -85,6 +86,8 @@ class SearchScope:
     review_states: tuple[str, ...] = ("approved",)
     since: float | None = None
     until: float | None = None
+    repos: tuple[str, ...] = ()
+    security_scopes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.namespace:
@@ -95,6 +98,12 @@ class SearchScope:
             raise ValueError("min_score is NaN")
         if not self.review_states:
             raise ValueError("review_states is empty: nothing could be returned")
+
+    @property
+    def repo_keys(self) -> tuple[str, ...]:
+        """The index's `repo` values a search narrowed to `repos` reads: theirs and the
+        namespace-wide records' (none: no narrowing)."""
+        return (*self.repos, NAMESPACE_WIDE) if self.repos else ()
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,8 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
     answer = client.search(
         args.query, namespace=namespace_of(args, config), agent_id=args.agent, kind=args.kind,
         tag=args.tag, memory_type=args.type, profile=args.profile, limit=args.limit,
-        min_score=args.min_score, explain=args.explain)
+        min_score=args.min_score, explain=args.explain, repo=args.repo,
+        security_scope=args.security_scope)
     if output.as_json:
         output.json(answer.raw)
         return 0
@@ -122,6 +123,15 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
         output.note(f"the search budget of run {answer.run_id} is spent")
     return 0
 
+
+
+def narrowed_by_keys(parser: argparse.ArgumentParser) -> None:
+    """Seed 002's keys as options of a read: a repo (its records and the namespace-wide
+    ones) and security scopes."""
+    parser.add_argument("--repo", action="append",
+                        help="only this repo's records and those of no repo (repeatable)")
+    parser.add_argument("--security-scope", action="append",
+                        help="only records labelled with this security scope (repeatable)")
 
 def explained_row(rank: int, hit: SearchHit) -> tuple[object, ...]:
     """A hit's row of `search --explain`, narrow enough for 80 columns: its rank in the dense
@@ -150,7 +160,8 @@ def context(client: MemoryClient, args: argparse.Namespace, config: Config,
             output: Output) -> int:
     answer = client.context(
         args.query, namespace=namespace_of(args, config), agent_id=args.agent,
-        budget_tokens=args.budget, error=args.error, run_id=args.run, profile=args.profile)
+        budget_tokens=args.budget, error=args.error, run_id=args.run, profile=args.profile,
+        repo=args.repo, security_scope=args.security_scope)
     if output.as_json:
         output.json(answer.raw)
         return 0
@@ -750,6 +761,7 @@ def parser() -> argparse.ArgumentParser:
                        help="how each hit's score was made: its ranks in the dense and "
                             "lexical lists, the fused score, the profile's weight, the agent's "
                             "adaptive score, its blend and the score")
+    narrowed_by_keys(found)
 
     pack = command("context", "the context pack for a task: the agent's core blocks, "
                    "history, then long-term memories")
@@ -759,6 +771,7 @@ def parser() -> argparse.ArgumentParser:
     pack.add_argument("--error", help="an error text: the fix patterns of its signature")
     pack.add_argument("--run", help="a run id: the errors it met, and its search budget")
     pack.add_argument("--profile")
+    narrowed_by_keys(pack)
 
     brief = command("summary", "what memory holds about a query, in a token budget: the "
                                "hits condensed, each memory cited by its id")

@@ -23,9 +23,10 @@ from schemas.events import (
     MAX_SESSION_MEMORIES,
     MemoryRating,
     MemoryType,
-    Scope,
+    Repo,
     SessionMemory,
     Tier,
+    WriteScope,
 )
 
 INSTRUCTIONS = """\
@@ -88,6 +89,9 @@ def memory_server(callers: Callers) -> MCPServer:
         explain: Annotated[bool, Field(description=(
             "also say why each memory was recalled: how well its words and its meaning "
             "match, and how your past use and ratings of it moved it"))] = False,
+        repo: Annotated[Repo | None, Field(description=(
+            "the repository you work in: its memories and the team's, not other "
+            "repositories'"))] = None,
     ) -> dict[str, Any]:
         """Search long-term memory for what is relevant to a question: decisions, lessons,
         facts, fixes of past errors, your own personal memories and the team's shared ones.
@@ -98,7 +102,7 @@ def memory_server(callers: Callers) -> MCPServer:
         async with memory(ctx) as client:
             found = await client.search(query, profile=profile, memory_type=memory_type,
                                         tag=tags, related_id=related_id, limit=limit,
-                                        min_score=min_score, explain=explain)
+                                        min_score=min_score, explain=explain, repo=repo)
         return {"hits": [{"record_id": hit.record_id, "title": hit.title, "text": hit.text,
                           "relevance": round(hit.relevance, 3), "memory_type": hit.memory_type,
                           "tags": hit.tags, "scope": hit.scope,
@@ -118,9 +122,9 @@ def memory_server(callers: Callers) -> MCPServer:
             "commitment, relationship"))] = None,
         title: Annotated[str | None, Field(description="a short title")] = None,
         tags: Annotated[Tags | None, Field(description="a few words to filter by")] = None,
-        scope: Annotated[Scope, Field(description=(
-            "shared: the whole team may read it; personal: only you (your key's agent)"))]
-            = "shared",
+        scope: Annotated[WriteScope, Field(description=(
+            "shared or team: the whole team may read it; personal or user: only you (your "
+            "key's agent); project: the team, within `repo`"))] = "shared",
         related_ids: Annotated[RelatedIds | None, Field(description=(
             "record ids of memories this one builds on, corrects or belongs with"))] = None,
         source_ref: Annotated[str | None, Field(description=(
@@ -129,6 +133,9 @@ def memory_server(callers: Callers) -> MCPServer:
             "titles (or record ids) of memories this one links to, such as a project's "
             "anchor memory 'Project: Billing': written as [[wiki links]], which the graph "
             "and the browser follow"))] = None,
+        repo: Annotated[Repo | None, Field(description=(
+            "the repository it belongs to (required for scope project); none: it holds "
+            "for every repository"))] = None,
     ) -> dict[str, Any]:
         """Keep a memory for later tasks, yours and the team's. Worth remembering: a
         decision and its reason, a lesson from a failure (what broke, why, what fixed it),
@@ -140,7 +147,8 @@ def memory_server(callers: Callers) -> MCPServer:
         async with memory(ctx) as client:
             written = await client.write_memory(text, title=title, memory_type=memory_type,
                                                 tags=tags, scope=scope, related_ids=related_ids,
-                                                source_ref=source_ref, links=links or ())
+                                                source_ref=source_ref, links=links or (),
+                                                repo=repo)
         return {"record_id": written.record_id, "event_id": written.event_id}
 
     @server.tool()
@@ -153,6 +161,7 @@ def memory_server(callers: Callers) -> MCPServer:
         error: Annotated[str | None, Field(description=(
             "an error message you met: the fixes that worked for it before come first"))]
             = None,
+        repo: Annotated[Repo | None, Field(description="as `recall`'s")] = None,
     ) -> dict[str, Any]:
         """The context pack for a task, within a token budget: your core blocks first (fields
         that did not fit are named), what fixed the errors met before (history), then the
@@ -160,7 +169,7 @@ def memory_server(callers: Callers) -> MCPServer:
         before planning."""
         async with memory(ctx) as client:
             pack = await client.context(task, budget_tokens=budget_tokens, profile=profile,
-                                        error=error)
+                                        error=error, repo=repo)
         return pack.raw
 
     @server.tool()

@@ -104,6 +104,9 @@ class SearchHit(Answer):
     tier: str
     review_state: str
     trust_class: str
+    # The repository it belongs to (none: the namespace's), and who may be shown it.
+    repo: str | None = None
+    security_scope: str | None = None
     # Of a search by related ids: those asked that the record lists.
     shared_related_ids: list[str] = Field(default_factory=list)
     # With explain=true.
@@ -166,10 +169,20 @@ class CoreSection(Answer):
     blocks: list[PackedCoreBlock]
 
 
+class SectionTokens(Answer):
+    """What one section of a pack was given of the budget, and what its items cost."""
+
+    share_tokens: int
+    tokens: int
+    items: int
+
+
 class ContextPack(Answer):
     namespace: str
-    # `sections` by name, in order: history, then long_term (after `core`).
+    # `sections` by name, in order: planning, history, long_term, documents (after `core`).
     sections: dict[str, list[ContextItem]]
+    # By section: its share of the budget the core left, and what its items took.
+    section_tokens: dict[str, SectionTokens] = Field(default_factory=dict)
     # None when memory is disabled or the run's search budget is spent.
     core: CoreSection | None = None
     tokens: int

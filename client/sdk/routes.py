@@ -75,6 +75,7 @@ from schemas.events import (
     Scope,
     Tier,
     TrustClass,
+    WriteScope,
 )
 
 M = TypeVar("M", bound=BaseModel)
@@ -122,16 +123,19 @@ def search(config: Config, query: str | None = None, *, namespace: str | None = 
            tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
            review_state: ReviewState | Sequence[ReviewState] | None = None,
            related_id: Some | None = None, since: Moment | None = None,
-           until: Moment | None = None, explain: bool = False) -> Call[SearchAnswer]:
+           until: Moment | None = None, explain: bool = False, repo: Some | None = None,
+           security_scope: Some | None = None) -> Call[SearchAnswer]:
     """Hybrid search of a namespace (`GET /v1/search`): the hits that reach `min_score`
     (0.5), best first, at most `limit` (5). `related_id` (one or several) keeps the records
     that list any of them; without a query it is the search: those that list the most of
-    them first, then the newest. `explain`: each hit says how its score was made."""
+    them first, then the newest. `explain`: each hit says how its score was made. `repo`
+    (one or several) keeps their records and those of no repo; `security_scope` keeps the
+    records labelled with one of them."""
     return get("/v1/search", SearchAnswer, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, profile=profile, run_id=run_id,
                min_score=min_score, limit=limit, kind=kind, memory_type=memory_type, tag=tag,
                tier=tier, review_state=review_state, related_id=related_id, since=since,
-               until=until, explain=flag(explain))
+               until=until, explain=flag(explain), repo=repo, security_scope=security_scope)
 
 
 def flag(on: bool) -> str | None:
@@ -148,7 +152,8 @@ def summary(config: Config, query: str, *, namespace: str | None = None,
             tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
-            until: Moment | None = None) -> Call[MemorySummary]:
+            until: Moment | None = None, repo: Some | None = None,
+            security_scope: Some | None = None) -> Call[MemorySummary]:
     """What memory holds about `query`, in `budget_tokens` (400) (`GET /v1/summary`): the
     hits of the same search as `search` condensed, each memory cited by its id (rewritten by
     the worker's LLM hook when one is configured). One search of `run_id`'s budget."""
@@ -156,7 +161,8 @@ def summary(config: Config, query: str, *, namespace: str | None = None,
                query=query, agent_id=agent_id, budget_tokens=budget_tokens, run_id=run_id,
                profile=profile, min_score=min_score, limit=limit, kind=kind,
                memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
-               related_id=related_id, since=since, until=until)
+               related_id=related_id, since=since, until=until, repo=repo,
+               security_scope=security_scope)
 
 
 def context(config: Config, query: str, *, namespace: str | None = None,
@@ -168,15 +174,23 @@ def context(config: Config, query: str, *, namespace: str | None = None,
             tag: Some | None = None, tier: Tier | Sequence[Tier] | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
-            until: Moment | None = None, explain: bool = False) -> Call[ContextPack]:
+            until: Moment | None = None, explain: bool = False, repo: Some | None = None,
+            security_scope: Some | None = None,
+            shares: Mapping[str, float] | None = None) -> Call[ContextPack]:
     """The context pack for a task (`GET /v1/context`): the agent's core blocks, history (fix
     patterns of `error`, or of the errors `run_id` met; run digests), then long-term
-    memories, in `budget_tokens`. `explain`: each item says how its score was made."""
+    memories, in `budget_tokens`. `explain`: each item says how its score was made. `repo`
+    and `security_scope` narrow the retrieved sections as they narrow `search`. `shares`:
+    each section's share of the budget the core blocks leave (`{"documents": 0.4}`; the
+    sections not named keep the server's)."""
     return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, run_id=run_id, error=error,
                budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
                memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
-               related_id=related_id, since=since, until=until, explain=flag(explain))
+               related_id=related_id, since=since, until=until, explain=flag(explain),
+               repo=repo, security_scope=security_scope,
+               shares=",".join(f"{name}={share}" for name, share in shares.items())
+               if shares else None)
 
 
 def fix_patterns(config: Config, error: str, *, namespace: str | None = None,
@@ -380,21 +394,25 @@ def revoke_key(config: Config, key_id: str) -> Call[ApiKey]:
 def write_memory(config: Config, text: str, *, namespace: str | None = None,
                  title: str | None = None, memory_type: MemoryType | None = None,
                  tags: Sequence[str] | None = None, related_ids: Sequence[str] | None = None,
-                 scope: Scope | None = None, agent_id: str | None = None,
+                 scope: WriteScope | None = None, agent_id: str | None = None,
                  tier: Tier | None = None, review_state: ReviewState | None = None,
                  trust_class: TrustClass | None = None, source_ref: str | None = None,
                  thread: str | None = None, expires_at: datetime | None = None,
-                 links: Sequence[str] = (), event_id: str | None = None) -> Call[MemoryWritten]:
+                 links: Sequence[str] = (), repo: str | None = None,
+                 security_scope: str | None = None,
+                 event_id: str | None = None) -> Call[MemoryWritten]:
     """Write a memory (a `memory.write`); the answer names the record id it will have.
     `links` (titles or record ids of other memories) close its text as `[[wiki links]]`,
-    which the graph and the browser follow (ValueError for one that cannot be a link)."""
+    which the graph and the browser follow (ValueError for one that cannot be a link).
+    `scope`: shared or team (the namespace), personal or user (the agent's vault), project
+    (the namespace within `repo`)."""
     return post("/v1/memories", MemoryWritten, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
         text=linked_text(text, links),
         title=title, memory_type=memory_type, tags=_listed(tags),
         related_ids=_listed(related_ids), scope=scope, agent_id=agent_id, tier=tier,
         review_state=review_state, trust_class=trust_class, source_ref=source_ref,
-        thread=thread, expires_at=expires_at))
+        thread=thread, expires_at=expires_at, repo=repo, security_scope=security_scope))
 
 
 def update_memory(config: Config, record_id: str, *, expected_version: int,

@@ -11,8 +11,7 @@ like /v1/search, and everything is packed into the token budget, core first with
 (processors/context_pack.py). Fail-open per section: a section whose store is down
 contributes nothing and is named in `degraded` (`index` when the index failed and Postgres
 answered). Flags: MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_DOCUMENTS,
-MEMORY_FAIL_OPEN,
-MEMORY_CONTEXT_BUDGET_TOKENS.
+MEMORY_FAIL_OPEN, MEMORY_CONTEXT_BUDGET_TOKENS.
 """
 
 from __future__ import annotations
@@ -36,11 +35,12 @@ from processors.context_pack import (
     CorePack,
     Pack,
     pack,
+    shares_of,
 )
 from processors.fix_patterns import error_signature, fix_pattern_title
 from processors.gaps import unanswered
 from processors.ids import fix_pattern_record_id
-from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, integer
+from processors.parameters import BOOLEAN, IDENTIFIER, NAMESPACE, InvalidValue, Rule, integer
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
 from stores.core_blocks import CoreBlocks
 from stores.records import FoundRecord
@@ -77,8 +77,21 @@ MEMORIES = 30
 DOC_CHUNKS = 10
 
 BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
+
+
+def _shares(value: str) -> Mapping[str, float]:
+    try:
+        return shares_of(value)
+    except ValueError as exc:
+        raise InvalidValue(str(exc)) from None
+
+
+SHARES = Rule(_shares, {"type": "string", "description": (
+    "each section's share of the budget the core blocks leave, as section=share pairs "
+    f"separated by commas (sections: {', '.join(SECTIONS)}; shares in [0, 1], scaled to sum "
+    "to 1; a section not named keeps its default)")})
 CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS),
-                          "error": Param(ERROR)}
+                          "error": Param(ERROR), "shares": Param(SHARES)}
 
 
 def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
@@ -114,6 +127,8 @@ class ContextQuery:
     error: str | None
     # Whether each item says how its score was made.
     explain: bool = False
+    # Each section's share of the budget the core blocks leave.
+    shares: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
@@ -130,7 +145,8 @@ class ContextQuery:
         return cls(query, scope_of(params, namespace, MEMORIES, min_score, profile,
                                        agent_id), profile,
                    budget, optional(params, "run_id", IDENTIFIER), error,
-                   value(params, "explain", BOOLEAN, False))
+                   value(params, "explain", BOOLEAN, False),
+                   value(params, "shares", SHARES, flags.context_shares))
 
 
 @dataclass
@@ -158,7 +174,8 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
             gathered.degraded.add("core")
     if query.query:
         await retrieve(runtime, index, fallback, flags, query, gathered)
-    packed = pack(gathered.candidates, query.budget_tokens, gathered.core)
+    packed = pack(gathered.candidates, query.budget_tokens, gathered.core,
+                  shares=query.shares or flags.context_shares)
     holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
     for part in sorted(gathered.degraded):
         runtime.metrics.context_degraded.labels(part).inc()
@@ -174,6 +191,10 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         "dropped": packed.dropped,
         "core": core_view(agent, packed.core, "core" in gathered.degraded),
         "sections": sections_view(packed, gathered.explained if query.explain else None),
+        # What each section was given of the budget, and what its items cost.
+        "section_tokens": {name: {"share_tokens": use.share_tokens, "tokens": use.tokens,
+                                  "items": use.items}
+                           for name, use in packed.sections.items()},
     }
 
 

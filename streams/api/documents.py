@@ -24,7 +24,7 @@ from processors.access import Caller
 from processors.errors import Rejected
 from processors.intake import json_object
 from processors.openapi import payload_body
-from processors.parameters import BOOLEAN, DOC_ID, text
+from processors.parameters import BOOLEAN, DOC_ID, REPO
 from schemas.events import DocDelete, DocUpsert
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace
@@ -33,7 +33,6 @@ from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optio
 from streams.api.writes import POST, EventGate, answering, envelope_of, payload_fields, permitted
 from streams.plumbing.runtime import Runtime
 
-REPO = text(200)
 LIST_PARAMS: Params = {**NAMESPACE_PARAMS, "repo": Param(REPO),
                        "include_deleted": Param(BOOLEAN)}
 DOCUMENT_PARAMS: Params = {**NAMESPACE_PARAMS, "doc_id": Param(DOC_ID)}

@@ -49,6 +49,8 @@ from processors.parameters import (
     BOOLEAN,
     IDENTIFIER,
     NAMESPACE,
+    REPO,
+    SECURITY_SCOPE,
     TAG,
     instant,
     integer,
@@ -121,6 +123,7 @@ SEARCH_FILTERS: Params = {
     "review_state": Param(REVIEW_STATE, repeats=True),
     "related_id": Param(IDENTIFIER, repeats=True),
     "since": Param(instant), "until": Param(instant), "explain": Param(BOOLEAN),
+    "repo": Param(REPO, repeats=True), "security_scope": Param(SECURITY_SCOPE, repeats=True),
 }
 SEARCH_PARAMS: Params = {**SEARCH_FILTERS, "limit": Param(LIMIT)}
 
@@ -191,6 +194,8 @@ def scope_of(params: Any, namespace: str, limit: int, min_score: float,
         tiers=tuple(repeated(params, "tier", TIER)),
         review_states=tuple(repeated(params, "review_state", REVIEW_STATE) or ("approved",)),
         since=moment(params, "since"), until=moment(params, "until"),
+        repos=tuple(repeated(params, "repo", REPO)),
+        security_scopes=tuple(repeated(params, "security_scope", SECURITY_SCOPE)),
     )
 
 
@@ -493,6 +498,8 @@ def record_view(record: FoundRecord) -> dict[str, Any]:
         "tier": record.tier,
         "review_state": record.review_state,
         "trust_class": record.trust_class,
+        "repo": record.repo,
+        "security_scope": record.security_scope,
     }
 
 

@@ -14,6 +14,7 @@ from typing import cast, get_args
 
 from client.kafka_security import KafkaSecurity
 from processors.consolidation_plan import DerivedReview
+from processors.context_pack import DEFAULT_SHARES, shares_of
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
 from processors.run_learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
@@ -33,6 +34,8 @@ class MemoryFlags:
     documents: bool = True
     fail_open: bool = True
     context_budget_tokens: int = 2000
+    # Each pack section's share of what the core blocks leave (processors/context_pack.py).
+    context_shares: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MemoryFlags:
@@ -45,6 +48,7 @@ class MemoryFlags:
             fail_open=_flag(env.get("MEMORY_FAIL_OPEN", "true")),
             context_budget_tokens=int(env.get("MEMORY_CONTEXT_BUDGET_TOKENS",
                                               str(cls.context_budget_tokens))),
+            context_shares=shares_of(env.get("MEMORY_CONTEXT_SHARES", "")),
         )
 
 

@@ -6,9 +6,10 @@ reports of a consolidation that merged, records named by their text, and its dra
 approved in the review queue and rejected on a record's page; the dead letters of events
 sent raw, and why a search found nothing; the scoring settings, read by any key and changed
 by an admin's, a refused change saying why; the gaps agents met, open and resolved; a
-record's scores and ratings; the documents indexed, and a document's chunks in order with
-their heading paths and token counts. Each step is saved as a screenshot, in
-`MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is printed)."""
+record's scores and ratings; the pack preview, each section with its share and cost; the
+documents indexed, and a document's chunks in order with their heading paths and token counts.
+Each step is saved as a screenshot, in `MEMSTREAM_SCREENSHOTS` or the test's temporary
+directory (the path is printed)."""
 
 from __future__ import annotations
 
@@ -761,6 +762,62 @@ async def test_a_record_page_shows_the_agents_scores_and_rates_it(
         wait_for(chrome, By.CSS_SELECTOR, "#record-scores tr[data-agent=ann]")
         assert cells("ann")[:1] + cells("ann")[6:7] == ["ann", "1 (1)"]
         assert chrome.find_elements(By.CSS_SELECTOR, "#record-scores button") == []
+
+    await asyncio.to_thread(drive)
+
+
+@needs_chromium
+async def test_the_pack_preview_shows_each_section_and_what_it_costs(
+    stack: Stack, worker: Worker, updates: TopicReader, chrome: Any, screenshots: Path,
+    namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    async with Publisher(stack.broker.bootstrap, producer="orchestrator") as publisher:
+        memories = [await publisher.write_memory(namespace, text, memory_type="fact")
+                    for text in (VPN_V1, BASTION)]
+        await publisher.edit_block(namespace, "ann", "human",
+                                   set={"USER": "Alice | On-call engineer"})
+        for memory in memories:
+            await announced(updates, memory, [("created", 1)])
+    ann = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ann")
+
+    def rows() -> dict[str, list[str]]:
+        return {row.get_attribute("data-section"): [cell.text for cell in
+                                                    row.find_elements(By.TAG_NAME, "td")]
+                for row in chrome.find_elements(By.CSS_SELECTOR, "#pack-sections tr[data-section]")}
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/")
+        chrome.find_element(By.ID, "key").send_keys(ann)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
+        chrome.get(f"{worker.base_url}/ui/#/pack")
+        form = wait_for(chrome, By.ID, "pack-form")
+        form.find_element(By.NAME, "query").send_keys("How do deploys reach staging?")
+        form.find_element(By.NAME, "budget_tokens").send_keys("300")
+        form.find_element(By.CSS_SELECTOR, "button").click()
+        wait_until(chrome, lambda: "long_term" in rows() and "core" in rows(),
+                   explain=lambda: f"rows {rows()}")
+        # section, share, used, items: the core's share is half the budget; the sections
+        # share what it leaves.
+        table = rows()
+        assert list(table) == ["core", "planning", "history", "long_term", "documents"]
+        core_used = int(table["core"][2])
+        assert table["core"][1] == "150" and core_used > 0 and table["core"][3] == "1"
+        assert sum(int(table[name][1]) for name in list(table)[1:]) <= 300 - core_used
+        assert int(table["long_term"][3]) == 2
+        shown = {link.get_attribute("href").rsplit("/", 1)[-1] for link in chrome.find_elements(
+            By.CSS_SELECTOR, "[data-section=long_term] a.record-link")}
+        assert shown == set(memories)
+        summary = chrome.find_element(By.ID, "pack-summary").text
+        used = sum(int(cells[2]) for cells in table.values())
+        assert summary.startswith(f"{used} of 300 tokens")
+        assert chrome.find_elements(By.CSS_SELECTOR, "#pack-bar .pack-part.long_term")
+        assert "Alice" in chrome.find_element(By.CSS_SELECTOR, "li[data-block=human]").text
+        shot("40-pack-preview", whole_page=True)
 
     await asyncio.to_thread(drive)
 

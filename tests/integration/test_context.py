@@ -180,6 +180,25 @@ async def test_the_budget_holds_and_drafts_and_deprecated_stay_out_unless_asked(
     assert small["tokens"] <= 30 and sum(i["token_cost"] for i in items) == small["tokens"]
     assert (await context(http, seeded.namespace, query="staging database VPN",
                           budget_tokens="0"))["tokens"] == 0
+    # Each section says its share of the budget and what its items took; the shares asked
+    # for replace the defaults, and a share that is not one is refused.
+    full = await context(http, seeded.namespace, query="warm the user cache at boot",
+                         error=TRACE.format(n=9), budget_tokens="400")
+    assert list(full["section_tokens"]) == ["planning", "history", "long_term", "documents"]
+    for name, use in full["section_tokens"].items():
+        assert use["tokens"] == sum(i["token_cost"] for i in full["sections"][name])
+        assert use["items"] == len(full["sections"][name])
+    assert sum(use["share_tokens"] for use in full["section_tokens"].values()) <= 400
+    history_only = await context(http, seeded.namespace, query="warm the user cache at boot",
+                                 error=TRACE.format(n=9), budget_tokens="400",
+                                 shares="planning=0,history=1,long_term=0,documents=0")
+    assert history_only["section_tokens"]["history"]["share_tokens"] == 400
+    assert history_only["section_tokens"]["history"]["tokens"] >= \
+        full["section_tokens"]["history"]["tokens"]
+    refused = await http.get("/v1/context", params={
+        "namespace": seeded.namespace, "query": "cache", "shares": "history=2"})
+    assert refused.status_code == 400 and "shares: history: a share is in [0, 1]" in \
+        refused.json()["error"]
 
     def texts(answer: dict[str, Any]) -> list[str]:
         return [hit["text"] for hit in answer["hits"]]

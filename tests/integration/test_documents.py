@@ -124,6 +124,9 @@ async def test_documents_synced_changed_deleted_and_packed(
         assert found[0]["record_id"] == source
         assert (found[0]["kind"], found[0]["source_ref"]) == ("doc_chunk", "guide/install.md")
         assert not await doc_hits(http, namespace, "build the wheel from source")
+        # A chunk carries its document's repo: a search narrowed to another repo misses it.
+        assert not await doc_hits(http, namespace, "build the wheel from source",
+                                  kind="doc_chunk", repo="acme/other")
         pack = (await http.get("/v1/context", params={
             "namespace": namespace, "query": "how do I build the wheel from source?"})).json()
         assert pack["degraded"] == []

@@ -76,7 +76,7 @@ async def test_a_recall_that_finds_nothing_is_a_gap_until_a_memory_answers_it(
         pack = await as_ann.get("/v1/context", params={"namespace": namespace,
                                                        "query": REWORDED})
         assert pack.status_code == 200, pack.text
-        assert pack.json()["sections"] == {"history": [], "long_term": [], "documents": []}
+        assert not any(pack.json()["sections"].values())
         # A search by related ids alone asks no question, a recall stricter than the default
         # minimum score does not say that nothing reaches it, and one narrowed by a filter
         # may have found nothing for the filter's sake: none is a gap.

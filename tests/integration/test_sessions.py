@@ -90,7 +90,7 @@ async def test_wake_checkpoint_sleep_and_the_next_wake_returns_the_handoff(
         # Without a task a wake still answers the core blocks: the pack's core alone.
         bare = await posted(http, "/v1/sessions/wake", {"namespace": namespace})
         assert bare["context"]["core"] == core and bare["context"]["sections"] == {
-            "history": [], "long_term": [], "documents": []}
+            "planning": [], "history": [], "long_term": [], "documents": []}
 
         checkpoint = await posted(http, f"/v1/sessions/{session_id}/checkpoint", {
             "namespace": namespace, "memories": [

@@ -3,11 +3,22 @@ sections in order, near-duplicates out."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.context_pack import CORE_SHARE, Candidate, CoreBlock, CoreField, pack
+from processors.context_pack import (
+    CORE_SHARE,
+    DEFAULT_SHARES,
+    Candidate,
+    CoreBlock,
+    CoreField,
+    pack,
+    shares_of,
+)
 
 RNG = np.random.default_rng(3)
 
@@ -25,7 +36,7 @@ def candidate(record_id: str, section: str, tokens: int,
         vector=unit(RNG.standard_normal(384)) if vector is None else vector)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["history", "long_term"]),
+@given(st.lists(st.tuples(st.sampled_from(["planning", "history", "long_term", "documents"]),
                           st.integers(min_value=0, max_value=600)), max_size=40),
        st.integers(min_value=0, max_value=4000))
 def test_a_pack_never_exceeds_its_budget(items: list[tuple[str, int]], budget: int) -> None:
@@ -40,10 +51,49 @@ def test_a_pack_never_exceeds_its_budget(items: list[tuple[str, int]], budget: i
     assert all(c.token_cost > left for c in candidates if c not in packed.items)
 
 
-def test_history_comes_before_long_term_and_order_is_kept_within() -> None:
-    packed = pack([candidate("m1", "long_term", 10), candidate("h1", "history", 10),
+def test_sections_come_in_the_seeds_order_and_order_is_kept_within() -> None:
+    packed = pack([candidate("m1", "long_term", 10), candidate("d1", "documents", 10),
+                   candidate("h1", "history", 10), candidate("p1", "planning", 5),
                    candidate("m2", "long_term", 10), candidate("h2", "history", 10)], 100)
-    assert [item.record_id for item in packed.items] == ["h1", "h2", "m1", "m2"]
+    assert [item.record_id for item in packed.items] == ["p1", "h1", "h2", "m1", "m2", "d1"]
+
+
+def test_a_section_with_much_to_say_does_not_crowd_out_the_next() -> None:
+    history = [candidate(f"h{n}", "history", 10) for n in range(20)]
+    packed = pack([*history, candidate("m1", "long_term", 30),
+                   candidate("d1", "documents", 15)], 100)
+    # history: its 25 and planning's unused 15 hold 4 of 10 tokens; long-term and documents
+    # keep their shares; the 15 tokens they leave take one more of history's, then 5 are left.
+    assert [item.record_id for item in packed.items] == [
+        "h0", "h1", "h2", "h3", "h4", "m1", "d1"]
+    assert {name: (use.share_tokens, use.tokens, use.items)
+            for name, use in packed.sections.items()} == {
+        "planning": (15, 0, 0), "history": (25, 50, 5), "long_term": (40, 30, 1),
+        "documents": (20, 15, 1)}
+    assert packed.dropped == {"budget": 15, "duplicate": 0} and packed.tokens == 95
+
+
+def test_a_share_left_unused_is_passed_on_and_the_rest_fills_at_the_end() -> None:
+    alone = pack([candidate(f"m{n}", "long_term", 20) for n in range(5)], 100)
+    assert len(alone.items) == 5 and alone.tokens == 100
+    # Set aside in its turn (history's room is 40), the big one fits in what is left.
+    late = pack([candidate("h-big", "history", 50), candidate("m1", "long_term", 10)], 100)
+    assert [item.record_id for item in late.items] == ["h-big", "m1"]
+
+
+def test_shares_are_configured_by_section() -> None:
+    assert shares_of("") == DEFAULT_SHARES
+    assert shares_of("documents=0, long_term=0.6") == {
+        **DEFAULT_SHARES, "documents": 0.0, "long_term": 0.6}
+    packed = pack([candidate(f"h{n}", "history", 10) for n in range(10)], 100,
+                  shares=shares_of("planning=0,history=1,long_term=0,documents=0"))
+    assert packed.sections["history"].share_tokens == 100 and len(packed.items) == 10
+    for wrong, said in (("memories=0.5", "not a section share"), ("history", "section=share"),
+                        ("history=much", "not a number"), ("history=2", "in [0, 1]"),
+                        ("history=0.1,history=0.2", "given twice"),
+                        ("planning=0,history=0,long_term=0,documents=0", "all 0")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            shares_of(wrong)
 
 
 def test_an_item_too_big_is_skipped_and_a_smaller_one_after_it_still_fits() -> None:
@@ -76,8 +126,9 @@ def test_core_blocks_come_first_and_whole_when_they_fit_in_their_share() -> None
     assert packed.core.blocks[0].text == "[F0] human 0\n[F1] human 1"
     assert (packed.core.tokens, packed.core.share_tokens, packed.core.truncated) == (
         45, 50, False)
-    # What the blocks leave of their share goes to the sections: 45 + 30, then 25 left.
-    assert [item.record_id for item in packed.items] == ["h1"]
+    # What the blocks leave of their share goes to the sections: 55 tokens, of which
+    # history's room (with planning's unused 8) is 21 and long-term's (with history's) 43.
+    assert [item.record_id for item in packed.items] == ["m1"]
     assert packed.tokens == 75 and packed.dropped["budget"] == 1
 
 

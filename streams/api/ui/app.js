@@ -180,7 +180,7 @@ $("forget-key").addEventListener("click", () => {
 
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
   runs: runsPage, run: runPage, review: reviewPage, gaps: gapsPage, reports: reportsPage,
-  graph: graphPage, "dead-letters": deadLettersPage, scoring: scoringPage,
+  graph: graphPage, "dead-letters": deadLettersPage, scoring: scoringPage, pack: packPage,
   documents: documentsPage };
 // The menu entry a page is under, when it has none of its own.
 const UNDER = { run: "runs" };
@@ -401,6 +401,87 @@ async function searchPage(_, params) {
       hit.tags.length ? el("p", { class: "tags" }, hit.tags.map((tag) => badge(`#${tag}`)))
         : null))));
   return page;
+}
+
+// -- the context pack ----------------------------------------------------------------------
+
+const PACK_SECTIONS = ["planning", "history", "long_term", "documents"];
+const PACK_FIELDS = [["query", "the task"], ["agent_id", "agent"], ["budget_tokens", "budget"],
+  ["error", "error"], ["planning_ref", "planning ref"], ["repo", "repo"],
+  ["shares", "shares"]];
+
+// What an agent would be given for a task: every section of the pack, in the order the agent
+// reads it, with what each costs of the budget.
+async function packPage(_, params) {
+  const form = el("form", { class: "search", id: "pack-form" },
+    PACK_FIELDS.map(([name, label]) => name === "query"
+      ? el("input", { name, type: "search", value: params.get(name) || "", autofocus: true,
+        placeholder: "The task an agent is about to do…" })
+      : el("label", {}, label, el("input", { name, value: params.get(name) || "",
+        class: `pack-${name}`, placeholder: name === "shares"
+          ? "history=0.5,documents=0.1" : name === "budget_tokens" ? "2000" : "" }))),
+    el("button", { type: "submit" }, "Preview"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const wanted = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) wanted.set(name, value);
+    location.hash = `#/pack?${wanted}`;
+  });
+  const page = el("section", { "data-page": "pack" }, el("h1", {}, "Context pack"),
+    el("p", { class: "hint" }, "What an agent is given for a task: its core blocks, then "
+      + "planning, history, long-term memory and documents, each within its share of the "
+      + "budget (docs/retrieval.md#the-context-pack)."), form);
+  if (!params.get("query")) return page;
+  const pack = await api("/v1/context", Object.fromEntries(params));
+  if (!pack.enabled) {
+    page.append(el("p", { class: "message" }, "Memory is disabled on this worker."));
+    return page;
+  }
+  const used = [["core", pack.core.tokens],
+    ...PACK_SECTIONS.map((name) => [name, pack.section_tokens[name].tokens])];
+  page.append(el("p", { class: "hint", id: "pack-summary" },
+    `${pack.tokens} of ${pack.budget_tokens} tokens · `,
+    `left out: ${pack.dropped.budget || 0} over budget, ${pack.dropped.duplicate || 0} `,
+    "near-duplicates", pack.degraded.length ? ` · degraded: ${pack.degraded.join(", ")}` : ""),
+  el("div", { class: "pack-bar", id: "pack-bar", role: "img",
+    "aria-label": used.map(([name, tokens]) => `${name} ${tokens}`).join(", ") },
+  used.filter(([, tokens]) => tokens > 0).map(([name, tokens]) => el("span", {
+    class: `pack-part ${name}`, title: `${name}: ${tokens} tokens`,
+    style: `width: ${(100 * tokens) / Math.max(1, pack.budget_tokens)}%` }, name))),
+  el("table", { class: "pack-sections", id: "pack-sections" },
+    el("tr", {}, ["section", "share", "used", "items"].map((h) => el("th", {}, h))),
+    el("tr", { "data-section": "core" }, el("td", {}, "core"),
+      el("td", {}, pack.core.share_tokens), el("td", {}, pack.core.tokens),
+      el("td", {}, pack.core.blocks.length)),
+    PACK_SECTIONS.map((name) => el("tr", { "data-section": name }, el("td", {}, name),
+      el("td", {}, pack.section_tokens[name].share_tokens),
+      el("td", {}, pack.section_tokens[name].tokens),
+      el("td", {}, pack.section_tokens[name].items)))),
+  el("h2", {}, `core · ${pack.core.tokens} tokens`),
+  pack.core.blocks.length ? el("ul", { class: "pack-items" }, pack.core.blocks.map((block) =>
+    el("li", { "data-block": block.label }, el("strong", {}, block.label), " ",
+      badge(`${block.token_cost} tokens`),
+      block.fields_left_out.length ? badge(`left out: ${block.fields_left_out.join(", ")}`,
+        "warning") : null,
+      el("pre", { class: "text" }, block.text))))
+    : el("p", { class: "hint" }, pack.core.absent || "No core blocks."),
+  ...PACK_SECTIONS.map((name) => packSection(name, pack)));
+  return page;
+}
+
+function packSection(name, pack) {
+  const items = pack.sections[name] || [];
+  return el("section", { class: "pack-section", "data-section": name },
+    el("h2", {}, `${name.replace("_", "-")} · ${pack.section_tokens[name].tokens} tokens`),
+    items.length ? el("ol", { class: "pack-items" }, items.map((item) => el("li", {},
+      el("div", {}, item.record_id.startsWith("beads:") ? el("code", {}, item.record_id)
+        : recordLink(item.record_id, labelOf(item)), " ", badge(item.kind),
+      badge(`${item.token_cost} tokens`, "cost"),
+      el("span", { class: "score" }, `score ${item.score.toFixed(2)}`)),
+      el("p", { class: "hint" }, item.source),
+      el("p", { class: "text" }, item.text))))
+      : el("p", { class: "hint" }, pack.degraded.includes(name)
+        ? "Its store failed: left out (degraded)." : "Nothing for this task."));
 }
 
 // Why an answer holds nothing: a namespace with no record at all (its name misspelled, most
