@@ -28,7 +28,7 @@ from processors.parameters import BOOLEAN, DOC_ID, REPO
 from schemas.events import DocDelete, DocUpsert
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace
-from streams.api.pages import Pages
+from streams.api.pages import Pages, ViewHandler
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optional, value
 from streams.api.writes import POST, EventGate, answering, envelope_of, payload_fields, permitted
 from streams.plumbing.runtime import Runtime
@@ -122,7 +122,7 @@ def wire_documents(pages: Pages, runtime: Runtime) -> None:
     pages.page("/v1/documents/{doc_id}", params=DOCUMENT_PARAMS)(views.document)
 
 
-def dispatch(views: DocumentViews) -> Any:
+def dispatch(views: DocumentViews) -> ViewHandler:
     """One route, two methods: GET lists, POST indexes."""
 
     async def documents(web: View, request: Request, caller: Caller) -> Response:
