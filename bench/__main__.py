@@ -7,7 +7,9 @@ on one core, digest build and fix pattern rebuild times, consolidation of 10k me
 fraction of LoCoMo's dev turns it merges (bench/consolidation_locomo.py), then
 the pipeline on a real local stack (see bench/pipeline_bench.py for what each figure means),
 and evidence recall of /v1/search on LoCoMo's development conversations beside baselines
-computed in the same run (bench/retrieval_eval.py), and what API keys add to a search
+computed in the same run (bench/retrieval_eval.py), the right chunk of HTTPX's documentation
+for 50 questions and chunks per second on ingest (bench/doc_retrieval_eval.py), and what API
+keys add to a search
 (bench/auth_bench.py); on the pipeline's 100k memories, the MCP server's `recall` over
 streamable HTTP and the SDK beside bare HTTP (bench/agent_bench.py).
 The index backends alone:
@@ -29,6 +31,7 @@ from bench.agent_memory_eval import run_agent_memory_eval
 from bench.auth_bench import run_auth_bench
 from bench.consolidation_bench import run_consolidation_bench
 from bench.consolidation_locomo import run_consolidation_locomo
+from bench.doc_retrieval_eval import run_doc_retrieval_eval
 from bench.duplicate_threshold import duplicate_rows
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
@@ -64,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *run_consolidation_locomo(),
         *duplicate_rows(),
         *run_retrieval_eval(),
+        *run_doc_retrieval_eval(),
         *run_agent_memory_eval(),
         *run_ratings_eval(),
         *refusal_rows(),

@@ -25,6 +25,7 @@ from processors.ids import memory_record_id
 from schemas.events import (
     EVENT_TYPES,
     ConsolidateRequest,
+    DocumentEvent,
     MemoryEvent,
     PlanningEvent,
     RunEvent,
@@ -32,7 +33,8 @@ from schemas.events import (
 )
 from schemas.topics import destination
 
-AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent | PlanningEvent
+AnyEvent = RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent | DocumentEvent \
+    | PlanningEvent
 
 
 def validated(

@@ -43,6 +43,12 @@ def dead_letter_id(topic: str, partition: int, offset: int) -> str:
     return f"dlq_{_digest('dead_letter', topic, str(partition), str(offset))}"
 
 
+def doc_chunk_record_id(namespace: str, doc_id: str, content_hash: str) -> str:
+    """A chunk of a document is named by its document and its content: re-chunking the same
+    text names the same chunks, and a chunk that did not change keeps its record."""
+    return f"chk_{_digest('doc_chunk', namespace, doc_id, content_hash)}"
+
+
 def session_memory_event_id(namespace: str, session_event_id: str, part: str) -> str:
     """The `memory.write` a session event asks for (a checkpoint's n-th memory, a sleep's
     handoff): named by that event, so a replayed session event writes the same memory."""

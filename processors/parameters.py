@@ -32,6 +32,7 @@ from processors.access import KEY_ID
 from processors.intake import unstorable_character
 from schemas.events import (
     BlockLabel,
+    DocumentId,
     Identifier,
     Instant,
     ItemId,
@@ -93,6 +94,7 @@ TAG = _field(Tag)
 REPO = _field(Repo)
 SECURITY_SCOPE = _field(SecurityScope)
 BLOCK_LABEL = _field(BlockLabel)
+DOC_ID = _field(DocumentId)
 PLANNING_ITEM = _field(ItemId)
 
 

@@ -19,6 +19,9 @@ DEFAULT_RETENTION: Mapping[RecordKind, timedelta | None] = {
     "memory": None,
     "run_digest": timedelta(days=730),
     "fix_pattern": None,
+    # A document's chunks live as long as the document: a new version or a delete removes
+    # them.
+    "doc_chunk": None,
 }
 
 

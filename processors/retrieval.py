@@ -147,10 +147,15 @@ class Profile:
 # evidence more often than the small embedding model, and fusing both beats either
 # (docs/retrieval.md has the measurements).
 HYBRID = FusionWeights(dense=0.4, lexical=0.6)
+# What a search recalls unless it names kinds: agents' memory and the runs' history. Chunks
+# of documents are an index of external text, searched when asked for (kind=doc_chunk) and
+# by the context pack's documents section.
+RECALLED_KINDS: tuple[RecordKind, ...] = ("memory", "run_digest", "fix_pattern")
 
 PROFILES: dict[str, Profile] = {
     profile.name: profile for profile in (
-        Profile("default", "every kind and type, no recency preference", fusion=HYBRID),
+        Profile("default", "memories and history of every type, no recency preference",
+                record_kinds=RECALLED_KINDS, fusion=HYBRID),
         Profile(
             "planning", "what was decided and how things are done here",
             record_kinds=("memory", "run_digest"),

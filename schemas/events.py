@@ -548,6 +548,51 @@ class SessionSlept(_EnvelopeFields):
     payload: SessionSleptPayload
 
 
+MAX_DOCUMENT_CHARS = 48_000
+ContentType = Literal["markdown", "text"]
+def _no_dot_parts(doc_id: str) -> str:
+    if any(part in (".", "..") for part in doc_id.split("/")):
+        raise ValueError("a doc_id has no . or .. part")
+    return doc_id
+
+
+# A document's path-like name (`guide/install.md`): parts joined by `/`, none empty, `.` or
+# `..`.
+DocumentId = Annotated[str, StringConstraints(
+    max_length=300, pattern=r"^[^/\x00-\x1f]+(/[^/\x00-\x1f]+)*$"),
+    AfterValidator(_no_dot_parts)]
+
+
+class DocUpsertPayload(_Payload):
+    """A document to index (a new one, or a new version of one): chunked, and each chunk
+    that changed embedded (docs/documents.md)."""
+
+    PROSE = frozenset({"text", "title"})
+
+    doc_id: DocumentId = Field(description="Its path-like name, e.g. guide/install.md.")
+    title: Annotated[str, StringConstraints(max_length=200)] | None = None
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_DOCUMENT_CHARS)]
+    content_type: ContentType = "markdown"
+    repo: Repo | None = Field(default=None,
+                              description="The repository the document belongs to.")
+    security_scope: SecurityScope | None = None
+
+
+class DocDeletePayload(_Payload):
+    """The document leaves the index; Postgres keeps it, marked deleted, with its history."""
+
+    doc_id: DocumentId
+
+
+class DocUpsert(_EnvelopeFields):
+    type: Literal["doc.upsert"]
+    payload: DocUpsertPayload
+
+
+class DocDelete(_EnvelopeFields):
+    type: Literal["doc.delete"]
+    payload: DocDeletePayload
+
 
 
 class PlanningItemUpsertedPayload(_Payload):
@@ -646,6 +691,7 @@ RunEvent = RunStarted | RunStep | RunArtifact | RunFinished
 LifecycleEvent = MemoryUpdate | MemoryDeprecate | MemoryReview | MemoryRestore
 MemoryEvent = MemoryWrite | LifecycleEvent | MemoryBlock | MemoryRate | MemoryScoring
 SessionEvent = SessionWoke | SessionCheckpointed | SessionSlept
+DocumentEvent = DocUpsert | DocDelete
 # What a run does to its planning item, written back to the repository by a sync.
 PlanningWriteBack = PlanningClaimed | PlanningClosed | PlanningFollowupDiscovered
 PlanningEvent = PlanningItemUpserted | PlanningWriteBack | PlanningSyncRequested
@@ -675,6 +721,10 @@ SESSION_EVENT_TYPES: dict[str, type[SessionEvent]] = {
     "session.checkpointed": SessionCheckpointed,
     "session.slept": SessionSlept,
 }
+DOCUMENT_EVENT_TYPES: dict[str, type[DocumentEvent]] = {
+    "doc.upsert": DocUpsert,
+    "doc.delete": DocDelete,
+}
 PLANNING_EVENT_TYPES: dict[str, type[PlanningEvent]] = {
     "planning.item_upserted": PlanningItemUpserted,
     "planning.claimed": PlanningClaimed,
@@ -683,16 +733,16 @@ PLANNING_EVENT_TYPES: dict[str, type[PlanningEvent]] = {
     "planning.sync_requested": PlanningSyncRequested,
 }
 EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
-                            | PlanningEvent]] = {
+                            | DocumentEvent | PlanningEvent]] = {
     **RUN_EVENT_TYPES, **MEMORY_EVENT_TYPES, **CONSOLIDATE_EVENT_TYPES, **SESSION_EVENT_TYPES,
-    **PLANNING_EVENT_TYPES,
+    **DOCUMENT_EVENT_TYPES, **PLANNING_EVENT_TYPES,
 }
 
 ChangeKind = Literal[
     "created", "updated", "merged", "superseded", "deprecated", "approved", "rejected",
     "restored", "proposed", "promoted", "expired", "refused",
 ]
-RecordKind = Literal["run_digest", "memory", "fix_pattern"]
+RecordKind = Literal["run_digest", "memory", "fix_pattern", "doc_chunk"]
 
 
 class Provenance(_Strict):

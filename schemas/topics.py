@@ -16,6 +16,7 @@ from typing import Any
 
 from schemas.events import (
     ConsolidateRequest,
+    DocumentEvent,
     MemoryEvent,
     PlanningEvent,
     RunEvent,
@@ -119,19 +120,23 @@ MEMORY_EVENTS = _declared("memory.events")
 MEMORY_UPDATED = _declared("memory.updated")
 MEMORY_CONSOLIDATE = _declared("memory.consolidate")
 SESSIONS_EVENTS = _declared("sessions.events")
+DOCUMENTS_EVENTS = _declared("documents.events")
 PLANNING_EVENTS = _declared("planning.events")
 # The topics workers consume; each has a dead-letter topic.
 INPUT_TOPICS = (RUNS_EVENTS, MEMORY_EVENTS, MEMORY_CONSOLIDATE, SESSIONS_EVENTS,
-                PLANNING_EVENTS)
+                DOCUMENTS_EVENTS, PLANNING_EVENTS)
 DEAD_LETTER_TOPICS = tuple(dead_letter_topic(topic) for topic in INPUT_TOPICS)
 
 
 def destination(event: RunEvent | MemoryEvent | ConsolidateRequest | SessionEvent
-                | PlanningEvent) -> tuple[str, bytes]:
+                | DocumentEvent | PlanningEvent) -> tuple[str, bytes]:
     """The topic an event is published to, and its message key: a run's events by run_id
     (one run's events in order, runs spread over partitions), a session's by session_id, a
     repository's planning by the repo; memory events and consolidation requests by namespace
-    (one namespace's changes in order)."""
+    (one namespace's changes in order), documents by namespace (one namespace's versions of a
+    document in order)."""
+    if isinstance(event, DocumentEvent):
+        return DOCUMENTS_EVENTS, event.namespace.encode()
     if isinstance(event, PlanningEvent):
         return PLANNING_EVENTS, event.payload.repo.encode()
     if isinstance(event, SessionEvent):

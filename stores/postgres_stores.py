@@ -10,6 +10,7 @@ from stores.api_keys import PostgresApiKeys
 from stores.consolidations import PostgresConsolidations
 from stores.core_blocks import PostgresCoreBlocks
 from stores.dead_letters import PostgresDeadLetters
+from stores.documents import PostgresDocuments
 from stores.fix_patterns import PostgresFixPatterns
 from stores.gaps import PostgresGaps
 from stores.planning import PostgresPlanning
@@ -42,6 +43,7 @@ class PostgresStores:
         self.keys = PostgresApiKeys(pool)
         self.dead_letters = PostgresDeadLetters(pool)
         self.sessions = PostgresSessions(pool)
+        self.documents = PostgresDocuments(pool)
         self.ratings = PostgresRatings(pool)
         self.gaps = PostgresGaps(pool)
         self.scoring_configs = PostgresScoringConfigs(pool)

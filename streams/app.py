@@ -21,6 +21,7 @@ import faust
 from processors.tiers import TierRules
 from schemas.topics import (
     DEAD_LETTER_TOPICS,
+    DOCUMENTS_EVENTS,
     MEMORY_CONSOLIDATE,
     MEMORY_EVENTS,
     PLANNING_EVENTS,
@@ -34,6 +35,7 @@ from streams.api.changes import wire_changes
 from streams.api.consolidation import wire_consolidation
 from streams.api.context import wire_context
 from streams.api.dead_letters import wire_dead_letters
+from streams.api.documents import wire_documents
 from streams.api.fix_patterns import wire_fix_patterns
 from streams.api.gap_keeper import GapKeeper
 from streams.api.gaps import wire_gaps
@@ -57,6 +59,7 @@ from streams.plumbing.runtime import Runtime
 from streams.stages.consolidation_requests import ConsolidationTrigger
 from streams.stages.consolidator import Consolidator
 from streams.stages.dead_letter_log import DeadLetterLog, leave_on_topic
+from streams.stages.document_intake import DocumentIntake
 from streams.stages.memory_intake import MemoryWriter, WriterState
 from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.planning_ledger import PlanningLedger, request_syncs
@@ -129,6 +132,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                  settings.batch_max)
     wiring.agent(SESSIONS_EVENTS, "session-ledger", lambda: SessionLedger(runtime),
                  settings.batch_max)
+    wiring.agent(DOCUMENTS_EVENTS, "document-intake", lambda: DocumentIntake(runtime, sink),
+                 settings.batch_max)
     wiring.agent(PLANNING_EVENTS, "planning-ledger", lambda: PlanningLedger(runtime),
                  settings.batch_max)
     for dlq in DEAD_LETTER_TOPICS:
@@ -182,6 +187,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_ratings(pages, runtime)
     wire_scoring_config(pages, runtime)
     wire_gaps(pages, runtime.stores.gaps)
+    wire_documents(pages, runtime)
     wire_planning(pages, runtime)
     wire_browser(pages)
     wire_graph(pages, runtime.stores.records)

@@ -13,8 +13,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
+from client.cli.docs import local_documents
 from client.cli.errors import EXIT_NOT_FOUND, EXIT_OTHER, EXIT_USAGE, CliError, failure_of
 from client.cli.tables import (
     aligned,
@@ -38,6 +40,8 @@ from client.sdk.models import (
     SearchAnswer,
     SearchHit,
 )
+from processors.documents import content_hash
+from processors.redaction import redact_secrets
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0
@@ -691,12 +695,79 @@ def mcp(client: MemoryClient, args: argparse.Namespace, config: Config, output: 
     return 0
 
 
+def docs(client: MemoryClient, args: argparse.Namespace, config: Config,
+         output: Output) -> int:
+    """`docs sync`, `docs list`, `docs show`."""
+    namespace = namespace_of(args, config)
+    if args.action == "sync":
+        return sync_documents(client, namespace, Path(args.directory), args.repo, output)
+    if args.action == "show":
+        shown = client.document(args.doc_id, namespace=namespace)
+        if output.as_json:
+            output.json(shown.raw)
+            return 0
+        document = shown.document
+        deleted = f"  deleted {when(document.deleted)}" if document.deleted else ""
+        output.line(f"{document.doc_id}  v{document.version}  {document.chunks} chunks"
+                    f"{deleted}")
+        output.table(["#", "heading", "tokens", "record"],
+                     [(c.position, " > ".join(c.heading_path), c.token_count, c.record_id)
+                      for c in shown.chunks], flexible=(1,))
+        return 0
+    listed = client.documents(namespace=namespace, repo=args.repo,
+                              include_deleted=args.deleted or None)
+    if output.as_json:
+        output.json(listed.raw)
+        return 0
+    output.table(["document", "repo", "chunks", "version", "updated", "deleted"],
+                 [(d.doc_id, d.repo, d.chunks, d.version, when(d.updated), when(d.deleted))
+                  for d in listed.documents], flexible=(0,))
+    return 0
+
+
+def sync_documents(client: MemoryClient, namespace: str, root: Path, repo: str,
+                   output: Output) -> int:
+    """Post an upsert of every document under `root` that differs from the one indexed, and
+    a delete of every document of `repo` indexed and no longer under `root`; print each."""
+    if not root.is_dir():
+        raise CliError(EXIT_USAGE, f"{root} is not a directory")
+    found, skipped = local_documents(root)
+    for reason in skipped:
+        output.note(f"skipped {reason}")
+    indexed = {d.doc_id: d for d in client.documents(namespace=namespace, repo=repo).documents}
+    sent: list[tuple[str, str, str]] = []
+    for document in found:
+        known = indexed.get(document.doc_id)
+        # The worker hashes the redacted text: the same text hashes the same here.
+        if known is not None and known.content_hash == content_hash(
+                redact_secrets(document.text).text):
+            continue
+        accepted = client.upsert_document(
+            document.doc_id, document.text, title=document.title,
+            content_type=document.content_type, repo=repo, namespace=namespace)
+        sent.append(("upsert", document.doc_id, accepted.event_id))
+    for doc_id in sorted(set(indexed) - {document.doc_id for document in found}):
+        accepted = client.delete_document(doc_id, namespace=namespace)
+        sent.append(("delete", doc_id, accepted.event_id))
+    if output.as_json:
+        output.json([{"sent": what, "doc_id": doc_id, "event_id": event_id}
+                     for what, doc_id, event_id in sent])
+        return 0
+    for what, doc_id, event_id in sent:
+        output.line(f"{what:6}  {doc_id}  ({event_id})")
+    upserts = sum(1 for what, _, _ in sent if what == "upsert")
+    output.note(f"{len(sent)} sent, {len(found) - upserts} unchanged, "
+                f"{len(skipped)} skipped")
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "search": search, "context": context, "show": show, "list": list_records,
     "history": history, "diff": diff,
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
-    "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps, "plan": plan,
+    "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps, "docs": docs,
+    "plan": plan,
 }
 
 
@@ -839,6 +910,20 @@ def parser() -> argparse.ArgumentParser:
                                         "bound to none)")
     needed.add_argument("--limit", type=int, help="at most this many groups (20; at most 100)")
     needed.add_argument("--cursor", help="the cursor a previous listing printed: the next page")
+    document_commands = command("docs", "documents: sync a directory, list what is indexed, "
+                                        "show one").add_subparsers(
+        dest="action", required=True, metavar="sync|list|show")
+    syncing = command("sync", "index the .md, .markdown and .txt files under DIRECTORY "
+                              "(doc_id: the path relative to it) and delete the repo's "
+                              "documents no longer there", document_commands)
+    syncing.add_argument("directory")
+    syncing.add_argument("--repo", required=True, help="the repository the documents are of")
+    listing = command("list", "the namespace's documents: repo, chunks, version, updated",
+                      document_commands)
+    listing.add_argument("--repo", help="of this repository only")
+    listing.add_argument("--deleted", action="store_true", help="deleted ones too")
+    command("show", "a document's chunks in order: heading path and tokens",
+            document_commands).add_argument("doc_id")
     plan_commands = command("plan", "a repository's planning (its Beads work items): list, "
                                     "show, sync").add_subparsers(
         dest="action", required=True, metavar="list|show|sync")

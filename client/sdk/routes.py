@@ -31,6 +31,9 @@ from client.sdk.models import (
     CoreBlock,
     DeadLetter,
     DeadLetterList,
+    Document,
+    DocumentAccepted,
+    DocumentList,
     FixPatterns,
     GapList,
     Health,
@@ -594,6 +597,45 @@ def gaps(config: Config, *, status: Literal["open", "resolved", "all"] | None = 
     one it names); any other key, those of no agent. `cursor`: the `next` of a page."""
     return get("/v1/gaps", GapList, namespace=namespace_of(config, namespace),
                status=status, agent_id=agent_id, limit=limit, cursor=cursor)
+
+
+def upsert_document(config: Config, doc_id: str, text: str, *, title: str | None = None,
+                    content_type: Literal["markdown", "text"] | None = None,
+                    repo: str | None = None, security_scope: str | None = None,
+                    namespace: str | None = None,
+                    event_id: str | None = None) -> Call[DocumentAccepted]:
+    """Index a document, or a new version of one (a `doc.upsert`): `doc_id` its path-like
+    name (`guide/install.md`), `text` Markdown (by headings) or plain text (by paragraphs);
+    only the chunks that changed are embedded again."""
+    return post("/v1/documents", DocumentAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        doc_id=doc_id, text=text, title=title, content_type=content_type, repo=repo,
+        security_scope=security_scope))
+
+
+def delete_document(config: Config, doc_id: str, *, namespace: str | None = None,
+                    event_id: str | None = None) -> Call[DocumentAccepted]:
+    """Take a document out of the index (a `doc.delete`); Postgres keeps it and its
+    history."""
+    return post("/v1/documents/delete", DocumentAccepted, body_of(
+        namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
+        doc_id=doc_id))
+
+
+def documents(config: Config, *, repo: str | None = None, include_deleted: bool | None = None,
+              namespace: str | None = None) -> Call[DocumentList]:
+    """The namespace's documents (`GET /v1/documents`; of one `repo`), by doc id: title,
+    repo, chunks, version, when updated, when deleted."""
+    return get("/v1/documents", DocumentList, namespace=namespace_of(config, namespace),
+               repo=repo, include_deleted=None if include_deleted is None
+               else str(include_deleted).lower())
+
+
+def document(config: Config, doc_id: str, *, namespace: str | None = None) -> Call[Document]:
+    """A document (`GET /v1/documents/{doc_id}`): its live chunks in order, each with its
+    heading path and token count, and its versions."""
+    return get(f"/v1/documents/{segment(doc_id)}", Document,
+               namespace=namespace_of(config, namespace))
 
 
 def _listed(values: Sequence[str] | None) -> list[str] | None:

@@ -8,12 +8,13 @@ one an admin key names; none without an agent), planning (with MEMORY_PLANNING=b
 `planning_ref`: the Beads work item of the `repo` given, its blockers, its ready siblings,
 read fresh from the repository's file: streams/api/planning.py), history (for the error
 given, or those the run met, the fix patterns of its signature, most successful first, then
-similar ones; run digests like the query), then long-term memories. Each retrieved section
+similar ones; run digests like the query), then long-term memories, then documents (the
+chunks of indexed documents most like the query, docs/documents.md). Each retrieved section
 is searched hybrid, like /v1/search, and everything is packed into the token budget, core
 first within its share (processors/context_pack.py). Fail-open per section: a section whose
 store is down (or, for planning, whose file is missing or corrupt) contributes nothing and
 is named in `degraded` (`index` when the index failed and Postgres answered). Flags:
-MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_FAIL_OPEN,
+MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_DOCUMENTS, MEMORY_FAIL_OPEN,
 MEMORY_CONTEXT_BUDGET_TOKENS, MEMORY_CONTEXT_SHARES, MEMORY_PLANNING.
 """
 
@@ -87,9 +88,10 @@ MAX_BUDGET_TOKENS = 32_000
 DIGESTS = 5
 FIX_PATTERNS = 5
 MEMORIES = 30
+DOC_CHUNKS = 10
 # The sections searched in memory: their items are records (the planning section's are work
 # items of a repository's file).
-RETRIEVED = ("history", "long_term")
+RETRIEVED = ("history", "long_term", "documents")
 
 BUDGET_TOKENS = integer(0, MAX_BUDGET_TOKENS)
 
@@ -251,7 +253,7 @@ async def plan(runtime: Runtime, flags: MemoryFlags, namespace: str, repo: str, 
 
 async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                    flags: MemoryFlags, query: ContextQuery, gathered: Gathered) -> None:
-    """The candidates of the retrieved sections, history then long-term memories."""
+    """The candidates of the retrieved sections: history, long-term memories, documents."""
     vector = (await runtime.embed([query.query]))[0]
 
     async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
@@ -279,6 +281,11 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
         memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
         await section("long_term", lambda: searched(hybrid_search(
             runtime, index, fallback, query.query, memories, query.profile, vector)))
+    if flags.documents:
+        chunks = replace(query.scope, record_kinds=("doc_chunk",), memory_types=(),
+                         limit=DOC_CHUNKS)
+        await section("documents", lambda: searched(hybrid_search(
+            runtime, index, fallback, query.query, chunks, query.profile, vector)))
 
 
 async def core_blocks(runtime: Runtime, namespace: str, agent: str) -> list[CoreBlock]:
@@ -369,7 +376,10 @@ async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> lis
 
 
 def source_of(record: FoundRecord) -> str:
-    """Where an item comes from, for a reader: its source ref, else its run, else itself."""
+    """Where an item comes from, for a reader: a document's chunk its document and heading
+    path; else its source ref, else its run, else itself."""
+    if record.record_kind == "doc_chunk":
+        return " > ".join([str(record.body.get("doc_id")), *record.body.get("heading_path", [])])
     if record.source_ref:
         return record.source_ref
     if record.run_ref:

@@ -76,7 +76,8 @@ class GapKeeper:
     async def _answer(self, check: DueCheck) -> Answer | None:
         found = await hybrid_search(
             self._runtime, self._index, self._fallback, check.text,
-            SearchScope(check.namespace, 1, DEFAULT_MIN_SCORE, agent_id=check.agent_id,
+            SearchScope(check.namespace, 1, DEFAULT_MIN_SCORE,
+                        record_kinds=PROFILES["default"].record_kinds, agent_id=check.agent_id,
                         since=check.last_seen.timestamp()),
             PROFILES["default"])
         if not found.hits:

@@ -68,7 +68,7 @@ from processors.retrieval import (
     relevance,
     support,
 )
-from schemas.events import MemoryType, ReviewState, Tier
+from schemas.events import MemoryType, RecordKind, ReviewState, Tier
 from stores.pgvector import Vector
 from stores.records import FoundRecord, RelatedRecord
 from stores.scoring_configs import CurrentScoring
@@ -95,7 +95,7 @@ log = logging.getLogger(__name__)
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 5
 DEFAULT_MIN_SCORE = 0.5
-RECORD_KINDS = frozenset({"run_digest", "memory", "fix_pattern"})
+RECORD_KINDS = frozenset(get_args(RecordKind))
 # Candidates taken from each list, at least: fusion needs more than the hits it returns,
 # and min-max scaling a long enough list. The lexical list is cheap to lengthen (an inverted
 # index); a longer dense one costs the graph search more.

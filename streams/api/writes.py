@@ -38,6 +38,7 @@ from processors.openapi import event_body, payload_body
 from processors.parameters import IDENTIFIER
 from schemas.events import (
     RUN_EVENT_TYPES,
+    DocumentEvent,
     MemoryBlock,
     MemoryDeprecate,
     MemoryEvent,
@@ -57,7 +58,7 @@ from streams.plumbing.failures import classify
 from streams.plumbing.messages import Outbound
 from streams.plumbing.runtime import Producer, Runtime
 
-E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent | PlanningEvent)
+E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent | DocumentEvent | PlanningEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
 
@@ -102,9 +103,8 @@ class EventGate:
         raw = json.dumps(document).encode()
         return raw, parse_event(raw, accepted, self._max_event_bytes)
 
-    async def publish(self, raw: bytes,
-                      event: RunEvent | MemoryEvent | SessionEvent | PlanningEvent
-                      ) -> Published:
+    async def publish(self, raw: bytes, event: RunEvent | MemoryEvent | SessionEvent
+                      | DocumentEvent | PlanningEvent) -> Published:
         topic, key = destination(event)
         try:
             await asyncio.wait_for(self._producer.produce([Outbound(topic, key, raw)]),

@@ -34,6 +34,7 @@ class MemoryFlags:
     enabled: bool = True
     history: bool = True
     long_term: bool = True
+    documents: bool = True
     fail_open: bool = True
     context_budget_tokens: int = 2000
     # The planning plane (MEMORY_PLANNING=off|beads): off, no planning section and nothing
@@ -49,6 +50,7 @@ class MemoryFlags:
             # The seed's values name what is on ("digest", "mem0"); "off" turns it off.
             history=_switch(env.get("MEMORY_HISTORY", "on")),
             long_term=_switch(env.get("MEMORY_LONG_TERM", "on")),
+            documents=_switch(env.get("MEMORY_DOCUMENTS", "on")),
             fail_open=_flag(env.get("MEMORY_FAIL_OPEN", "true")),
             context_budget_tokens=int(env.get("MEMORY_CONTEXT_BUDGET_TOKENS",
                                               str(cls.context_budget_tokens))),

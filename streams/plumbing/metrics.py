@@ -88,6 +88,11 @@ class Metrics:
         self.records = Counter(
             "memstream_records_written_total", "Records written, by kind.", ["kind"], registry=r
         )
+        self.doc_chunks = Counter(
+            "memstream_doc_chunks_total",
+            "Chunks of documents applied, by outcome: embedded (new or back), unchanged (kept "
+            "without embedding), removed (out of the index).", ["outcome"], registry=r,
+        )
         self.expired_records = Counter(
             "memstream_records_expired_total",
             "Records expired by retention: out of the index, marked in Postgres.", registry=r,

@@ -23,6 +23,7 @@ from stores.beads_repo import BeadsRepos
 from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
 from stores.dead_letters import DeadLetters
+from stores.documents import Documents
 from stores.fix_patterns import FixPatterns
 from stores.gaps import Gaps
 from stores.pgvector import Vector
@@ -83,6 +84,9 @@ class Stores(Protocol):
 
     @property
     def sessions(self) -> Sessions: ...
+
+    @property
+    def documents(self) -> Documents: ...
 
     @property
     def ratings(self) -> Ratings: ...

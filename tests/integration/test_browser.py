@@ -6,8 +6,9 @@ reports of a consolidation that merged, records named by their text, and its dra
 approved in the review queue and rejected on a record's page; the dead letters of events
 sent raw, and why a search found nothing; the scoring settings, read by any key and changed
 by an admin's, a refused change saying why; the gaps agents met, open and resolved; a
-record's scores and ratings; the pack preview, each section with its share and cost; a
-repository's planning and an item's blockers and ready siblings. Each step is saved as a
+record's scores and ratings; the pack preview, each section with its share and cost; the
+documents indexed, and a document's chunks in order with their heading paths and token counts;
+a repository's planning and an item's blockers and ready siblings. Each step is saved as a
 screenshot, in `MEMSTREAM_SCREENSHOTS` or the test's temporary directory (the path is
 printed)."""
 
@@ -31,6 +32,7 @@ from harness.stack import Stack, Worker
 from tests.integration.conftest import planning_checkout
 from tests.integration.test_consolidation import VPN
 from tests.integration.test_dead_letters import SECRET, dead_letters_keyed, unknown_type
+from tests.integration.test_documents import INSTALL, applied
 from tests.integration.test_gaps import ANSWER, QUESTION, REWORDED, UNRELATED, gaps_until
 from tests.integration.test_gaps import announced as answered_memory
 from tests.integration.test_history_views import consolidated, fixed_history, publish_runs
@@ -886,6 +888,53 @@ async def test_the_gaps_page_shows_what_agents_needed_and_what_answered_it(
 
 
 @needs_chromium
+async def test_the_documents_page_lists_documents_and_shows_a_documents_chunks(
+    stack: Stack, worker: Worker, http: httpx.AsyncClient, chrome: Any, screenshots: Path,
+    namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    for doc_id, text in (("guide/install.md", INSTALL), ("notes.txt", "One paragraph.")):
+        answer = await http.post("/v1/documents", json={
+            "namespace": namespace, "doc_id": doc_id, "text": text, "repo": "acme/app",
+            "content_type": "markdown" if doc_id.endswith(".md") else "text"})
+        assert answer.status_code == 202, answer.text
+    install = await applied(http, namespace, "guide/install.md", 1)
+    await applied(http, namespace, "notes.txt", 1)
+    reader = stack.make_key("--namespace", namespace, "--perm", "read")
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        chrome.get(f"{worker.base_url}/ui/#/documents")
+        chrome.find_element(By.ID, "key").send_keys(reader)
+        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        wait_until(chrome, lambda: len(chrome.find_elements(
+            By.CSS_SELECTOR, "table.documents tbody tr")) == 2)
+        assert chrome.find_element(By.TAG_NAME, "h1").text == f"Documents · {namespace}"
+        rows = chrome.find_elements(By.CSS_SELECTOR, "table.documents tbody tr")
+        assert [[cell.text for cell in row.find_elements(By.TAG_NAME, "td")][:5]
+                for row in rows] == [["guide/install.md", "—", "acme/app", "3", "1"],
+                                     ["notes.txt", "—", "acme/app", "1", "1"]]
+        shot("40-documents")
+        rows[0].find_element(By.CSS_SELECTOR, "a.document-link").click()
+        wait_until(chrome, lambda: len(chrome.find_elements(By.CSS_SELECTOR, "li.chunk")) == 3)
+        assert chrome.current_url.endswith("#/documents/guide%2Finstall.md")
+        chunks = chrome.find_elements(By.CSS_SELECTOR, "li.chunk")
+        assert [c.find_element(By.CSS_SELECTOR, ".heading-path").text for c in chunks] == [
+            "Install", "Install > From source", "Install > Troubleshooting"]
+        assert [c.get_attribute("data-record-id") for c in chunks] == \
+            [c["record_id"] for c in install["chunks"]]
+        assert [c.find_element(By.CSS_SELECTOR, ".tokens").text for c in chunks] == \
+            [f"{c['token_count']} tokens" for c in install["chunks"]]
+        assert "./scripts/build --release" in chunks[1].find_element(
+            By.CSS_SELECTOR, ".chunk-text").text
+        shot("41-document", whole_page=True)
+
+    await asyncio.to_thread(drive)
+
+
+@needs_chromium
 async def test_the_planning_page_lists_a_repos_items_and_an_items_page_its_plan(
     stack: Stack, worker: Worker, chrome: Any, screenshots: Path, namespace: str,
 ) -> None:
@@ -918,7 +967,7 @@ async def test_the_planning_page_lists_a_repos_items_and_an_items_page_its_plan(
             "bd-wisp-y7xh7"
         assert shown["bd-wisp-dm5w3"].find_element(By.CSS_SELECTOR, ".title").text == \
             "Scan merge queue"
-        shot("40-planning")
+        shot("42-planning")
         shown["bd-wisp-dm5w3"].find_element(By.CSS_SELECTOR, "a.planning-item").click()
         wait_until(chrome, lambda: bool(chrome.find_elements(By.ID, "planning-blockers")))
         assert chrome.find_element(By.TAG_NAME, "h1").text.startswith(
@@ -930,7 +979,7 @@ async def test_the_planning_page_lists_a_repos_items_and_an_items_page_its_plan(
         # The item's page is under the Planning menu entry.
         assert "active" in chrome.find_element(
             By.CSS_SELECTOR, "nav a[data-route=planning]").get_attribute("class")
-        shot("41-planning-item", whole_page=True)
+        shot("43-planning-item", whole_page=True)
 
     await asyncio.to_thread(drive)
 

@@ -338,7 +338,11 @@ async def test_each_flag_does_what_it_says(
     opened = MemoryFlags()
     pack = await build_context(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
                                opened, context_query(seeded.namespace, opened))
-    assert pack["degraded"] == ["history", "long_term"] and pack["tokens"] == 0
+    assert pack["degraded"] == ["documents", "history", "long_term"] and pack["tokens"] == 0
+    no_documents = MemoryFlags(documents=False)
+    pack = await build_context(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
+                               no_documents, context_query(seeded.namespace, no_documents))
+    assert pack["degraded"] == ["history", "long_term"]
 
 
 async def test_disabled_memory_answers_an_empty_pack(worker: Worker, stack: Stack) -> None:
@@ -363,7 +367,7 @@ async def test_with_postgres_down_the_pack_is_empty_and_still_answers(
         pack = await context(http, seeded.namespace, query="staging VPN")
     finally:
         stack.postgres.start()
-    assert pack["degraded"] == ["history", "long_term"]
+    assert pack["degraded"] == ["documents", "history", "long_term"]
     assert pack["tokens"] == 0
 
 

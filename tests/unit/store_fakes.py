@@ -242,6 +242,7 @@ class InMemoryStores:
     keys: Any = field(default_factory=lambda: Unused("keys"))
     dead_letters: Any = field(default_factory=lambda: Unused("dead_letters"))
     sessions: Any = field(default_factory=lambda: Unused("sessions"))
+    documents: Any = field(default_factory=lambda: Unused("documents"))
     ratings: Any = field(default_factory=lambda: Unused("ratings"))
     gaps: Any = field(default_factory=lambda: Unused("gaps"))
     scoring_configs: Any = field(default_factory=lambda: Unused("scoring_configs"))

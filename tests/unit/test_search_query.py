@@ -23,8 +23,11 @@ def params(**values: str | list[str]) -> MultiDict[str]:
 def test_defaults_follow_the_contract() -> None:
     query = SearchQuery.from_params(params(namespace="a", query="vpn"), None)
     scope = query.scope
-    assert (scope.limit, scope.min_score, scope.record_kinds, scope.related_ids) == (
-        5, 0.5, (), ())
+    assert (scope.limit, scope.min_score, scope.related_ids) == (5, 0.5, ())
+    # Memories and history; chunks of documents only when asked for.
+    assert scope.record_kinds == ("memory", "run_digest", "fix_pattern")
+    asked = SearchQuery.from_params(params(namespace="a", query="vpn", kind="doc_chunk"), None)
+    assert asked.scope.record_kinds == ("doc_chunk",)
     assert scope.review_states == ("approved",), "approved only, unless asked"
     assert (query.profile.name, query.run_id) == ("default", None)
 

@@ -181,7 +181,7 @@ $("forget-key").addEventListener("click", () => {
 const ROUTES = { overview: overviewPage, search: searchPage, record: recordPage,
   runs: runsPage, run: runPage, review: reviewPage, gaps: gapsPage, reports: reportsPage,
   graph: graphPage, "dead-letters": deadLettersPage, scoring: scoringPage, pack: packPage,
-  planning: planningPage, "planning-item": planningItemPage };
+  documents: documentsPage, planning: planningPage, "planning-item": planningItemPage };
 // The menu entry a page is under, when it has none of its own.
 const UNDER = { run: "runs", "planning-item": "planning" };
 
@@ -1174,6 +1174,68 @@ function reportCard(report, names) {
         cluster.review_state ? badge(cluster.review_state) : null,
       el("span", { class: "hint" }, ` from ${(cluster.members || []).length} memories:`)),
       recordList(cluster.members || [], names))))) : null);
+}
+
+// -- documents -----------------------------------------------------------------------------
+
+const documentLink = (id) => el("a", { href: `#/documents/${encodeURIComponent(id)}`,
+  class: "document-link" }, id);
+
+// `#/documents`: every document indexed; `#/documents/<doc id>`: one, its chunks in order.
+async function documentsPage(docId, params) {
+  if (docId) return documentPage(docId);
+  const deleted = params.get("deleted") === "true";
+  const listing = await api("/v1/documents", deleted ? { include_deleted: "true" } : {});
+  return el("section", { "data-page": "documents" },
+    el("h1", {}, `Documents · ${listing.namespace}`),
+    el("p", { class: "hint" }, "Documents indexed for the context pack's documents section, "
+      + "each cut into chunks by its headings; `memstream docs sync` keeps a directory "
+      + "indexed."),
+    el("nav", { class: "filters", id: "document-filter" },
+      el("a", { href: "#/documents", class: deleted ? "" : "active" }, "indexed"),
+      el("a", { href: "#/documents?deleted=true", class: deleted ? "active" : "",
+        "data-filter": "deleted" }, "with deleted")),
+    listing.documents.length ? el("table", { class: "documents" },
+      el("thead", {}, el("tr", {}, ["document", "title", "repo", "chunks", "version",
+        "updated", "deleted"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, listing.documents.map((doc) => el("tr", { "data-doc-id": doc.doc_id },
+        el("td", {}, documentLink(doc.doc_id)),
+        el("td", {}, doc.title ?? "—"),
+        el("td", {}, doc.repo ?? "—"),
+        el("td", { class: "number" }, doc.chunks),
+        el("td", { class: "number" }, doc.version),
+        el("td", { class: "when" }, when(doc.updated)),
+        el("td", { class: "when" }, doc.deleted ? when(doc.deleted) : "—")))))
+      : el("p", { class: "hint", id: "documents-empty" }, "No documents indexed yet."));
+}
+
+async function documentPage(docId) {
+  const shown = await api(`/v1/documents/${encodeURIComponent(docId)}`);
+  const doc = shown.document;
+  return el("section", { "data-page": "document" },
+    el("h1", {}, doc.doc_id, " ", doc.deleted ? badge("deleted", "deprecated") : null),
+    fieldsTable([["title", doc.title], ["repo", doc.repo],
+      ["type", doc.content_type], ["version", doc.version], ["chunks", doc.chunks],
+      ["updated", when(doc.updated)], ["deleted", doc.deleted ? when(doc.deleted) : null]]),
+    el("h2", {}, "Chunks"),
+    shown.chunks.length ? el("ol", { class: "chunks" }, shown.chunks.map((chunk) => el("li", {
+      class: "chunk", "data-record-id": chunk.record_id },
+      el("div", { class: "chunk-head" },
+        el("span", { class: "heading-path" }, chunk.heading_path.join(" > ") || "(before "
+          + "the first heading)"), " ",
+        el("span", { class: "hint tokens" }, `${chunk.token_count} tokens`), " ",
+        recordLink(chunk.record_id, "record")),
+      el("pre", { class: "chunk-text" }, chunk.text))))
+      : el("p", { class: "hint", id: "chunks-empty" }, "No chunk: the document was deleted."),
+    el("h2", {}, "Versions"),
+    el("table", { class: "versions" },
+      el("thead", {}, el("tr", {}, ["version", "change", "chunks", "embedded", "kept",
+        "removed", "applied"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, shown.versions.map((v) => el("tr", {},
+        el("td", { class: "number" }, v.version), el("td", {}, v.change),
+        el("td", { class: "number" }, v.chunks), el("td", { class: "number" }, v.added),
+        el("td", { class: "number" }, v.kept), el("td", { class: "number" }, v.removed),
+        el("td", { class: "when" }, when(v.applied_at)))))));
 }
 
 // -- gaps ----------------------------------------------------------------------------------
