@@ -202,7 +202,9 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         await retrieve(runtime, index, fallback, flags, query, gathered)
     packed = pack(gathered.candidates, query.budget_tokens, gathered.core,
                   shares=query.shares or flags.context_shares)
-    holds = bool(gathered.candidates) or await holds_records(runtime, query.scope.namespace)
+    # Planning items are a repository's, not records of the namespace.
+    holds = any(candidate.section in RETRIEVED for candidate in gathered.candidates) or \
+        await holds_records(runtime, query.scope.namespace)
     for part in sorted(gathered.degraded):
         runtime.metrics.context_degraded.labels(part).inc()
     runtime.metrics.context_items.observe(len(packed.items))
