@@ -14,6 +14,7 @@ from aiokafka.errors import KafkaError
 from processors.errors import Unexpected
 from schemas.topics import (
     DEAD_LETTER_TOPICS,
+    DOCUMENTS_EVENTS,
     MEMORY_CONSOLIDATE,
     MEMORY_EVENTS,
     PLANNING_EVENTS,
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 Role = Literal["ingest", "consolidator"]
 # The topics each role consumes.
 ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
-    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, SESSIONS_EVENTS, PLANNING_EVENTS,
+    "ingest": (MEMORY_EVENTS, RUNS_EVENTS, SESSIONS_EVENTS, DOCUMENTS_EVENTS, PLANNING_EVENTS,
                *DEAD_LETTER_TOPICS),
     "consolidator": (MEMORY_CONSOLIDATE,),
 }

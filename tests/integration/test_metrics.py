@@ -48,8 +48,8 @@ async def test_consumer_lag_is_reported_per_partition_and_drains_to_zero(
     await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
     # The dead-letter topics too, which the worker reads back (streams/stages/dead_letter_log.py).
     lag = await drained_lag(worker.base_url, {"memory.events", "runs.events",
-                                              "sessions.events", "planning.events",
-                                              *DEAD_LETTER_TOPICS})
+                                              "sessions.events", "documents.events",
+                                              "planning.events", *DEAD_LETTER_TOPICS})
     partitions = {dict(labels)["partition"] for labels in lag}
     assert partitions == {"0", "1", "2", "3"}, "one series per partition the worker owns"
     # The consolidator is a process and a consumer group of its own.
