@@ -11,7 +11,8 @@ computed in the same run (bench/retrieval_eval.py), the right chunk of HTTPX's d
 for 50 questions and chunks per second on ingest (bench/doc_retrieval_eval.py), and what API
 keys add to a search
 (bench/auth_bench.py); on the pipeline's 100k memories, the MCP server's `recall` over
-streamable HTTP and the SDK beside bare HTTP (bench/agent_bench.py).
+streamable HTTP and the SDK beside bare HTTP (bench/agent_bench.py), then the context pack
+with every section filled: 10k doc chunks, a Beads work item, fixed runs (bench/pack_bench.py).
 The index backends alone:
 `python -m bench.index_bench`; the embedder's batch sweep: `python -m bench.embedder_bench
 --sweep`; signature grouping accuracy on a labelled corpus: `python -m bench.signature_grouping`;
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from bench.agent_bench import agent_rows, run_agent_bench
 from bench.agent_memory_eval import run_agent_memory_eval
@@ -35,12 +37,22 @@ from bench.doc_retrieval_eval import run_doc_retrieval_eval
 from bench.duplicate_threshold import duplicate_rows
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
+from bench.pack_bench import pack_rows, run_pack_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
 from bench.ratings_eval import run_ratings_eval
 from bench.refusal_eval import refusal_rows
 from bench.retrieval_eval import run_retrieval_eval
 from bench.signature_bench import run_signature_bench, signature_rows
 from embedder.build import DEFAULT_OUT, build
+from harness.stack import Stack, Worker
+
+
+async def on_corpus(stack: Stack, worker: Worker, namespace: str,
+                    points: int) -> dict[str, Any]:
+    """What is measured on the pipeline's corpus: the agents' ways to search it, then the
+    pack once the other sections are filled (which adds chunks, runs and planning)."""
+    return {"agent": await run_agent_bench(stack, worker, namespace, points),
+            "pack": await run_pack_bench(stack, worker, namespace, points)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = run_embedder_bench(DEFAULT_OUT)
     pipeline = asyncio.run(
         run_pipeline_bench(args.events, args.search_points, args.latency_seconds,
-                           on_corpus=run_agent_bench))
+                           on_corpus=on_corpus))
 
     rows = [
         (f"embedder int8 ({embedder['sentences']} sentences, calls of "
@@ -79,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, value, target in rows:
         print(f"{name:<{width}}  {value:>16}  {target}")
     print("\n".join(format_table(pipeline).splitlines()[2:]))
-    for name, value, target in agent_rows(pipeline["on_corpus"]):
+    for name, value, target in [*agent_rows(pipeline["on_corpus"]["agent"]),
+                                *pack_rows(pipeline["on_corpus"]["pack"])]:
         print(f"{name:<{width}}  {value:>16}  {target}")
     return 0
 

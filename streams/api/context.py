@@ -195,11 +195,16 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 raise
             log.exception("context: the core section failed; left out")
             gathered.degraded.add("core")
+    # The sections are read at once: each waits on its own store, and packing puts them in
+    # order whatever order they arrive in.
+    parts = []
     if flags.planning and query.planning_ref is not None:
         (repo,) = query.scope.repos
-        await plan(runtime, flags, query.scope.namespace, repo, query.planning_ref, gathered)
+        parts.append(plan(runtime, flags, query.scope.namespace, repo, query.planning_ref,
+                          gathered))
     if query.query:
-        await retrieve(runtime, index, fallback, flags, query, gathered)
+        parts.append(retrieve(runtime, index, fallback, flags, query, gathered))
+    await asyncio.gather(*parts)
     packed = pack(gathered.candidates, query.budget_tokens, gathered.core,
                   shares=query.shares or flags.context_shares)
     # Planning items are a repository's, not records of the namespace.
@@ -276,18 +281,20 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
             gathered.degraded.add("index")
         return result.hits
 
+    sections = []
     if flags.history:
-        await section("history", lambda: history(runtime, index, fallback, query, vector,
-                                                 searched))
+        sections.append(section("history", lambda: history(
+            runtime, index, fallback, query, vector, searched)))
     if flags.long_term:
         memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
-        await section("long_term", lambda: searched(hybrid_search(
-            runtime, index, fallback, query.query, memories, query.profile, vector)))
+        sections.append(section("long_term", lambda: searched(hybrid_search(
+            runtime, index, fallback, query.query, memories, query.profile, vector))))
     if flags.documents:
         chunks = replace(query.scope, record_kinds=("doc_chunk",), memory_types=(),
                          limit=DOC_CHUNKS)
-        await section("documents", lambda: searched(hybrid_search(
-            runtime, index, fallback, query.query, chunks, query.profile, vector)))
+        sections.append(section("documents", lambda: searched(hybrid_search(
+            runtime, index, fallback, query.query, chunks, query.profile, vector))))
+    await asyncio.gather(*sections)
 
 
 async def core_blocks(runtime: Runtime, namespace: str, agent: str) -> list[CoreBlock]:
