@@ -92,6 +92,9 @@ def memory_server(callers: Callers) -> MCPServer:
         repo: Annotated[Repo | None, Field(description=(
             "the repository you work in: its memories and the team's, not other "
             "repositories'"))] = None,
+        documents: Annotated[bool, Field(description=(
+            "search the project's documents (design docs, specs, guides synced into "
+            "memstream) instead of memories: each hit is a section of a document"))] = False,
     ) -> dict[str, Any]:
         """Search long-term memory for what is relevant to a question: decisions, lessons,
         facts, fixes of past errors, your own personal memories and the team's shared ones.
@@ -102,10 +105,11 @@ def memory_server(callers: Callers) -> MCPServer:
         async with memory(ctx) as client:
             found = await client.search(query, profile=profile, memory_type=memory_type,
                                         tag=tags, related_id=related_id, limit=limit,
-                                        min_score=min_score, explain=explain, repo=repo)
+                                        min_score=min_score, explain=explain, repo=repo,
+                                        kind="doc_chunk" if documents else None)
         return {"hits": [{"record_id": hit.record_id, "title": hit.title, "text": hit.text,
                           "relevance": round(hit.relevance, 3), "memory_type": hit.memory_type,
-                          "tags": hit.tags, "scope": hit.scope,
+                          "tags": hit.tags, "scope": hit.scope, "source_ref": hit.source_ref,
                           "created_at": hit.created_at.isoformat(),
                           **({"explain": hit.raw["explain"]} if explain else {})}
                          for hit in found.hits],
@@ -162,6 +166,9 @@ def memory_server(callers: Callers) -> MCPServer:
             "an error message you met: the fixes that worked for it before come first"))]
             = None,
         repo: Annotated[Repo | None, Field(description="as `recall`'s")] = None,
+        planning_ref: Annotated[str | None, Field(description=(
+            "the Beads work item you are on (an id such as bd-a1b2, with `repo`): the pack "
+            "starts with it, what blocks it and the items ready beside it"))] = None,
     ) -> dict[str, Any]:
         """The context pack for a task, within a token budget: your core blocks first (fields
         that did not fit are named), what fixed the errors met before (history), then the
@@ -169,7 +176,7 @@ def memory_server(callers: Callers) -> MCPServer:
         before planning."""
         async with memory(ctx) as client:
             pack = await client.context(task, budget_tokens=budget_tokens, profile=profile,
-                                        error=error, repo=repo)
+                                        error=error, repo=repo, planning_ref=planning_ref)
         return pack.raw
 
     @server.tool()

@@ -24,6 +24,7 @@ from schemas.events import MAX_DOCUMENT_CHARS
 from tests.integration.conftest import event
 from tests.integration.test_cli import memstream
 from tests.integration.test_lifecycle import changes_of
+from tests.integration.test_mcp import call, hit_ids, over_stdio
 from tests.integration.test_write_endpoints import client, posted
 
 pytestmark = pytest.mark.integration
@@ -133,6 +134,14 @@ async def test_documents_synced_changed_deleted_and_packed(
         packed = pack["sections"]["documents"]
         assert packed[0]["record_id"] == source
         assert packed[0]["source"] == "guide/install.md > Install > From source"
+        # An agent over MCP: recall searches the documents when asked to.
+        async with over_stdio(worker, key, namespace, tmp_path) as agent:
+            recalled = await call(agent, "recall", query="build the wheel from source",
+                                  documents=True)
+            assert (recalled["hits"][0]["record_id"], recalled["hits"][0]["source_ref"]) == \
+                (source, "guide/install.md")
+            assert source not in hit_ids(await call(
+                agent, "recall", query="build the wheel from source", min_score=0, limit=20))
 
         # One section changes: one chunk embedded, two kept, one removed.
         (docs / "guide" / "install.md").write_text(INSTALL.replace(
