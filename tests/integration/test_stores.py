@@ -464,6 +464,8 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
         "expires_at": datetime(2027, 1, 1, tzinfo=UTC).timestamp(), "run_ref": "run-9",
         "memory_type": None, "readers": ["shared"],
         "live_until": datetime(2027, 1, 1, tzinfo=UTC).timestamp(),
+        # No repo: the namespace's (stores/index_payload.NAMESPACE_WIDE).
+        "repo": "*", "security_scope": None,
     }
 
     embedded_texts: list[str] = []
