@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv/bin
 
-.PHONY: setup run test lint bench soak schemas reindex clean
+.PHONY: setup run test test-slow lint bench soak schemas reindex clean
 
 setup:
 	@bash infra/setup.sh
@@ -12,9 +12,12 @@ run: setup
 	@$(VENV)/honcho start -f Procfile || [ $$? -eq 130 ]
 
 # The slowest tests are named at the end, so that the suite's time (under 20 minutes on two
-# cores) is watched where it grows.
+# cores) is watched where it grows; those marked slow run apart.
 test: setup lint
-	$(VENV)/pytest -q --durations=15 tests
+	$(VENV)/pytest -q --durations=15 -m "not slow" tests
+
+test-slow: setup
+	$(VENV)/pytest -q --durations=15 -m slow tests
 
 lint:
 	$(VENV)/ruff check .

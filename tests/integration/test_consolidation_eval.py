@@ -58,6 +58,7 @@ def test_a_fact_and_its_negation_are_never_merged(
     assert not pairs & merged, [(memories[a].text, memories[b].text) for a, b in pairs & merged]
 
 
+@pytest.mark.slow
 def test_distinct_conversational_turns_are_almost_never_merged() -> None:
     # Measured: none of LoCoMo's 1,451 dev turns merged (41% before issue 12).
     results = consolidate_conversations()

@@ -78,6 +78,7 @@ async def load_with_a_crash(stack: Stack, worker: Worker, announced: TopicReader
                               announced.messages)
 
 
+@pytest.mark.slow
 async def test_a_broker_killed_mid_stream_loses_and_duplicates_nothing(
     durable_stack: Stack, crash_worker: Worker, announced: TopicReader,
 ) -> None:

@@ -427,6 +427,7 @@ def series_lines(exposition: str) -> list[str]:
     return [line for line in exposition.splitlines() if line and not line.startswith("#")]
 
 
+@pytest.mark.slow
 async def test_ten_thousand_namespaces_add_no_series(
     stack: Stack, worker: Worker, http: httpx.AsyncClient, prometheus: Prometheus,
 ) -> None:

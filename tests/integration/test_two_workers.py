@@ -36,6 +36,7 @@ async def announced(pair_stack: Stack) -> AsyncIterator[TopicReader]:
         yield reader
 
 
+@pytest.mark.slow
 async def test_two_workers_one_killed_mid_stream_store_every_event_exactly_once(
     pair_stack: Stack, worker_pair: tuple[Worker, Worker], announced: TopicReader,
 ) -> None:
