@@ -297,10 +297,7 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
 
     def drive() -> None:
         shot = screenshot_taker(chrome, screenshots)
-        chrome.get(f"{worker.base_url}/ui/")
-        chrome.find_element(By.ID, "key").send_keys(key)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, key, namespace)
 
         # The landing page: counts by kind, the last hour's changes, the last day's runs.
         overview = wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
@@ -527,10 +524,7 @@ async def test_dead_letters_and_why_a_search_found_nothing(
         chrome.execute_cdp_cmd("Browser.grantPermissions", {
             "origin": worker.base_url,
             "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
-        chrome.get(f"{worker.base_url}/ui/")
-        chrome.find_element(By.ID, "key").send_keys(operator)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, operator, namespace)
 
         card = wait_for(chrome, By.CSS_SELECTOR, "[data-card=dead-letters]")
         assert card.find_element(By.CSS_SELECTOR, ".figure").text == "3"
@@ -657,10 +651,7 @@ async def test_the_scoring_settings_show_the_parameters_and_an_admin_changes_the
     def open_with(key: str) -> None:
         chrome.get(f"{worker.base_url}/ui/")
         chrome.execute_script("sessionStorage.clear()")
-        chrome.get(f"{worker.base_url}/ui/#/scoring")
-        chrome.find_element(By.ID, "key").send_keys(key)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, key, namespace, "#/scoring")
         wait_for(chrome, By.CSS_SELECTOR, "[data-page=scoring] table.scoring")
 
     def drive() -> None:
@@ -741,10 +732,7 @@ async def test_a_record_page_shows_the_agents_scores_and_rates_it(
 
     def drive() -> None:
         shot = screenshot_taker(chrome, screenshots)
-        chrome.get(f"{worker.base_url}/ui/")
-        chrome.find_element(By.ID, "key").send_keys(ann)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, ann, namespace)
         wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
         chrome.get(f"{worker.base_url}/ui/#/record/{bastion}")
         wait_for(chrome, By.CSS_SELECTOR, "#record-scores tr[data-agent=ann]")
@@ -791,10 +779,7 @@ async def test_the_pack_preview_shows_each_section_and_what_it_costs(
 
     def drive() -> None:
         shot = screenshot_taker(chrome, screenshots)
-        chrome.get(f"{worker.base_url}/ui/")
-        chrome.find_element(By.ID, "key").send_keys(ann)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, ann, namespace)
         wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
         chrome.get(f"{worker.base_url}/ui/#/pack")
         form = wait_for(chrome, By.ID, "pack-form")
@@ -853,10 +838,7 @@ async def test_the_gaps_page_shows_what_agents_needed_and_what_answered_it(
 
     def drive() -> None:
         shot = screenshot_taker(chrome, screenshots)
-        chrome.get(f"{worker.base_url}/ui/#/gaps")
-        chrome.find_element(By.ID, "key").send_keys(ann)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, ann, namespace, "#/gaps")
         wait_until(chrome, lambda: len(cards()) == 1)
         assert chrome.find_element(By.TAG_NAME, "h1").text == f"Gaps · {namespace}"
         (still_open,) = cards()
@@ -905,10 +887,7 @@ async def test_the_documents_page_lists_documents_and_shows_a_documents_chunks(
 
     def drive() -> None:
         shot = screenshot_taker(chrome, screenshots)
-        chrome.get(f"{worker.base_url}/ui/#/documents")
-        chrome.find_element(By.ID, "key").send_keys(reader)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, reader, namespace, "#/documents")
         wait_until(chrome, lambda: len(chrome.find_elements(
             By.CSS_SELECTOR, "table.documents tbody tr")) == 2)
         assert chrome.find_element(By.TAG_NAME, "h1").text == f"Documents · {namespace}"
@@ -952,10 +931,7 @@ async def test_the_planning_page_lists_a_repos_items_and_an_items_page_its_plan(
 
     def drive() -> None:
         shot = screenshot_taker(chrome, screenshots)
-        chrome.get(f"{worker.base_url}/ui/#/planning?repo=beads-browser")
-        chrome.find_element(By.ID, "key").send_keys(reader)
-        chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
-        chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
+        sign_in(chrome, worker, reader, namespace, "#/planning?repo=beads-browser")
         wait_until(chrome, lambda: len(rows()) == 12)
         shown = rows()
         # The molecule's steps block one another in a chain: of them, its first step alone is
@@ -1047,6 +1023,18 @@ def wait_until(chrome: Any, condition: Callable[[], bool],
         status = text_of(chrome, "status")
         raise AssertionError(f"timed out on {chrome.current_url}: {explain()} {status}"
                              ) from None
+
+
+
+def sign_in(chrome: Any, worker: Worker, key: str, namespace: str, page: str = "") -> None:
+    """Open the browser at `page` (a route such as `#/gaps`; the overview when empty) and
+    give it `key` and `namespace` in its form, as a user does."""
+    from selenium.webdriver.common.by import By
+
+    chrome.get(f"{worker.base_url}/ui/{page}")
+    chrome.find_element(By.ID, "key").send_keys(key)
+    chrome.find_element(By.ID, "key-namespace").send_keys(namespace)
+    chrome.find_element(By.CSS_SELECTOR, "#key-form button").click()
 
 
 def wait_for(chrome: Any, by: str, selector: str) -> Any:
