@@ -113,14 +113,9 @@ def markdown_sections(text: str) -> list[Section]:
         path.append((level, title))
 
     for line in text.splitlines():
-        if fence is not None:
-            lines.append(line)
-            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
-                fence = None
-            continue
-        opened = _FENCE.match(line)
-        if opened:
-            fence = opened.group(1)
+        in_code = fence is not None or _FENCE.match(line) is not None
+        fence = _fence_after(line, fence)
+        if in_code:
             lines.append(line)
             continue
         atx = _ATX.match(line)
@@ -137,6 +132,16 @@ def markdown_sections(text: str) -> list[Section]:
         lines.append(line)
     close()
     return sections
+
+
+def _fence_after(line: str, fence: str | None) -> str | None:
+    """The code fence open after `line`: none once it closes the open one (a line of the
+    fence's character alone), the one it opens, else the one open before it."""
+    if fence is not None:
+        closes = line.strip().startswith(fence) and set(line.strip()) == {fence[0]}
+        return None if closes else fence
+    opened = _FENCE.match(line)
+    return opened.group(1) if opened else None
 
 
 def _last_paragraph(lines: Sequence[str]) -> list[str]:
@@ -157,14 +162,11 @@ def _paragraphs(lines: Sequence[str]) -> list[str]:
     current: list[str] = []
     fence: str | None = None
     for line in lines:
-        if fence is not None:
+        inside = fence is not None
+        fence = _fence_after(line, fence)
+        if inside:
             current.append(line)
-            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
-                fence = None
             continue
-        opened = _FENCE.match(line)
-        if opened:
-            fence = opened.group(1)
         if not line.strip() and fence is None:
             if current:
                 blocks.append("\n".join(current).strip("\n"))
