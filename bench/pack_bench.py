@@ -40,7 +40,7 @@ import numpy as np
 
 from bench.doc_retrieval_eval import documents, load_questions
 from bench.history_bench import TRACE
-from bench.pipeline_bench import load_memories, percentile
+from bench.pipeline_bench import load_memories, percentile, store_directly
 from client.publisher import Publisher
 from embedder.model import Embedder
 from embedder.sentences import SENTENCES
@@ -48,13 +48,9 @@ from harness.stack import MODEL_DIR, Stack, Worker
 from processors.context_pack import SECTIONS
 from processors.document_chunks import chunk_document
 from processors.documents import chunk_record
-from processors.lexical import record_vector
 from schemas.events import DocUpsert, Provenance
 from schemas.records import Record
-from stores.index_factory import open_index
-from stores.index_payload import index_payload
-from stores.postgres_stores import PostgresStores
-from stores.vector_index import IndexPoint
+from stores.pgvector import Vector
 
 BEADS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "beads" / \
     "beads-2025-12" / "issues.jsonl"
@@ -81,36 +77,23 @@ async def load_chunks(stack: Stack, index_url: str, namespace: str, n: int) -> N
     finally:
         embedder.close()
     rng = np.random.default_rng(11)
-    stores = await PostgresStores.connect(stack.pg_dsn)
-    index = open_index(index_url)
-    await index.ensure_collection()
     provenance = Provenance(source_event_id="bench", source_topic="documents.events",
                             source_partition=0, source_offset=0, producer="bench")
-    try:
-        for start in range(0, n, 1000):
-            rows: list[tuple[Record, Any]] = []
-            for i in range(start, min(n, start + 1000)):
-                copy, chunk = divmod(i, len(chunks))
-                original = chunks[chunk]
-                doc_id = f"copy-{copy}/{original.doc_id}"
-                event = DocUpsert.model_validate({
-                    "event_id": f"bench-doc-{i}", "type": "doc.upsert", "namespace": namespace,
-                    "occurred_at": datetime.now(UTC).isoformat(), "producer": "bench",
-                    "payload": {"doc_id": doc_id, "text": original.text, "repo": REPO}})
-                record = chunk_record(event, replace(
-                    original, doc_id=doc_id, content_hash=f"{original.content_hash}-{copy}"),
-                    provenance)
-                vector = base[chunk] + rng.normal(0, 0.02, base.shape[1])
-                rows.append((record, (vector / np.linalg.norm(vector)).astype(np.float32)))
-            await stores.records.insert_records(rows)
-            await index.upsert([
-                IndexPoint(record.record_id, vector, index_payload(record.model_dump()),
-                           record_vector(record))
-                for record, vector in rows])
-        await index.maintain(min_changes=1)
-    finally:
-        await index.close()
-        await stores.close()
+
+    def chunk(i: int) -> tuple[Record, Vector]:
+        copy, at = divmod(i, len(chunks))
+        original = chunks[at]
+        doc_id = f"copy-{copy}/{original.doc_id}"
+        event = DocUpsert.model_validate({
+            "event_id": f"bench-doc-{i}", "type": "doc.upsert", "namespace": namespace,
+            "occurred_at": datetime.now(UTC).isoformat(), "producer": "bench",
+            "payload": {"doc_id": doc_id, "text": original.text, "repo": REPO}})
+        record = chunk_record(event, replace(
+            original, doc_id=doc_id, content_hash=f"{original.content_hash}-{copy}"), provenance)
+        vector = base[at] + rng.normal(0, 0.02, base.shape[1])
+        return record, (vector / np.linalg.norm(vector)).astype(np.float32)
+
+    await store_directly(stack, index_url, n, chunk)
 
 
 async def publish_fixed_runs(stack: Stack, namespace: str) -> None:

@@ -62,6 +62,7 @@ from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 from stores.index_factory import open_index
 from stores.index_payload import index_payload
+from stores.pgvector import Vector
 from stores.postgres_stores import PostgresStores
 from stores.vector_index import IndexPoint
 from streams.plumbing.config import Settings
@@ -163,29 +164,37 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
     finally:
         embedder.close()
     rng = np.random.default_rng(7)
+    now = datetime.now(UTC)
+
+    def memory(i: int) -> tuple[Record, Vector]:
+        vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1])
+        event_id = f"load-{i}"
+        return Record(
+            record_id=memory_record_id(namespace, event_id), namespace=namespace,
+            record_kind="memory", text=f"{base_texts[i % len(base_texts)]} [{i}]",
+            provenance=Provenance(source_event_id=event_id, source_topic="bench",
+                                  source_partition=0, source_offset=i, producer="bench"),
+            created_at=now,
+        ), (vector / np.linalg.norm(vector)).astype(np.float32)
+
+    await store_directly(stack, index_url, n, memory)
+
+
+async def store_directly(stack: Stack, index_url: str, n: int,
+                         record: Callable[[int], tuple[Record, Vector]]) -> None:
+    """Records 0..n-1 (each with its vector) straight to Postgres and the index, as a rebuild
+    stores them; no worker may hold the index meanwhile."""
     stores = await PostgresStores.connect(stack.pg_dsn)
     index = open_index(index_url)
     await index.ensure_collection()
-    now = datetime.now(UTC)
     try:
         for start in range(0, n, 1000):
-            rows: list[tuple[Record, Any]] = []
-            for i in range(start, min(n, start + 1000)):
-                vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1])
-                vector = (vector / np.linalg.norm(vector)).astype(np.float32)
-                event_id = f"load-{i}"
-                rows.append((Record(
-                    record_id=memory_record_id(namespace, event_id), namespace=namespace,
-                    record_kind="memory", text=f"{base_texts[i % len(base_texts)]} [{i}]",
-                    provenance=Provenance(source_event_id=event_id, source_topic="bench",
-                                          source_partition=0, source_offset=i, producer="bench"),
-                    created_at=now,
-                ), vector))
+            rows = [record(i) for i in range(start, min(n, start + 1000))]
             await stores.records.insert_records(rows)
             await index.upsert([
-                IndexPoint(record.record_id, vector, index_payload(record.model_dump()),
-                           record_vector(record))
-                for record, vector in rows
+                IndexPoint(stored.record_id, vector, index_payload(stored.model_dump()),
+                           record_vector(stored))
+                for stored, vector in rows
             ])
         # As a rebuild does (stores.reindex): a bulk load is followed by the engine's
         # optimization, which builds the namespace's graph.
