@@ -399,7 +399,7 @@ def pending_supersessions(candidates: Sequence[ConsolidationCandidate]) -> dict[
 
 def sentences(text: str) -> list[str]:
     """The sentences of a text: split at line breaks and at . ! ? before a capital or digit."""
-    return [part.strip() for part in _SENTENCE_BREAK.split(text) if part.strip()]
+    return [part.strip() for part in SENTENCE_BREAK.split(text) if part.strip()]
 
 
 def near_duplicate(first: str, second: str, jaccard: float) -> bool:
@@ -407,13 +407,13 @@ def near_duplicate(first: str, second: str, jaccard: float) -> bool:
     words overlap (token-set Jaccard >= `jaccard`), both or neither denies something, and
     they name no conflicting anchors. Stricter than the guard's negation rule: a sentence
     dropped from a merge must not take a denial with it ("… the VPN, not the bastion")."""
-    first_words, second_words = _content_words(first), _content_words(second)
+    first_words, second_words = content_words(first), content_words(second)
     union = first_words | second_words
     if not union or len(first_words & second_words) / len(union) < jaccard:
         return False
     if bool(polarity(first).denied) != bool(polarity(second).denied):
         return False
-    return not _conflict(_anchors(first), _anchors(second))
+    return not _conflict(anchors_of(first), anchors_of(second))
 
 
 # ---------------------------------------------------------------------------- clustering
@@ -579,9 +579,9 @@ class _Anchors:
 
 
 # A number as written in prose: 1,050  0.60  $50k  80%  24-hour. Not inside a word (BM25).
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:(k)\b|(%)|(?![\w]))", re.I)
+NUMBER_IN_PROSE = re.compile(r"(?<![\w.])(\d+(?:,\d{3})*(?:\.\d+)?)(?:(k)\b|(%)|(?![\w]))", re.I)
 # "one" is left out: it is a pronoun as often as a number ("update that one").
-_NUMBER_WORDS = {
+NUMBER_WORDS = {
     "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20",
     "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
@@ -589,53 +589,53 @@ _NUMBER_WORDS = {
 }
 # snake_case, dotted names (auth.py, memory.events), camelCase and PascalCase with an inner
 # capital (JWTManager, PendingDiff), letters followed by digits (RS256, int8, Q3).
-_IDENTIFIER = re.compile(
+CODE_IDENTIFIER = re.compile(
     r"\b(?:[A-Za-z][A-Za-z0-9]*(?:[_.][A-Za-z0-9]+)+"
     r"|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]+[a-z]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z][A-Za-z0-9]*"
     r"|[A-Za-z]+\d[A-Za-z0-9]*)\b")
 # Dotted single letters are prose, not code: e.g, i.e, U.S.
-_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+ABBREVIATION = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 # Weekdays in any case and plural ("on mondays"), months capitalised only: "may" and "march"
 # are words too. Abbreviations as in dates ("Mon", "Sept").
-_WEEKDAY = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b",
+WEEKDAY = re.compile(r"\b(mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?\b",
                       re.I)
-_MONTH = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")
+MONTH = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b")
 # Times that mean nothing without the moment the text was written.
-_RELATIVE_TIME = re.compile(
+RELATIVE_TIME = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|(?:last|this|next|past) (?:week(?:end)?|month|year"
     r"|night|morning|evening|time|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
     r"|(?:\w+ )?(?:days?|weeks?|months?|years?) ago|recently|lately|just now)\b", re.I)
-_MONTH_NAMES = frozenset({
+MONTH_NAMES = frozenset({
     "jan", "january", "feb", "february", "mar", "march", "apr", "april", "may", "jun", "june",
     "jul", "july", "aug", "august", "sep", "sept", "september", "oct", "october", "nov",
     "november", "dec", "december"})
 
 
-def _anchors(text: str) -> _Anchors:
+def anchors_of(text: str) -> _Anchors:
     """The numbers, code identifiers and calendar names a text names, normalised: "ten",
     "10" and "10.0" are one number, "80%" is 0.8, "$50k" is 50000, "Tues" is Tuesday."""
     values: list[str] = []
-    for match in _NUMBER.finditer(text):
+    for match in NUMBER_IN_PROSE.finditer(text):
         value = float(match.group(1).replace(",", ""))
         if match.group(2):
             value *= 1000
         elif match.group(3):
             value /= 100
         values.append(f"{value:g}")
-    values += [_NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
-               if word in _NUMBER_WORDS]
+    values += [NUMBER_WORDS[word] for word in re.findall(r"[a-z]+", text.lower())
+               if word in NUMBER_WORDS]
     seen: Counter[str] = Counter()
     numbers: set[tuple[str, int]] = set()
     for named in values:
         seen[named] += 1
         numbers.add((named, seen[named]))
-    identifiers = {match.group(0).lower() for match in _IDENTIFIER.finditer(text)
-                   if not _ABBREVIATION.fullmatch(match.group(0))}
-    calendar = {match.group(1).lower()[:3] for match in _WEEKDAY.finditer(text)}
-    calendar.update(match.group(1).lower() for match in _MONTH.finditer(text)
-                    if match.group(0).lower() in _MONTH_NAMES)
+    identifiers = {match.group(0).lower() for match in CODE_IDENTIFIER.finditer(text)
+                   if not ABBREVIATION.fullmatch(match.group(0))}
+    calendar = {match.group(1).lower()[:3] for match in WEEKDAY.finditer(text)}
+    calendar.update(match.group(1).lower() for match in MONTH.finditer(text)
+                    if match.group(0).lower() in MONTH_NAMES)
     calendar.update(" ".join(match.group(0).lower().split())
-                    for match in _RELATIVE_TIME.finditer(text))
+                    for match in RELATIVE_TIME.finditer(text))
     return _Anchors(frozenset(numbers), frozenset(identifiers), frozenset(calendar))
 
 
@@ -674,14 +674,14 @@ class _Traits:
 
 # "Caroline: ...", "Dr Smith: ...", "agent-7: ...": one to three words before a colon at the
 # very start. A longer run is a sentence with a colon in it ("Pin the SDK to 4.2: 4.3 ...").
-_SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[a-z][\w-]*\d[\w-]*):\s+\S")
+SPEAKER = re.compile(r"\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[a-z][\w-]*\d[\w-]*):\s+\S")
 # A trailing "[shares a photo of ...]" is a description, not what was said.
 _TRAILING_BRACKETS = re.compile(r"(?:\s*\[[^\]]*\])+\s*$")
 
 
 def speaker_of(text: str) -> str | None:
     """Who a memory quotes: its leading "Name:" (lower case), or None."""
-    match = _SPEAKER.match(text)
+    match = SPEAKER.match(text)
     return match.group(1).lower() if match else None
 
 
@@ -694,16 +694,16 @@ def asks(text: str) -> bool:
 
 def _traits(candidate: ConsolidationCandidate) -> _Traits:
     text = candidate.text
-    speaker = _SPEAKER.match(text)
+    speaker = SPEAKER.match(text)
     said = text[speaker.end(1) + 1:] if speaker else text
     return _Traits(
-        anchors=_anchors(text),
+        anchors=anchors_of(text),
         speaker=speaker.group(1).lower() if speaker else None,
-        words=frozenset(_content_words(said)),
+        words=frozenset(content_words(said)),
         polarity=polarity(said),
         asks=asks(text),
         day=candidate.created_at.date(),
-        deictic=_RELATIVE_TIME.search(text) is not None,
+        deictic=RELATIVE_TIME.search(text) is not None,
     )
 
 
@@ -737,7 +737,7 @@ def _opposed(first: frozenset[str], second: frozenset[str]) -> bool:
     the deploy" is not "... after the deploy", which the embedding model puts at cosine 0.9
     or more."""
     mine, theirs = first - second, second - first
-    return any(_OPPOSITE.get(word, frozenset()) & theirs for word in mine)
+    return any(OPPOSITE.get(word, frozenset()) & theirs for word in mine)
 
 
 def _speakers_differ(first: _Traits, second: _Traits) -> bool:
@@ -752,7 +752,7 @@ def _speakers_differ(first: _Traits, second: _Traits) -> bool:
         return True
     named, other = (first, second) if first.speaker is not None else (second, first)
     assert named.speaker is not None
-    return not _content_words(named.speaker) <= other.words
+    return not content_words(named.speaker) <= other.words
 
 
 def _different_utterances(first: _Traits, second: _Traits, jaccard: float) -> bool:
@@ -799,7 +799,7 @@ _CLAUSE_BREAK = re.compile(
 # Words that deny what follows them in their clause: negations, and absence ("without",
 # "missing": "a memory missing a usable vector" is "a memory without a usable vector") and
 # cessation ("stopped", "no longer": what was so is so no more). Every "n't" negates too.
-_NEGATION_CUES = frozenset({
+NEGATION_CUES = frozenset({
     "not", "no", "never", "none", "nobody", "nothing", "nowhere", "neither", "nor", "cannot",
     "without", "missing", "lack", "lacks", "lacking", "absent", "stopped", "ceased",
 })
@@ -813,7 +813,7 @@ _NOT_NEGATING = {"not": frozenset({"only", "just"}),
                  "nothing": frozenset({"else"}), "nobody": frozenset({"else"})}
 _TAKEN_ALONG = {"no": frozenset({"longer", "more"})}
 # Words that only strengthen a negation ("not needed anymore", "not yet enabled").
-_NEGATION_FILLERS = frozenset({"anymore", "yet", "ever", "either", "any"})
+NEGATION_FILLERS = frozenset({"anymore", "yet", "ever", "either", "any"})
 
 
 def polarity(text: str) -> Polarity:
@@ -832,7 +832,7 @@ def polarity(text: str) -> Polarity:
             after = words[position + 1] if position + 1 < len(words) else ""
             if _negates(word, after):
                 negations += 1
-            elif not (word in STOP_WORDS or word in _NEGATION_FILLERS or word[0].isdigit()
+            elif not (word in STOP_WORDS or word in NEGATION_FILLERS or word[0].isdigit()
                       or word in _TAKEN_ALONG.get(before, frozenset())):
                 # Without a final e, "caches" and "caching" are one word (stem: cache, cach).
                 (negated if negations % 2 else affirmed).add(stem(word).rstrip("e"))
@@ -858,12 +858,12 @@ def contradicts(first: Polarity, second: Polarity, coverage: float) -> bool:
 def _negates(word: str, following: str) -> bool:
     if word.endswith("n't") or _NEGATING_BEFORE.get(word) == following:
         return True
-    return word in _NEGATION_CUES and following not in _NOT_NEGATING.get(word, frozenset())
+    return word in NEGATION_CUES and following not in _NOT_NEGATING.get(word, frozenset())
 
 
 # ---------------------------------------------------------------------------- merging
 
-_SENTENCE_BREAK = re.compile(r"\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+SENTENCE_BREAK = re.compile(r"\n+|(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _WORD = re.compile(r"[a-z0-9]+(?:[_.'][a-z0-9]+)*")
 # Function words carry no fact; without them, Jaccard compares what the sentences say.
 # Negations stay: "writes are not mandatory" is another fact than "writes are mandatory".
@@ -895,13 +895,13 @@ _OPPOSITE_PAIRS = (
     ("faster", "slower"), ("big", "small"), ("bigger", "smaller"), ("long", "short"),
     ("longer", "shorter"), ("hot", "cold"), ("warm", "cool"), ("happy", "sad"),
 )
-_OPPOSITE: dict[str, frozenset[str]] = {}
+OPPOSITE: dict[str, frozenset[str]] = {}
 for _one, _other in _OPPOSITE_PAIRS:
-    _OPPOSITE[_one] = _OPPOSITE.get(_one, frozenset()) | {_other}
-    _OPPOSITE[_other] = _OPPOSITE.get(_other, frozenset()) | {_one}
+    OPPOSITE[_one] = OPPOSITE.get(_one, frozenset()) | {_other}
+    OPPOSITE[_other] = OPPOSITE.get(_other, frozenset()) | {_one}
 
 
-def _content_words(sentence: str) -> set[str]:
+def content_words(sentence: str) -> set[str]:
     return {word for word in _WORD.findall(sentence.lower()) if word not in _STOP_WORDS}
 
 

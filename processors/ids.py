@@ -31,7 +31,6 @@ def change_event_id(record_id: str, version: int, change: str, cause: str | None
     return f"chg_{_digest(*parts)}"
 
 
-
 def consolidate_request_id(namespace: str, basis: str) -> str:
     """A counted request is named by what it is one of (its day, or the report it follows),
     so that asking again re-sends the same request instead of a new one."""
@@ -72,3 +71,9 @@ def planning_event_id(namespace: str, *parts: str) -> str:
     event (and the part of it) that asks for a write-back, so a replay publishes it again
     under the same id."""
     return f"pln_{_digest('planning', namespace, *parts)}"
+
+
+def invalidation_event_id(write_event_id: str, older_id: str) -> str:
+    """What a write does to an older memory it restates with another value (its version
+    `invalidated`, or its pending diff): named by both, so a replayed write does it once."""
+    return f"inv_{_digest('invalidation', write_event_id, older_id)}"

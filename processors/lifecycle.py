@@ -35,7 +35,8 @@ from schemas.records import Record
 
 # The fields of a version beside its text and body: what history shows and restore brings
 # back (the tier moves by its own rule, and is shown, not restored).
-VERSIONED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state", "tier")
+VERSIONED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state", "tier",
+                    "valid_until", "invalidated_by")
 RESTORED_FIELDS = ("title", "memory_type", "tags", "related_ids", "review_state")
 # The fields an update may set: its content, whose changes count toward promotion.
 CONTENT_FIELDS = frozenset({"text", "title", "memory_type", "tags", "related_ids"})
@@ -134,6 +135,8 @@ def version_fields(record: Record) -> dict[str, Any]:
         "title": record.title, "memory_type": record.memory_type, "tags": list(record.tags),
         "related_ids": list(record.related_ids), "review_state": record.review_state,
         "tier": record.tier,
+        "valid_until": record.valid_until.isoformat() if record.valid_until else None,
+        "invalidated_by": record.invalidated_by,
     }
 
 
@@ -182,6 +185,10 @@ def _check_changeable(current: Current, event: LifecycleEvent) -> None:
         raise Rejected("invalid_transition",
                        f"{record.record_id} was merged into {current.superseded_by}; change "
                        "that record instead")
+    if record.invalidated_by is not None and not isinstance(event, MemoryRestore):
+        raise Rejected("invalid_transition",
+                       f"{record.record_id} was {superseded_note(record)}: change that "
+                       "memory instead, or restore a version of this one first")
     expected = getattr(event.payload, "expected_version", None)
     if expected is not None and expected != current.version:
         raise Rejected("stale_version",
@@ -260,7 +267,9 @@ def _review(event: MemoryReview, facts: Facts) -> Outcome:
         raise Rejected("stale_version",
                        f"diff {diff.diff_id} was proposed against version {diff.base_version}"
                        f" of {record.record_id}, which is at version {facts.current.version}")
-    approved = _changed(record, "approved", payload.reviewer, diff.proposed, reason=reason)
+    # An approved invalidation takes the record out of recall: a change of its own kind.
+    change: ChangeKind = "invalidated" if "invalidated_by" in diff.proposed else "approved"
+    approved = _changed(record, change, payload.reviewer, diff.proposed, reason=reason)
     return Outcome(approved.change, approved.record, approved.actor, approved.changed,
                    reason, decided=(diff.diff_id, "approved"))
 
@@ -272,7 +281,9 @@ def _restore(event: MemoryRestore, facts: Facts) -> Outcome:
         raise Rejected("broken_reference",
                        f"{record.record_id} has no version {event.payload.version}")
     fields = {name: old.fields[name] for name in RESTORED_FIELDS if name in old.fields}
-    restored = _changed(record, "restored", event.producer, {**fields, "text": old.text},
+    # A restored memory is in force again, whatever invalidated it since.
+    restored = _changed(record, "restored", event.producer,
+                        {**fields, "text": old.text, **_REINSTATED},
                         reason=f"restored version {old.version}")
     if restored.change == "unchanged":
         return restored
@@ -300,6 +311,9 @@ def _changed(record: Record, change: ChangeKind, actor: str, fields: Mapping[str
             value = redact_secrets(str(value)).text
         elif name in ("tags", "related_ids"):
             value = tuple(dict.fromkeys(value))
+        elif name == "valid_until" and isinstance(value, str):
+            # As a pending diff keeps it: JSON.
+            value = datetime.fromisoformat(value)
         if getattr(record, name) != value:
             update[name] = value
     if not update:
@@ -313,7 +327,8 @@ def _changed(record: Record, change: ChangeKind, actor: str, fields: Mapping[str
 
 # The order in which `changed` names fields, whatever order they were given in.
 _FIELD_ORDER = ("text", "title", "memory_type", "tags", "related_ids", "review_state",
-                "trust_class")
+                "trust_class", "valid_until", "invalidated_by")
+_REINSTATED = {"valid_until": None, "invalidated_by": None}
 
 
 # Restatements a memory keeps in its body, the latest.
@@ -353,3 +368,30 @@ def version_diff(older: RecordVersion, newer: RecordVersion) -> dict[str, Any]:
         fromfile=f"v{older.version}", tofile=f"v{newer.version}", lineterm=""))
     return {"record_id": older.record_id, "from": older.version, "to": newer.version,
             "fields": fields, "text": text}
+
+
+def invalidated(current: Current, newer: Record, because: str, event_id: str,
+                protect: Collection[Protection] = ()) -> Outcome:
+    """A live memory that `newer` restates with another value (processors/invalidation.py):
+    its fact held until `newer` occurred, and `newer` says what holds since. The record keeps
+    its text and leaves recall as a version of its own (`invalidated`); a protected record
+    (under the review policy) waits for a reviewer, as a pending diff under `event_id`."""
+    record = current.record
+    actor = newer.provenance.producer
+    reason = f"restated by {newer.record_id} with another value: {because}"
+    if is_protected(record, protect):
+        proposed = {"valid_until": newer.created_at.isoformat(),
+                    "invalidated_by": newer.record_id}
+        return Outcome("proposed", record, actor, reason=reason, proposal=PendingDiff(
+            diff_id=event_id, namespace=record.namespace, record_id=record.record_id,
+            base_version=current.version, proposed=proposed, proposer=actor,
+            proposed_at=newer.created_at))
+    return _changed(record, "invalidated", actor,
+                    {"valid_until": newer.created_at, "invalidated_by": newer.record_id},
+                    reason=reason)
+
+
+def superseded_note(record: Record) -> str:
+    """What a reader is told of an invalidated memory: by which memory, from when."""
+    when = record.valid_until.date().isoformat() if record.valid_until else "an unknown date"
+    return f"superseded by {record.invalidated_by} on {when}"

@@ -12,12 +12,12 @@ from processors.redaction import redact_secrets
 from schemas.events import MemoryWrite, Provenance
 from schemas.records import Record
 
-_WIKI_LINK = re.compile(r"\[\[([^\[\]|#]{1,200})(?:[#|][^\[\]]*)?\]\]")
+WIKI_LINK = re.compile(r"\[\[([^\[\]|#]{1,200})(?:[#|][^\[\]]*)?\]\]")
 
 
 def wiki_links(text: str) -> list[str]:
     """Targets of `[[Page]]`, `[[Page|label]]` and `[[Page#section]]` links, in order, once."""
-    return list(dict.fromkeys(match.strip() for match in _WIKI_LINK.findall(text)))
+    return list(dict.fromkeys(match.strip() for match in WIKI_LINK.findall(text)))
 
 
 def linked_text(text: str, links: Collection[str]) -> str:

@@ -15,6 +15,8 @@ Profiles (seed 003) are named presets of what to recall and how to weigh it:
               fixed this last time
     handoff   handoffs, commitments and decisions and the latest run digests, strongly
               preferring the recent: where things stand
+    anchor    every kind and type, and what the best hits link to (wiki-links, related ids,
+              shared entities), two hops out: a subject and its neighbourhood (seed 003)
 """
 
 from __future__ import annotations
@@ -128,6 +130,9 @@ class Profile:
     # With a half-life, a record's score is multiplied by 0.5 + 0.5 * 2^(-age / half-life):
     # older records weigh down to half, never to nothing.
     recency_half_life_days: float | None = None
+    # Hops a recall follows from its best hits along links and shared entities (0: none;
+    # processors/memory_graph.py).
+    expand_hops: int = 0
 
     @property
     def max_weight(self) -> float:
@@ -182,6 +187,11 @@ PROFILES: dict[str, Profile] = {
             kind_weights={"run_digest": 1.2},
             type_weights={"handoff": 1.5, "commitment": 1.3},
             recency_half_life_days=7.0,
+        ),
+        Profile(
+            "anchor", "a subject and what it links to: the best hits, then the memories "
+            "their links and shared entities reach, two hops out",
+            record_kinds=RECALLED_KINDS, fusion=HYBRID, expand_hops=2,
         ),
     )
 }

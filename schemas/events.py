@@ -740,7 +740,7 @@ EVENT_TYPES: dict[str, type[RunEvent | MemoryEvent | ConsolidateRequest | Sessio
 
 ChangeKind = Literal[
     "created", "updated", "merged", "superseded", "deprecated", "approved", "rejected",
-    "restored", "proposed", "promoted", "expired", "refused",
+    "restored", "proposed", "promoted", "expired", "refused", "invalidated",
 ]
 RecordKind = Literal["run_digest", "memory", "fix_pattern", "doc_chunk"]
 

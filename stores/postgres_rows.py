@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 
+from processors.confidence import NO_VOTES, Votes, confidence_of, votes_of
 from processors.lexical import record_vector
 from processors.lifecycle import version_fields
 from schemas.events import Provenance
@@ -28,15 +29,17 @@ RECORD_COLUMNS = (
     "record_id, namespace, record_kind, scope, agent_id, title, text, body, memory_type, tags,"
     " related_ids, tier, review_state, trust_class, source_ref, run_ref, provenance,"
     " source_event_id, created_at, expires_at, embedding, thread, lexical, lexical_terms, repo,"
-    " security_scope"
+    " security_scope, valid_until, invalidated_by, confidence"
 )
 INSERT_RECORD = (
     f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,"
+    " $28, $29)"
 )
-# A memory still in force: not merged into another, deprecated or past its expiry.
+# A memory still in force: not merged into another, deprecated, invalidated or past its
+# expiry.
 LIVE_MEMORY = ("record_kind = 'memory' AND superseded_by IS NULL AND review_state <> 'deprecated'"
-               " AND (expires_at IS NULL OR expires_at > now())")
+               " AND invalidated_by IS NULL AND (expires_at IS NULL OR expires_at > now())")
 INSERT_VERSION = (
     "INSERT INTO record_versions (record_id, version, text, body, event_id, fields, change,"
     " actor, namespace) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
@@ -55,6 +58,7 @@ def record_of(row: Mapping[str, Any]) -> Record:
         repo=row["repo"], security_scope=row["security_scope"],
         provenance=Provenance.model_validate(row["provenance"]),
         created_at=row["created_at"], expires_at=row["expires_at"],
+        valid_until=row["valid_until"], invalidated_by=row["invalidated_by"],
     )
 
 
@@ -68,7 +72,15 @@ def record_args(record: Record, vector: Vector) -> tuple[Any, ...]:
         record.source_ref, record.run_ref, record.provenance.model_dump(),
         record.provenance.source_event_id, record.created_at, record.expires_at, vector,
         record.thread, lexical, list(lexical.indices), record.repo, record.security_scope,
+        record.valid_until, record.invalidated_by, record_confidence(record),
     )
+
+
+def record_confidence(record: Record, votes: Votes = NO_VOTES) -> float:
+    """The confidence kept with a record (processors/confidence.py): agents' votes are
+    counted by the stores that know them."""
+    return confidence_of(record.trust_class, record.review_state,
+                         int(record.body.get("restated", 0)), votes)
 
 
 async def insert_new_records(connection: asyncpg.Connection,
@@ -85,3 +97,31 @@ async def insert_new_records(connection: asyncpg.Connection,
           version_fields(record), "created", record.provenance.producer, record.namespace)
          for record, _ in records],
     )
+
+
+async def refresh_confidence(connection: asyncpg.Connection, namespace: str,
+                             record_ids: Sequence[str]) -> None:
+    """Compute again the confidence of these records of the namespace, from their fields and
+    the votes of the agents that rated them (in the caller's transaction)."""
+    rows = await connection.fetch(
+        """
+        SELECT r.record_id, r.trust_class, r.review_state, r.body, s.agent_id,
+               s.valuation_count, s.useful_count
+        FROM unnest($2::text[]) AS wanted (id)
+        JOIN records r ON r.record_id = wanted.id AND r.namespace = $1
+        LEFT JOIN memory_scores s ON s.namespace = r.namespace AND s.memory_id = r.record_id
+                                 AND s.valuation_count > 0
+        """,
+        namespace, list(record_ids))
+    fields: dict[str, tuple[str, str, int]] = {}
+    per_agent: dict[str, dict[str, tuple[int, int]]] = {}
+    for row in rows:
+        fields[row["record_id"]] = (row["trust_class"], row["review_state"],
+                                    int(row["body"].get("restated", 0)))
+        ratings = per_agent.setdefault(row["record_id"], {})
+        if row["agent_id"] is not None:
+            ratings[row["agent_id"]] = (int(row["valuation_count"]), int(row["useful_count"]))
+    await connection.executemany(
+        "UPDATE records SET confidence = $2 WHERE record_id = $1",
+        [(record_id, confidence_of(trust, review, restated, votes_of(per_agent[record_id])))
+         for record_id, (trust, review, restated) in sorted(fields.items())])

@@ -11,6 +11,7 @@ from stores.consolidations import PostgresConsolidations
 from stores.core_blocks import PostgresCoreBlocks
 from stores.dead_letters import PostgresDeadLetters
 from stores.documents import PostgresDocuments
+from stores.entities import PostgresEntities
 from stores.fix_patterns import PostgresFixPatterns
 from stores.gaps import PostgresGaps
 from stores.planning import PostgresPlanning
@@ -48,6 +49,7 @@ class PostgresStores:
         self.gaps = PostgresGaps(pool)
         self.scoring_configs = PostgresScoringConfigs(pool)
         self.planning = PostgresPlanning(pool)
+        self.entities = PostgresEntities(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

@@ -20,6 +20,7 @@ import asyncpg
 
 from processors.adaptive_scoring import MemoryUse
 from stores.gaps import GapSighting, count_sightings
+from stores.postgres_rows import refresh_confidence
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ class PostgresRatings:
                 """,
                 rating.namespace, rating.agent_id, rating.valued_at,
                 [memory_id for memory_id, _ in rows], [useful for _, useful in rows])
+            # Agents' votes are part of a memory's confidence (processors/confidence.py).
+            await refresh_confidence(connection, rating.namespace,
+                                     [memory_id for memory_id, _ in rows])
             if rating.gap is not None:
                 await count_sightings(connection, [GapSighting(
                     rating.namespace, rating.agent_id, "explicit", rating.gap.text,

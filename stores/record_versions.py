@@ -25,7 +25,7 @@ from processors.lifecycle import (
 from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
 from stores.pgvector import Vector
-from stores.postgres_rows import LIVE_MEMORY, record_of
+from stores.postgres_rows import LIVE_MEMORY, record_of, refresh_confidence
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"
@@ -513,12 +513,15 @@ async def _store_version(connection: asyncpg.Connection, record: Record, version
         UPDATE records SET title = $2, text = $3, body = $4, memory_type = $5, tags = $6,
                related_ids = $7, review_state = $8, trust_class = $9, tier = $10,
                embedding = COALESCE($11, embedding), lexical = $12, lexical_terms = $13,
-               version = $14, updated_at = now(), announced_at = NULL
+               version = $14, valid_until = $15, invalidated_by = $16, updated_at = now(),
+               announced_at = NULL
         WHERE record_id = $1
         """,
         record.record_id, record.title, record.text, record.body, record.memory_type,
         list(record.tags), list(record.related_ids), record.review_state, record.trust_class,
-        record.tier, vector, lexical, list(lexical.indices), version)
+        record.tier, vector, lexical, list(lexical.indices), version, record.valid_until,
+        record.invalidated_by)
+    await refresh_confidence(connection, record.namespace, [record.record_id])
     await connection.execute(
         f"INSERT INTO record_versions ({_INSERTED_COLUMNS})"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, $10, $11)",

@@ -9,12 +9,15 @@ the planner scanned the whole namespace (6 ms at 100k records, 0.8 ms joined).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import asyncpg
 
+from processors.as_of import in_force_at
+from processors.confidence import confidence_of
+from processors.lifecycle import RecordVersion
 from processors.listing import ListingPosition
 from processors.memory_graph import GraphRecord
 from schemas.records import Record
@@ -23,9 +26,11 @@ from stores.pgvector import Vector
 from stores.postgres_rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
 from stores.record_versions import (
     EXCERPT_CHARS,
+    VERSION_COLUMNS,
     MergeMember,
     PersonalReader,
     merge_members,
+    version_of,
 )
 from stores.records_search import INDEXED, RECORD_SCOPE
 from stores.vector_index import SearchScope
@@ -34,7 +39,8 @@ from stores.vector_index import SearchScope
 FOUND_COLUMNS = (
     "record_id, record_kind, title, text, body, source_ref, created_at, related_ids, tags,"
     " scope, agent_id, review_state, trust_class, tier, run_ref, version, memory_type, thread,"
-    " provenance, expires_at, embedding, repo, security_scope"
+    " provenance, expires_at, embedding, repo, security_scope, valid_until, invalidated_by,"
+    " confidence, stored_at"
 )
 
 
@@ -66,6 +72,13 @@ class FoundRecord:
     embedding: Vector | None
     repo: str | None = None
     security_scope: str | None = None
+    # When the fact stopped holding and the memory that said so (processors/invalidation.py).
+    valid_until: datetime | None = None
+    invalidated_by: str | None = None
+    # processors/confidence.py; as stored, or from its fields for a record stored before.
+    confidence: float = 1.0
+    # When memory learned it (its first version was stored); None in hand-made records.
+    recorded_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -187,6 +200,12 @@ class Records(Protocol):
 
     async def records_by_id(self, namespace: str,
                             record_ids: Sequence[str]) -> dict[str, FoundRecord]: ...
+
+    async def records_as_of(self, namespace: str, record_ids: Sequence[str],
+                            moment: datetime) -> dict[str, FoundRecord]:
+        """Those of these records that were in force at `moment` (processors/as_of.py), each
+        with the text and fields of its version current then; its vector and confidence
+        are today's."""
 
     async def stored_records(self, namespace: str,
                              record_ids: Sequence[str]) -> list[StoredRecord]:
@@ -328,6 +347,31 @@ class PostgresRecords:
             list(record_ids),
         )
         return {row["record_id"]: _found_record(row) for row in rows}
+
+    async def records_as_of(self, namespace: str, record_ids: Sequence[str],
+                            moment: datetime) -> dict[str, FoundRecord]:
+        async with self._pool.acquire() as connection:
+            rows = await connection.fetch(
+                f"""
+                SELECT {FOUND_COLUMNS}
+                FROM unnest($2::text[]) AS wanted (id)
+                JOIN records ON records.record_id = wanted.id
+                WHERE namespace = $1 AND stored_at <= $3
+                """,
+                namespace, list(record_ids), moment)
+            versions = await connection.fetch(
+                f"SELECT {VERSION_COLUMNS} FROM record_versions"
+                " WHERE record_id = ANY($1::text[]) AND changed_at <= $2",
+                [row["record_id"] for row in rows], moment)
+        by_record: dict[str, list[RecordVersion]] = {}
+        for row in versions:
+            by_record.setdefault(row["record_id"], []).append(version_of(row))
+        found = {}
+        for row in rows:
+            then = in_force_at(by_record.get(row["record_id"], []), moment)
+            if then is not None:
+                found[row["record_id"]] = as_it_stood(_found_record(row), then)
+        return found
 
     async def stored_records(self, namespace: str,
                              record_ids: Sequence[str]) -> list[StoredRecord]:
@@ -546,4 +590,29 @@ def _found_record(row: Mapping[str, Any]) -> FoundRecord:
         run_ref=row["run_ref"], version=int(row["version"]), memory_type=row["memory_type"],
         thread=row["thread"], provenance=row["provenance"], expires_at=row["expires_at"],
         embedding=row["embedding"], repo=row["repo"], security_scope=row["security_scope"],
+        valid_until=row["valid_until"], invalidated_by=row["invalidated_by"],
+        confidence=stored_confidence(row), recorded_at=row["stored_at"],
     )
+
+
+def stored_confidence(row: Mapping[str, Any]) -> float:
+    """A record's confidence as stored, or, for one stored before confidence was kept (until
+    its next change), as its fields make it without votes."""
+    stored = row["confidence"]
+    if stored is not None:
+        return float(stored)
+    return confidence_of(row["trust_class"], row["review_state"],
+                         int(row["body"].get("restated", 0)))
+
+
+def as_it_stood(record: FoundRecord, version: RecordVersion) -> FoundRecord:
+    """`record` with the text, body and fields of one of its versions."""
+    fields = version.fields
+    return replace(
+        record, text=version.text, body=dict(version.body), version=version.version,
+        title=fields.get("title", record.title),
+        memory_type=fields.get("memory_type", record.memory_type),
+        tags=tuple(fields.get("tags", record.tags)),
+        related_ids=tuple(fields.get("related_ids", record.related_ids)),
+        review_state=fields.get("review_state", record.review_state),
+        tier=fields.get("tier", record.tier))

@@ -18,6 +18,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -65,6 +66,33 @@ class IndexHit:
     payload: dict[str, Any]
 
 
+class ScopedRecord(Protocol):
+    """What a scope looks at in a record (stores.records.FoundRecord has it)."""
+
+    @property
+    def record_kind(self) -> str: ...
+    @property
+    def related_ids(self) -> tuple[str, ...]: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def agent_id(self) -> str | None: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def memory_type(self) -> str | None: ...
+    @property
+    def tier(self) -> str: ...
+    @property
+    def review_state(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def repo(self) -> str | None: ...
+    @property
+    def security_scope(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class SearchScope:
     """What one search may return and how much: the `limit` best records of `namespace`
@@ -98,6 +126,25 @@ class SearchScope:
             raise ValueError("min_score is NaN")
         if not self.review_states:
             raise ValueError("review_states is empty: nothing could be returned")
+
+    def admits(self, record: ScopedRecord) -> bool:
+        """Whether a record of this scope's namespace, read from Postgres, is within this
+        scope by the rules the index applies to its payload (a record a graph walk reached,
+        say)."""
+        created = record.created_at.timestamp()
+        return ((not self.record_kinds or record.record_kind in self.record_kinds)
+                and (not self.related_ids or bool(set(record.related_ids)
+                                                  & set(self.related_ids)))
+                and (record.scope == "shared" or record.agent_id == self.agent_id)
+                and (not self.tags or bool(set(record.tags) & set(self.tags)))
+                and (not self.memory_types or record.record_kind != "memory"
+                     or record.memory_type in self.memory_types)
+                and (not self.tiers or record.tier in self.tiers)
+                and record.review_state in self.review_states
+                and (self.since is None or created >= self.since)
+                and (self.until is None or created <= self.until)
+                and (not self.repos or record.repo is None or record.repo in self.repos)
+                and (not self.security_scopes or record.security_scope in self.security_scopes))
 
     @property
     def repo_keys(self) -> tuple[str, ...]:

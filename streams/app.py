@@ -18,6 +18,7 @@ from pathlib import Path
 
 import faust
 
+from processors.invalidation import STALE_COSINE
 from processors.tiers import TierRules
 from schemas.topics import (
     DEAD_LETTER_TOPICS,
@@ -29,7 +30,8 @@ from schemas.topics import (
     SESSIONS_EVENTS,
     source_of_dead_letters,
 )
-from stores.vector_index import SearchIndex, VectorIndex
+from stores.records_search import RecordsSearch
+from stores.vector_index import VectorIndex
 from streams.api.browser import wire_browser
 from streams.api.changes import wire_changes
 from streams.api.consolidation import wire_consolidation
@@ -65,10 +67,10 @@ from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.planning_ledger import PlanningLedger, request_syncs
 from streams.stages.record_sink import RecordSink
 from streams.stages.report_relay import ReportRelay
+from streams.stages.restatements import RestatementFinder
 from streams.stages.retention import RetentionJob
 from streams.stages.run_intake import RunLedger
 from streams.stages.session_ledger import SessionLedger
-from streams.stages.twins import TwinFinder
 from streams.wiring import Role, Wiring
 
 log = logging.getLogger(__name__)
@@ -111,7 +113,7 @@ def create_app(settings: Settings, role: Role) -> faust.App:
     )
 
 
-def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: SearchIndex,
+def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: RecordsSearch,
                 settings: Settings) -> None:
     """The ingest role: writes and runs in, consolidations published, the read views."""
     app = wiring.app
@@ -122,11 +124,12 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     lifecycle = LifecycleApplier(runtime, sink, settings.protect,
                                  TierRules(settings.promote_after_updates),
                                  settings.block_max_chars)
-    twins = None if settings.twin_cosine is None else \
-        TwinFinder(runtime, index, settings.twin_cosine)
+    restatements = RestatementFinder(runtime, index, settings.twin_cosine,
+                                     STALE_COSINE if settings.invalidation else None)
     wiring.agent(MEMORY_EVENTS, "memory-writes",
                  lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle,
-                                      refuse_low_value=settings.refuse_low_value, twins=twins),
+                                      refuse_low_value=settings.refuse_low_value,
+                                      restatements=restatements),
                  settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)
@@ -190,7 +193,7 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_documents(pages, runtime)
     wire_planning(pages, runtime)
     wire_browser(pages)
-    wire_graph(pages, runtime.stores.records)
+    wire_graph(pages, runtime.stores.records, runtime.stores.entities)
     wire_dead_letters(pages, runtime.stores.dead_letters)
     wire_openapi(pages)
 

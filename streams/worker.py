@@ -93,6 +93,7 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
         derived_review=settings.derived_review,
         planning=BeadsRepos(settings.planning_repos, bd=shutil.which("bd"))
         if settings.memory.planning else None,
+        confidence_thresholds=settings.confidence_thresholds,
     )
 
 

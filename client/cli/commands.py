@@ -102,7 +102,8 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
         args.query, namespace=namespace_of(args, config), agent_id=args.agent, kind=args.kind,
         tag=args.tag, memory_type=args.type, profile=args.profile, limit=args.limit,
         min_score=args.min_score, explain=args.explain, repo=args.repo,
-        security_scope=args.security_scope)
+        security_scope=args.security_scope, as_of=args.as_of,
+        min_confidence=args.min_confidence, expand=args.expand)
     if output.as_json:
         output.json(answer.raw)
         return 0
@@ -115,7 +116,7 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
         output.table(["#", "record", "kind", "relevance"],
                      [(rank, hit.record_id, hit.kind, hit.relevance)
                       for rank, hit in enumerate(hits, 1)],
-                     texts=[one_line(hit.raw) for hit in hits])
+                     texts=[hit_line(hit) for hit in hits])
     note_empty_namespace(answer, output)
     if answer.degraded:
         output.note("degraded: the index is down, these come from Postgres")
@@ -123,6 +124,16 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
         output.note(f"the search budget of run {answer.run_id} is spent")
     return 0
 
+def hit_line(hit: SearchHit) -> str:
+    """A hit's line: its text, and for one a hit's links reached, from which hit; for one
+    out of force (asked as of an earlier moment), what superseded it."""
+    line = one_line(hit.raw)
+    if hit.via is not None:
+        line = f"(via {hit.via.from_}, {hit.via.hops} hop{'s' * (hit.via.hops > 1)}) {line}"
+    if hit.invalidated_by is not None:
+        until = f" on {hit.valid_until.date().isoformat()}" if hit.valid_until else ""
+        line = f"(superseded by {hit.invalidated_by}{until}) {line}"
+    return line
 
 
 def narrowed_by_keys(parser: argparse.ArgumentParser) -> None:
@@ -132,6 +143,21 @@ def narrowed_by_keys(parser: argparse.ArgumentParser) -> None:
                         help="only this repo's records and those of no repo (repeatable)")
     parser.add_argument("--security-scope", action="append",
                         help="only records labelled with this security scope (repeatable)")
+
+
+def viewed_from(parser: argparse.ArgumentParser) -> None:
+    """A read's viewpoint: memory as of a moment, the confidence records need, the hops
+    followed from the best hits."""
+    parser.add_argument("--as-of", metavar="TIME",
+                        help="memory as it stood then (ISO 8601: 2026-11-01 or "
+                             "2026-11-01T09:30Z)")
+    parser.add_argument("--min-confidence", type=float,
+                        help="only records memory is at least this sure of (0 to 1; by "
+                             "default each tier's threshold)")
+    parser.add_argument("--expand", type=int, metavar="HOPS",
+                        help="follow the best hits' links and shared entities this many hops "
+                             "(0 to 3)")
+
 
 def explained_row(rank: int, hit: SearchHit) -> tuple[object, ...]:
     """A hit's row of `search --explain`, narrow enough for 80 columns: its rank in the dense
@@ -161,7 +187,8 @@ def context(client: MemoryClient, args: argparse.Namespace, config: Config,
     answer = client.context(
         args.query, namespace=namespace_of(args, config), agent_id=args.agent,
         budget_tokens=args.budget, error=args.error, run_id=args.run, profile=args.profile,
-        repo=args.repo, security_scope=args.security_scope)
+        repo=args.repo, security_scope=args.security_scope, as_of=args.as_of,
+        min_confidence=args.min_confidence, expand=args.expand)
     if output.as_json:
         output.json(answer.raw)
         return 0
@@ -222,14 +249,18 @@ def summary(client: MemoryClient, args: argparse.Namespace, config: Config,
 def show(client: MemoryClient, args: argparse.Namespace, config: Config,
          output: Output) -> int:
     if len(args.record_ids) > 1:
+        if args.as_of is not None:
+            raise CliError(EXIT_USAGE, "--as-of reads one record: name one")
         return show_many(client, args, config, output)
     [record_id] = args.record_ids
     namespace = namespace_of(args, config)
-    answer = client.record(record_id, namespace=namespace)
+    answer = client.record(record_id, namespace=namespace, as_of=args.as_of)
     if output.as_json:
         output.json(answer.raw)
         return 0
     record = answer.record
+    standing = answer.standing
+    then = answer.as_of
     output.line(fields([
         ("record", record.record_id), ("kind", record.record_kind),
         ("title", record.title), ("version", answer.version),
@@ -239,6 +270,10 @@ def show(client: MemoryClient, args: argparse.Namespace, config: Config,
         ("trust", record.trust_class), ("source", record.source_ref),
         ("producer", record.provenance.producer),
         ("event", record.provenance.source_event_id),
+        ("in force", None if standing is None else
+         "yes" if standing.in_force else f"no: {standing.note}"),
+        *([] if then is None else [("as of", f"{when(then.moment)}: {then.standing}" + (
+            "" if then.version is None else f", version {then.version.version}"))]),
         ("created", when(record.created_at)), ("superseded by", answer.superseded_by),
     ], output.width))
     output.line()
@@ -261,6 +296,39 @@ def show(client: MemoryClient, args: argparse.Namespace, config: Config,
                      [(m.record_id, m.version, m.review_state, m.superseded_by)
                       for m in answer.members],
                      texts=[one_line(m.raw) for m in answer.members])
+    return 0
+
+
+def neighbours(client: MemoryClient, args: argparse.Namespace, config: Config,
+               output: Output) -> int:
+    answer = client.neighbours(args.start, namespace=namespace_of(args, config),
+                               depth=args.depth, as_of=args.as_of)
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    nodes = [node for node in answer.nodes if node.hops > 0]
+    output.table(["hops", "node", "via", "strength"],
+                 [(node.hops, node.id, f"{node.relation} of {node.via}", node.strength)
+                  for node in nodes],
+                 texts=[one_line(node.raw) if node.type == "record"
+                        else f"entity {node.raw.get('name')} ({node.raw.get('entity_kind')}, "
+                             f"{node.raw.get('records')} records)" for node in nodes])
+    if answer.truncated:
+        output.note("the walk stopped early: it reached the most nodes one answer shows")
+    return 0
+
+
+def entities(client: MemoryClient, args: argparse.Namespace, config: Config,
+             output: Output) -> int:
+    answer = client.entities(namespace=namespace_of(args, config), prefix=args.prefix,
+                             limit=args.limit)
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    output.table(["entity", "kind", "records", "first seen"],
+                 [(entity.name, entity.entity_kind, entity.records, when(entity.first_seen))
+                  for entity in answer.entities],
+                 texts=[", ".join(entity.aliases) for entity in answer.entities])
     return 0
 
 
@@ -767,7 +835,7 @@ COMMANDS: dict[str, Command] = {
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
     "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps, "docs": docs,
-    "plan": plan,
+    "plan": plan, "neighbours": neighbours, "entities": entities,
 }
 
 
@@ -807,6 +875,7 @@ def parser() -> argparse.ArgumentParser:
                             "lexical lists, the fused score, the profile's weight, the agent's "
                             "adaptive score, its blend and the score")
     narrowed_by_keys(found)
+    viewed_from(found)
 
     pack = command("context", "the context pack for a task: the agent's core blocks, "
                    "history, then long-term memories")
@@ -817,6 +886,7 @@ def parser() -> argparse.ArgumentParser:
     pack.add_argument("--run", help="a run id: the errors it met, and its search budget")
     pack.add_argument("--profile")
     narrowed_by_keys(pack)
+    viewed_from(pack)
 
     brief = command("summary", "what memory holds about a query, in a token budget: the "
                                "hits condensed, each memory cited by its id")
@@ -827,8 +897,22 @@ def parser() -> argparse.ArgumentParser:
     brief.add_argument("--profile")
     brief.add_argument("--min-score", type=float)
     brief.add_argument("--limit", type=int, help="hits to summarize (5)")
-    command("show", "records by id: one with its provenance, versions and lineage; several "
-                    "in one read").add_argument("record_ids", nargs="+", metavar="record_id")
+    shown = command("show", "records by id: one with its provenance, versions, lineage and "
+                            "whether it is in force; several in one read")
+    shown.add_argument("record_ids", nargs="+", metavar="record_id")
+    shown.add_argument("--as-of", metavar="TIME",
+                       help="also the record's version at that moment, and whether it was in "
+                            "force then (one record)")
+    around = command("neighbours", "the records and entities around a record or an entity "
+                                   "(entity:NAME), along related ids, wiki-links and shared "
+                                   "entities")
+    around.add_argument("start", metavar="RECORD|entity:NAME")
+    around.add_argument("--depth", type=int, help="hops out, 1 to 3 (1)")
+    around.add_argument("--as-of", metavar="TIME", help="among the records in force then")
+    named = command("entities", "the entities the namespace's records mention, the most "
+                                "mentioned first")
+    named.add_argument("--prefix", help="those whose name starts so")
+    named.add_argument("--limit", type=int, help="at most this many (50; at most 500)")
     listed = command("list", "the records the key may read, newest first, a page at a time")
     listed.add_argument("--agent", help="those of this agent only")
     listed.add_argument("--tier", action="append",

@@ -41,7 +41,7 @@ you go, and `sleep` last with a summary and the next steps. After you used what 
 you, `rate_memories`: which memories helped and which did not, and what you needed and did \
 not find."""
 
-Profile = Literal["default", "planning", "incident", "handoff"]
+Profile = Literal["default", "planning", "incident", "handoff", "anchor"]
 # As many ids as one call of `get_memories` reads: records whole fill a model's context fast.
 MAX_IDS = 20
 # Records one page of `list_memories` names.
@@ -76,7 +76,9 @@ def memory_server(callers: Callers) -> MCPServer:
         ctx: Context,
         profile: Annotated[Profile | None, Field(
             description="planning: decisions and how things are done; incident: what fixed "
-                        "an error last time; handoff: where things stand; default: all")] = None,
+                        "an error last time; handoff: where things stand; anchor: a subject "
+                        "and what its memories link to (a project's page and the memories "
+                        "it links, two hops out); default: all")] = None,
         memory_type: Annotated[list[MemoryType] | None, Field(
             description="only memories of these types")] = None,
         tags: Annotated[list[str] | None, Field(
@@ -95,25 +97,55 @@ def memory_server(callers: Callers) -> MCPServer:
         documents: Annotated[bool, Field(description=(
             "search the project's documents (design docs, specs, guides synced into "
             "memstream) instead of memories: each hit is a section of a document"))] = False,
+        expand: Annotated[int | None, Field(ge=0, le=3, description=(
+            "also follow the best memories' links (wiki-links, related ids, shared names) "
+            "this many hops: memories linked to what you found, even in other words"))] = None,
+        as_of: Annotated[str | None, Field(description=(
+            "memory as it stood at this past moment (ISO 8601), e.g. to see what was "
+            "believed when a decision was made; superseded facts show what replaced them"))]
+            = None,
     ) -> dict[str, Any]:
         """Search long-term memory for what is relevant to a question: decisions, lessons,
         facts, fixes of past errors, your own personal memories and the team's shared ones.
         Call it before you decide or act on something the team may have met before, and
         before you `remember`, so as not to write what is already known. Each hit has its
         record_id (to read it whole with `get_memories`, to relate or update it), its title,
-        text and relevance (0 to 1)."""
+        text, relevance (0 to 1) and confidence (how sure memory is of it). A fact a newer
+        memory restated with another value is left out: it is superseded."""
         async with memory(ctx) as client:
             found = await client.search(query, profile=profile, memory_type=memory_type,
                                         tag=tags, related_id=related_id, limit=limit,
                                         min_score=min_score, explain=explain, repo=repo,
-                                        kind="doc_chunk" if documents else None)
+                                        kind="doc_chunk" if documents else None,
+                                        expand=expand, as_of=as_of)
         return {"hits": [{"record_id": hit.record_id, "title": hit.title, "text": hit.text,
                           "relevance": round(hit.relevance, 3), "memory_type": hit.memory_type,
                           "tags": hit.tags, "scope": hit.scope, "source_ref": hit.source_ref,
                           "created_at": hit.created_at.isoformat(),
+                          "confidence": hit.confidence,
+                          **({"via": hit.raw["via"]} if hit.via is not None else {}),
+                          **({"superseded_by": hit.invalidated_by,
+                              "valid_until": hit.raw["valid_until"]}
+                             if hit.invalidated_by is not None else {}),
                           **({"explain": hit.raw["explain"]} if explain else {})}
                          for hit in found.hits],
                 "namespace_holds_records": found.namespace_holds_records}
+
+    @server.tool()
+    async def related(
+        start: Annotated[str, Field(description=(
+            "a record id (from `recall`), or entity: and a name (entity:Billing service)"))],
+        ctx: Context,
+        depth: Annotated[int, Field(ge=1, le=3, description="hops out")] = 1,
+    ) -> dict[str, Any]:
+        """What memory links to a memory or a name: the memories it relates to or that
+        relate to it, the pages its wiki-links name, the names (services, people, projects)
+        it mentions and the other memories that mention them, a few hops out. Use it to
+        follow a subject from an anchor memory (a project's page) to what belongs with it."""
+        async with memory(ctx) as client:
+            around = await client.neighbours(start, depth=depth)
+        return {"nodes": [node.raw for node in around.nodes], "edges": around.raw["edges"],
+                "truncated": around.truncated}
 
     @server.tool()
     async def remember(

@@ -82,6 +82,18 @@ class Explanation(Answer):
     relevance: float
 
 
+class Via(Answer):
+    """How a recall reached a record from one of its hits."""
+
+    # The hit it was reached from, the hops between, the record or entity it came by last,
+    # and the link it followed from there.
+    from_: str = Field(alias="from")
+    hops: int
+    last: str | None
+    relation: str | None
+    strength: float
+
+
 class SearchHit(Answer):
     record_id: str
     kind: str
@@ -107,8 +119,18 @@ class SearchHit(Answer):
     # The repository it belongs to (none: the namespace's), and who may be shown it.
     repo: str | None = None
     security_scope: str | None = None
+    # How sure memory is of it, in [0, 1] (docs/retrieval.md#confidence).
+    confidence: float = 1.0
+    # When its fact held (until a newer memory restated it with another value:
+    # `invalidated_by`), and when memory learned it.
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    invalidated_by: str | None = None
+    recorded_at: datetime | None = None
     # Of a search by related ids: those asked that the record lists.
     shared_related_ids: list[str] = Field(default_factory=list)
+    # Of a record reached from a hit's links (expand): how.
+    via: Via | None = None
     # With explain=true.
     explain: Explanation | None = None
 
@@ -293,6 +315,9 @@ class Record(Answer):
     provenance: Provenance
     created_at: datetime
     expires_at: datetime | None
+    # When its fact stopped holding, and the memory that restated it with another value.
+    valid_until: datetime | None = None
+    invalidated_by: str | None = None
 
 
 class LineageVersion(Answer):
@@ -320,6 +345,26 @@ class MergeMember(Answer):
     superseded_by: str | None
 
 
+class Standing(Answer):
+    """Whether a record is in force; if not, what replaced it: the merge it went into, or
+    the memory that restated it with another value (and from when)."""
+
+    in_force: bool
+    note: str | None
+    merged_into: str | None = None
+    invalidated_by: str | None = None
+    valid_until: datetime | None = None
+
+
+class StandingAt(Answer):
+    """A record at a moment (`as_of`): whether it was in force (`in_force`,
+    `not_recorded`, `superseded`, `expired`, `invalidated`) and its version then."""
+
+    moment: datetime
+    standing: str
+    version: RecordVersion | None
+
+
 class RecordLineage(Answer):
     record: Record
     version: int
@@ -328,6 +373,9 @@ class RecordLineage(Answer):
     supersedes: list[SupersededMember]
     # A merge's members, as they are now.
     members: list[MergeMember]
+    standing: Standing | None = None
+    # Asked with as_of.
+    as_of: StandingAt | None = None
 
 
 # Many records: by their ids, or listed a page at a time.
@@ -566,6 +614,47 @@ class MemoryGraph(Answer):
     edges: list[GraphEdge]
     unresolved_links: int
     related_outside: int
+
+
+class Entity(Answer):
+    """A name records mention, normalised (`key`), as first written (`name`), with the other
+    forms it was written in and how many live records mention it."""
+
+    key: str
+    name: str
+    entity_kind: str
+    aliases: list[str]
+    records: int
+    first_seen: datetime
+
+
+class EntityList(Answer):
+    namespace: str
+    entities: list[Entity]
+
+
+class Neighbour(Answer):
+    """A record or an entity a walk reached: `hops` between records from the start, `via` the
+    node it came from by `relation`, `strength` the product of its links' strengths. A
+    record's fields (title, excerpt, kind ...) or an entity's (key, name, ...) are
+    attributes too."""
+
+    id: str
+    type: str
+    hops: int
+    via: str | None
+    relation: str | None
+    strength: float
+
+
+class Neighbourhood(Answer):
+    namespace: str
+    from_: str = Field(alias="from")
+    depth: int
+    as_of: datetime | None
+    truncated: bool
+    nodes: list[Neighbour]
+    edges: list[GraphEdge]
 
 
 class CountWindow(Answer):

@@ -34,6 +34,7 @@ from client.sdk.models import (
     Document,
     DocumentAccepted,
     DocumentList,
+    EntityList,
     FixPatterns,
     GapList,
     Health,
@@ -43,6 +44,7 @@ from client.sdk.models import (
     MemoryScores,
     MemorySummary,
     MemoryWritten,
+    Neighbourhood,
     PendingDiffs,
     PlanningContext,
     PlanningItems,
@@ -127,18 +129,24 @@ def search(config: Config, query: str | None = None, *, namespace: str | None = 
            review_state: ReviewState | Sequence[ReviewState] | None = None,
            related_id: Some | None = None, since: Moment | None = None,
            until: Moment | None = None, explain: bool = False, repo: Some | None = None,
-           security_scope: Some | None = None) -> Call[SearchAnswer]:
+           security_scope: Some | None = None, as_of: Moment | None = None,
+           min_confidence: float | None = None,
+           expand: int | None = None) -> Call[SearchAnswer]:
     """Hybrid search of a namespace (`GET /v1/search`): the hits that reach `min_score`
     (0.5), best first, at most `limit` (5). `related_id` (one or several) keeps the records
     that list any of them; without a query it is the search: those that list the most of
     them first, then the newest. `explain`: each hit says how its score was made. `repo`
     (one or several) keeps their records and those of no repo; `security_scope` keeps the
-    records labelled with one of them."""
+    records labelled with one of them. `as_of`: memory as it stood then; `min_confidence`:
+    only records memory is that sure of (by default, each tier's threshold); `expand`:
+    hops followed from the best hits along links and shared entities (the `anchor`
+    profile follows 2)."""
     return get("/v1/search", SearchAnswer, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, profile=profile, run_id=run_id,
                min_score=min_score, limit=limit, kind=kind, memory_type=memory_type, tag=tag,
                tier=tier, review_state=review_state, related_id=related_id, since=since,
-               until=until, explain=flag(explain), repo=repo, security_scope=security_scope)
+               until=until, explain=flag(explain), repo=repo, security_scope=security_scope,
+               as_of=as_of, min_confidence=min_confidence, expand=expand)
 
 
 def flag(on: bool) -> str | None:
@@ -156,7 +164,9 @@ def summary(config: Config, query: str, *, namespace: str | None = None,
             review_state: ReviewState | Sequence[ReviewState] | None = None,
             related_id: str | None = None, since: Moment | None = None,
             until: Moment | None = None, repo: Some | None = None,
-            security_scope: Some | None = None) -> Call[MemorySummary]:
+            security_scope: Some | None = None, as_of: Moment | None = None,
+            min_confidence: float | None = None,
+            expand: int | None = None) -> Call[MemorySummary]:
     """What memory holds about `query`, in `budget_tokens` (400) (`GET /v1/summary`): the
     hits of the same search as `search` condensed, each memory cited by its id (rewritten by
     the worker's LLM hook when one is configured). One search of `run_id`'s budget."""
@@ -165,7 +175,8 @@ def summary(config: Config, query: str, *, namespace: str | None = None,
                profile=profile, min_score=min_score, limit=limit, kind=kind,
                memory_type=memory_type, tag=tag, tier=tier, review_state=review_state,
                related_id=related_id, since=since, until=until, repo=repo,
-               security_scope=security_scope)
+               security_scope=security_scope, as_of=as_of, min_confidence=min_confidence,
+               expand=expand)
 
 
 def context(config: Config, query: str, *, namespace: str | None = None,
@@ -180,14 +191,18 @@ def context(config: Config, query: str, *, namespace: str | None = None,
             until: Moment | None = None, explain: bool = False, repo: Some | None = None,
             security_scope: Some | None = None,
             shares: Mapping[str, float] | None = None,
-            planning_ref: str | None = None) -> Call[ContextPack]:
+            planning_ref: str | None = None, as_of: Moment | None = None,
+            min_confidence: float | None = None,
+            expand: int | None = None) -> Call[ContextPack]:
     """The context pack for a task (`GET /v1/context`): the agent's core blocks, the
     planning of `planning_ref` (a Beads item of the one `repo` given: the item, its
     blockers, its ready siblings), history (fix patterns of `error`, or of the errors
     `run_id` met; run digests), then long-term memories, in `budget_tokens`. `explain`: each
     item says how its score was made. `repo` and `security_scope` narrow the retrieved
     sections as they narrow `search`. `shares`: each section's share of the budget the core
-    blocks leave (`{"documents": 0.4}`; the sections not named keep the server's)."""
+    blocks leave (`{"documents": 0.4}`; the sections not named keep the server's).
+    `as_of`, `min_confidence` and `expand` are `search`'s (`expand` in the long-term
+    section)."""
     return get("/v1/context", ContextPack, namespace=namespace_of(config, namespace),
                query=query, agent_id=agent_id, run_id=run_id, error=error,
                budget_tokens=budget_tokens, profile=profile, min_score=min_score, kind=kind,
@@ -195,7 +210,8 @@ def context(config: Config, query: str, *, namespace: str | None = None,
                related_id=related_id, since=since, until=until, explain=flag(explain),
                repo=repo, security_scope=security_scope,
                shares=",".join(f"{name}={share}" for name, share in shares.items())
-               if shares else None, planning_ref=planning_ref)
+               if shares else None, planning_ref=planning_ref, as_of=as_of,
+               min_confidence=min_confidence, expand=expand)
 
 
 def fix_patterns(config: Config, error: str, *, namespace: str | None = None,
@@ -207,11 +223,13 @@ def fix_patterns(config: Config, error: str, *, namespace: str | None = None,
                error=error, limit=limit, min_score=min_score)
 
 
-def record(config: Config, record_id: str, *,
-           namespace: str | None = None) -> Call[RecordLineage]:
-    """One record, its versions and its lineage (`GET /v1/records/{record_id}`)."""
+def record(config: Config, record_id: str, *, namespace: str | None = None,
+           as_of: Moment | None = None) -> Call[RecordLineage]:
+    """One record, its versions, its lineage and whether it is in force (or what superseded
+    it, when) (`GET /v1/records/{record_id}`); `as_of`: also its version then, and whether
+    it was in force then."""
     return get(f"/v1/records/{segment(record_id)}", RecordLineage,
-               namespace=namespace_of(config, namespace))
+               namespace=namespace_of(config, namespace), as_of=as_of)
 
 
 def records(config: Config, record_ids: Sequence[str], *,
@@ -299,6 +317,24 @@ def graph(config: Config, *, namespace: str | None = None, agent_id: str | None 
     """The memory graph: live memories and the links between them."""
     return get("/v1/graph", MemoryGraph, namespace=namespace_of(config, namespace),
                agent_id=agent_id, limit=limit)
+
+
+def neighbours(config: Config, start: str, *, depth: int | None = None,
+               namespace: str | None = None, agent_id: str | None = None,
+               as_of: Moment | None = None) -> Call[Neighbourhood]:
+    """The records and entities around a record or an entity (`entity:` and its name),
+    `depth` hops out (1 to 3; 1 by default) along related ids, wiki-links and shared
+    entities (`GET /v1/graph/neighbours`); `as_of`: among the records in force then."""
+    return get("/v1/graph/neighbours", Neighbourhood, namespace=namespace_of(config, namespace),
+               agent_id=agent_id, depth=depth, as_of=as_of, **{"from": start})
+
+
+def entities(config: Config, *, namespace: str | None = None, agent_id: str | None = None,
+             prefix: str | None = None, limit: int | None = None) -> Call[EntityList]:
+    """The entities the namespace's records mention, the most mentioned first
+    (`GET /v1/entities`); `prefix` keeps those whose name starts so."""
+    return get("/v1/entities", EntityList, namespace=namespace_of(config, namespace),
+               agent_id=agent_id, prefix=prefix, limit=limit)
 
 
 def consolidation_counts(config: Config, *,

@@ -57,6 +57,7 @@ from processors.parameters import (
 from processors.retrieval import PROFILES, Fused, Profile, age_in_days
 from stores.core_blocks import CoreBlocks
 from stores.records import FoundRecord
+from stores.records_search import RecordsSearch
 from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.fix_patterns import ERROR
@@ -67,16 +68,20 @@ from streams.api.retrieval_log import RetrievalLog
 from streams.api.search import (
     DEFAULT_MIN_SCORE,
     MIN_SCORE,
+    NOW,
     SEARCH_FILTERS,
     Found,
     Hit,
+    Viewpoint,
     budget_exhausted,
+    expand_of,
     explanation,
     holds_records,
     hybrid_search,
     profile_of,
     scope_of,
     spend_search,
+    with_links,
 )
 from streams.plumbing.config import MemoryFlags
 from streams.plumbing.runtime import Runtime
@@ -112,7 +117,7 @@ CONTEXT_PARAMS: Params = {**SEARCH_FILTERS, "budget_tokens": Param(BUDGET_TOKENS
                           "planning_ref": Param(PLANNING_ITEM)}
 
 
-def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+def wire_context(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                  flags: MemoryFlags, max_searches_per_run: int,
                  retrievals: RetrievalLog) -> None:
     @pages.page("/v1/context", params=CONTEXT_PARAMS)
@@ -149,6 +154,10 @@ class ContextQuery:
     shares: Mapping[str, float] = field(default_factory=dict)
     # The Beads work item the pack is for, of the one repo the query narrows to.
     planning_ref: str | None = None
+    # Memory as it stood at a moment, and the confidence its records need.
+    viewpoint: Viewpoint = NOW
+    # Hops the long-term section follows from its best memories along their links.
+    expand: int = 0
 
     @classmethod
     def from_params(cls, params: Any, flags: MemoryFlags, agent_id: str | None,
@@ -169,7 +178,8 @@ class ContextQuery:
                                        agent_id), profile,
                    budget, optional(params, "run_id", IDENTIFIER), error,
                    value(params, "explain", BOOLEAN, False),
-                   value(params, "shares", SHARES, flags.context_shares), planning_ref)
+                   value(params, "shares", SHARES, flags.context_shares), planning_ref,
+                   Viewpoint.from_params(params), expand_of(params, profile))
 
 
 @dataclass
@@ -181,7 +191,7 @@ class Gathered:
     explained: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-async def build_context(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def build_context(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                         flags: MemoryFlags, query: ContextQuery) -> dict[str, Any]:
     """The context pack for `query` (see the module docstring); an empty query packs the
     core blocks alone (a session woken without a task)."""
@@ -258,7 +268,7 @@ async def plan(runtime: Runtime, flags: MemoryFlags, namespace: str, repo: str, 
         gathered.degraded.add("planning")
 
 
-async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def retrieve(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                    flags: MemoryFlags, query: ContextQuery, gathered: Gathered) -> None:
     """The candidates of the retrieved sections: history, long-term memories, documents."""
     vector = (await runtime.embed([query.query]))[0]
@@ -287,14 +297,23 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
             runtime, index, fallback, query, vector, searched)))
     if flags.long_term:
         memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
-        sections.append(section("long_term", lambda: searched(hybrid_search(
-            runtime, index, fallback, query.query, memories, query.profile, vector))))
+        sections.append(section("long_term", lambda: searched(linked_memories(
+            runtime, index, fallback, query, memories, vector))))
     if flags.documents:
         chunks = replace(query.scope, record_kinds=("doc_chunk",), memory_types=(),
                          limit=DOC_CHUNKS)
         sections.append(section("documents", lambda: searched(hybrid_search(
-            runtime, index, fallback, query.query, chunks, query.profile, vector))))
+            runtime, index, fallback, query.query, chunks, query.profile, vector,
+            query.viewpoint))))
     await asyncio.gather(*sections)
+
+
+async def linked_memories(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
+                          query: ContextQuery, memories: SearchScope, vector: Any) -> Found:
+    """The long-term section's memories, with those their links reach when asked."""
+    found = await hybrid_search(runtime, index, fallback, query.query, memories,
+                                query.profile, vector, query.viewpoint)
+    return await with_links(runtime, found, memories, query.expand, query.viewpoint)
 
 
 async def core_blocks(runtime: Runtime, namespace: str, agent: str) -> list[CoreBlock]:
@@ -330,7 +349,7 @@ def core_view(agent: str | None, core: CorePack, failed: bool) -> dict[str, Any]
     }
 
 
-async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def history(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                   query: ContextQuery, vector: Any,
                   searched: Callable[[Awaitable[Found]], Awaitable[list[Hit]]]) -> list[Hit]:
     """Fix patterns of the error (given, or met by the run), most successful first, then the
@@ -342,8 +361,10 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
         signatures = await runtime.stores.fix_patterns.run_signatures(namespace, query.run_id)
     else:
         signatures = []
-    exact = await runtime.stores.records.records_by_id(
-        namespace, [fix_pattern_record_id(namespace, s) for s in signatures])
+    exact_ids = [fix_pattern_record_id(namespace, s) for s in signatures]
+    as_of = query.viewpoint.as_of
+    exact = await (runtime.stores.records.records_by_id(namespace, exact_ids) if as_of is None
+                   else runtime.stores.records.records_as_of(namespace, exact_ids, as_of))
     hits = sorted(
         (Hit(record, Fused(record.record_id, 1.0, None, None), 1.0, 1.0, 1.0)
          for record in exact.values() if record.review_state in query.scope.review_states),
@@ -354,11 +375,11 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
         searched(hybrid_search(
             runtime, index, fallback, patterns_like,
             replace(query.scope, record_kinds=("fix_pattern",), limit=FIX_PATTERNS),
-            PROFILES["incident"])),
+            PROFILES["incident"], viewpoint=query.viewpoint)),
         searched(hybrid_search(
             runtime, index, fallback, query.query,
             replace(query.scope, record_kinds=("run_digest",), limit=DIGESTS),
-            query.profile, vector)))
+            query.profile, vector, query.viewpoint)))
     seen = {hit.record.record_id for hit in hits}
     return hits + [hit for hit in [*similar, *digests] if hit.record.record_id not in seen]
 

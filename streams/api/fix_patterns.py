@@ -18,6 +18,7 @@ from processors.ids import fix_pattern_record_id
 from processors.parameters import NAMESPACE, text
 from processors.retrieval import PROFILES
 from stores.records import FoundRecord
+from stores.records_search import RecordsSearch
 from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
@@ -40,7 +41,7 @@ FIX_PATTERN_PARAMS: Params = {**NAMESPACE_PARAMS, "error": Param(ERROR), "limit"
 
 
 def wire_fix_patterns(pages: Pages, runtime: Runtime, index: SearchIndex,
-                      fallback: SearchIndex) -> None:
+                      fallback: RecordsSearch) -> None:
     @pages.page("/v1/fix-patterns", params=FIX_PATTERN_PARAMS)
     async def fix_patterns_view(web: View, request: Request, caller: Caller) -> Response:
         granted_namespace(caller, request.query)
@@ -63,7 +64,7 @@ class FixPatternQuery:
         return cls(namespace, error, *limits(params, cls.limit, cls.min_score))
 
 
-async def find_fix_patterns(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def find_fix_patterns(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                             query: FixPatternQuery) -> dict[str, Any]:
     signature = error_signature(query.error)
     exact_id = fix_pattern_record_id(query.namespace, signature.signature_id)

@@ -30,6 +30,7 @@ import logging
 from processors.gaps import SAME_QUESTION_COSINE
 from processors.retrieval import PROFILES
 from stores.gaps import Answer, DueCheck
+from stores.records_search import RecordsSearch
 from stores.vector_index import SearchIndex, SearchScope
 from streams.api.search import DEFAULT_MIN_SCORE, hybrid_search
 from streams.plumbing.runtime import Runtime
@@ -43,7 +44,7 @@ LEASE_S = 120.0
 
 
 class GapKeeper:
-    def __init__(self, runtime: Runtime, index: SearchIndex, fallback: SearchIndex) -> None:
+    def __init__(self, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch) -> None:
         self._runtime = runtime
         self._gaps = runtime.stores.gaps
         self._index, self._fallback = index, fallback

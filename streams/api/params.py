@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from processors.parameters import (
@@ -128,3 +129,19 @@ def parsed(name: str, rule: Parser[T], raw: str) -> T:
 
 def _items(values: list[str]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",")]
+
+
+# How far ahead of this worker's clock an `as_of` may be: clocks differ a little.
+AS_OF_CLOCK_SKEW = timedelta(minutes=1)
+
+
+def _past_instant(raw: str) -> datetime:
+    moment = instant(raw)
+    if moment > datetime.now(UTC) + AS_OF_CLOCK_SKEW:
+        raise InvalidValue("must not be in the future: memory as it stood at a past moment")
+    return moment
+
+
+AS_OF = Rule(_past_instant, {"type": "string", "description": (
+    "memory as it stood at this past moment (ISO 8601): the versions in force then "
+    "(docs/lifecycle.md#memory-as-of-a-moment)")})

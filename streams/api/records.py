@@ -11,12 +11,14 @@ from typing import Any, get_args
 from faust.web import Request, Response, View
 
 from processors.access import Caller
+from processors.as_of import standing_at, version_at
 from processors.blocks import BlockDiff, usage
-from processors.lifecycle import PendingDiff, RecordVersion, version_diff
+from processors.lifecycle import PendingDiff, RecordVersion, superseded_note, version_diff
 from processors.listing import ListingPosition, cursor_position, description, encode_cursor
 from processors.openapi import payload_body
 from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer, one_of, opaque
 from schemas.events import MemoryBlock, Scope
+from schemas.records import Record
 from stores.core_blocks import CoreBlocks
 from stores.record_versions import PersonalReader, RecordVersions
 from stores.records import RecordFilter, Records, RecordSummary, StoredRecord
@@ -24,6 +26,7 @@ from stores.vector_index import VectorIndex
 from streams.api.auth import granted_namespace, may_see, personal_reader, reader_of
 from streams.api.pages import Pages, ViewHandler, no_record
 from streams.api.params import (
+    AS_OF,
     NAMESPACE_PARAMS,
     READER_PARAMS,
     BadQuery,
@@ -45,6 +48,7 @@ DIFFS_LIMIT = 50
 MAX_DIFFS_LIMIT = 500
 DIFFS = integer(1, MAX_DIFFS_LIMIT)
 RECORD_PARAMS: Params = {**NAMESPACE_PARAMS, "record_id": Param(IDENTIFIER)}
+RECORD_AT_PARAMS: Params = {**RECORD_PARAMS, "as_of": Param(AS_OF)}
 DIFF_PARAMS: Params = {**RECORD_PARAMS, "from": Param(VERSION), "to": Param(VERSION)}
 BLOCK_PARAMS: Params = {**READER_PARAMS, "label": Param(BLOCK_LABEL)}
 PENDING_DIFF_PARAMS: Params = {**READER_PARAMS, "record_id": Param(IDENTIFIER),
@@ -93,14 +97,25 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
             raise BadQuery("id is empty: name the records to read")
         return web.json(await records_by_ids(records, caller, namespace, record_ids))
 
-    @pages.page("/v1/records/{record_id}", params=RECORD_PARAMS)
+    @pages.page("/v1/records/{record_id}", params=RECORD_AT_PARAMS)
     async def record_view(web: View, request: Request, caller: Caller,
                           record_id: str) -> Response:
+        """The record, its lineage, and whether it is in force; with `as_of`, the version
+        that was current then and whether the record was in force then."""
         namespace = granted_namespace(caller, request.query)
         lineage = await records.record_lineage(namespace, record_id)
         if lineage is None or not caller.sees(lineage.record.scope, lineage.record.agent_id):
             return no_record(web, record_id, namespace)
-        return web.json(jsonable(lineage))
+        shown = {**jsonable(lineage), "standing": standing_view(lineage.record,
+                                                                 lineage.superseded_by)}
+        as_of = optional(request.query, "as_of", AS_OF)
+        if as_of is None:
+            return web.json(shown)
+        history = await versions.history(namespace, record_id) or []
+        then = version_at(history, as_of)
+        return web.json({**shown, "as_of": {
+            "moment": as_of.isoformat(), "standing": standing_at(history, as_of),
+            "version": None if then is None else jsonable(then)}})
 
     @pages.page("/v1/records/{record_id}/history", params=RECORD_PARAMS)
     async def history_view(web: View, request: Request, caller: Caller,
@@ -286,3 +301,16 @@ def diff_json(diff: PendingDiff) -> dict[str, Any]:
             "base_version": diff.base_version, "proposed": dict(diff.proposed),
             "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
             "state": diff.state}
+
+
+def standing_view(record: Record, merged_into: str | None) -> dict[str, Any]:
+    """Whether a record is in force, and if not, what replaced it (and when, for a fact that
+    a newer memory restated with another value)."""
+    if merged_into is not None:
+        return {"in_force": False, "merged_into": merged_into,
+                "note": f"merged into {merged_into}"}
+    if record.invalidated_by is None:
+        return {"in_force": True, "note": None}
+    return {"in_force": False, "invalidated_by": record.invalidated_by,
+            "valid_until": None if record.valid_until is None else record.valid_until.isoformat(),
+            "note": superseded_note(record)}

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, get_args
 
 import numpy as np
@@ -37,6 +38,7 @@ from processors.adaptive_scoring import (
     blend_factor,
     rerank,
 )
+from processors.confidence import confident_enough
 from processors.gaps import unanswered
 from processors.lexical import (
     context_texts,
@@ -45,6 +47,7 @@ from processors.lexical import (
     query_vector,
     term_presence,
 )
+from processors.memory_graph import EXPANDED_FROM, Reached, is_entity, reached_score
 from processors.parameters import (
     BOOLEAN,
     IDENTIFIER,
@@ -70,12 +73,16 @@ from processors.retrieval import (
 )
 from schemas.events import MemoryType, RecordKind, ReviewState, Tier
 from stores.pgvector import Vector
+from stores.record_versions import PersonalReader
 from stores.records import FoundRecord, RelatedRecord
+from stores.records_search import AsOfSearch, RecordsSearch
 from stores.scoring_configs import CurrentScoring
 from stores.vector_index import SearchIndex, SearchScope, TermCounts
 from streams.api.auth import granted_namespace, reader_of
+from streams.api.graph import MAX_DEPTH, walk
 from streams.api.pages import Pages
 from streams.api.params import (
+    AS_OF,
     READER_PARAMS,
     BadQuery,
     Param,
@@ -114,6 +121,8 @@ KIND = one_of(RECORD_KINDS)
 MEMORY_TYPE = one_of(get_args(MemoryType))
 TIER = one_of(get_args(Tier))
 REVIEW_STATE = one_of(get_args(ReviewState))
+CONFIDENCE = number(0.0, 1.0)
+EXPAND = integer(0, MAX_DEPTH)
 # A search's query, filters and scoring, which a context pack takes too.
 SEARCH_FILTERS: Params = {
     **READER_PARAMS, "query": Param(QUERY), "q": Param(QUERY), "profile": Param(PROFILE),
@@ -124,11 +133,12 @@ SEARCH_FILTERS: Params = {
     "related_id": Param(IDENTIFIER, repeats=True),
     "since": Param(instant), "until": Param(instant), "explain": Param(BOOLEAN),
     "repo": Param(REPO, repeats=True), "security_scope": Param(SECURITY_SCOPE, repeats=True),
+    "as_of": Param(AS_OF), "min_confidence": Param(CONFIDENCE), "expand": Param(EXPAND),
 }
 SEARCH_PARAMS: Params = {**SEARCH_FILTERS, "limit": Param(LIMIT)}
 
 
-def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                 max_searches_per_run: int, retrievals: RetrievalLog) -> None:
     @pages.page("/v1/search", params=SEARCH_PARAMS)
     async def search_view(web: View, request: Request, caller: Caller) -> Response:
@@ -151,6 +161,24 @@ def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: Se
 
 
 @dataclass(frozen=True)
+class Viewpoint:
+    """Which memory a read looks at: memory as it stood at `as_of` (None: now), and the
+    confidence a record needs to be shown (None: its tier's threshold,
+    processors/confidence.py)."""
+
+    as_of: datetime | None = None
+    min_confidence: float | None = None
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> Viewpoint:
+        return cls(optional(params, "as_of", AS_OF), optional(params, "min_confidence",
+                                                               CONFIDENCE))
+
+
+NOW = Viewpoint()
+
+
+@dataclass(frozen=True)
 class SearchQuery:
     query: str
     scope: SearchScope
@@ -159,6 +187,9 @@ class SearchQuery:
     run_id: str | None = None
     # Whether each hit says how its score was made.
     explain: bool = False
+    viewpoint: Viewpoint = NOW
+    # Hops followed from the best hits along links and shared entities.
+    expand: int = 0
 
     @classmethod
     def from_params(cls, params: Any, agent_id: str | None) -> SearchQuery:
@@ -171,12 +202,22 @@ class SearchQuery:
         scope = scope_of(params, namespace, limit, min_score, profile, agent_id)
         if not query and not scope.related_ids:
             raise BadQuery("query is required (or related_id, to search by related ids)")
+        viewpoint = Viewpoint.from_params(params)
+        if not query and viewpoint.as_of is not None:
+            raise BadQuery("as_of needs a query: a search by related ids alone reads memory "
+                           "as it is now")
         return cls(query, scope, profile, optional(params, "run_id", IDENTIFIER),
-                   value(params, "explain", BOOLEAN, False))
+                   value(params, "explain", BOOLEAN, False), viewpoint,
+                   expand_of(params, profile))
 
 
 def profile_of(params: Mapping[str, str]) -> Profile:
     return PROFILES[value(params, "profile", PROFILE, "default")]
+
+
+def expand_of(params: Mapping[str, str], profile: Profile) -> int:
+    """The hops a recall follows from its best hits: asked, else its profile's."""
+    return value(params, "expand", EXPAND, profile.expand_hops)
 
 
 def scope_of(params: Any, namespace: str, limit: int, min_score: float,
@@ -229,6 +270,8 @@ class Hit:
     weight: float = 1.0
     support: float = 1.0
     blend: Blend | None = None
+    # How a record reached from a hit's links was reached (processors/memory_graph.py).
+    via: Reached | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +279,8 @@ class Found:
     hits: list[Hit]
     # True when the index failed and Postgres answered.
     degraded: bool
+    # The query's embedding, as searched.
+    vector: Vector
 
 
 @dataclass(frozen=True)
@@ -305,13 +350,26 @@ async def scoring_for(runtime: Runtime, namespace: str, agent_id: str | None) ->
         return None
 
 
-async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                         text: str, scope: SearchScope, profile: Profile,
-                        vector: Vector | None = None) -> Found:
+                        vector: Vector | None = None, viewpoint: Viewpoint = NOW) -> Found:
     """The best records within `scope` for `text`, from the index, or from Postgres when the
     index fails (fail open: memory must never make its caller fail while Postgres can
-    answer). A hit shows when its relevance reaches `scope.min_score`; hits are ranked by
-    their score blended with the adaptive score of the agent the scope reads for."""
+    answer). A hit shows when its relevance reaches `scope.min_score` and its confidence the
+    viewpoint's threshold; hits are ranked by their score blended with the adaptive score of
+    the agent the scope reads for. As of a past moment, the index and the records that left
+    it since are searched, and each record is read as it stood then."""
+    read_records = partial(runtime.stores.records.records_by_id, scope.namespace)
+    wanted_states = frozenset(scope.review_states)
+    searched: SearchIndex = fallback
+    if viewpoint.as_of is not None:
+        moment = viewpoint.as_of.timestamp()
+        departed = fallback.departed_after(moment)
+        index, searched = AsOfSearch(index, departed, moment), AsOfSearch(fallback, departed,
+                                                                           moment)
+        read_records = partial(runtime.stores.records.records_as_of, scope.namespace,
+                               moment=viewpoint.as_of)
+    thresholds = runtime.confidence_thresholds
     # The model runs in a thread while the index counts the query's terms.
     embedding = None if vector is not None else asyncio.ensure_future(runtime.embed([text]))
     scoring_read = asyncio.ensure_future(scoring_for(runtime, scope.namespace, scope.agent_id))
@@ -320,7 +378,7 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
         degraded = False
     except Exception:
         log.exception("index search failed; answering from Postgres")
-        fused, query_terms = await ranked(fallback, text, vector, embedding, scope, profile)
+        fused, query_terms = await ranked(searched, text, vector, embedding, scope, profile)
         degraded = True
     if vector is None:
         assert embedding is not None
@@ -341,8 +399,7 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
     # bound on what is left is then each one's own, not the largest blend there could be.
     step = max(2 * scope.limit, 20)
     first_records, blends = await asyncio.gather(
-        runtime.stores.records.records_by_id(
-            scope.namespace, [item.record_id for item in fused[:step]]),
+        read_records([item.record_id for item in fused[:step]]),
         blends_of(runtime, scoring, scope.namespace, [item.record_id for item in fused], now))
     reach = best_left(fused, blends)
     for start in range(0, len(fused), step):
@@ -351,12 +408,16 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
                 sorted(c.score for c in passing)[-scope.limit]:
             break
         part = fused[start:start + step]
-        records = first_records if start == 0 else await runtime.stores.records.records_by_id(
-            scope.namespace, [item.record_id for item in part])
+        records = first_records if start == 0 else await read_records(
+            [item.record_id for item in part])
         for item in part:
             record = records.get(item.record_id)
             # A point whose record is gone from Postgres is stale: the index is rebuildable.
-            if record is None or record.embedding is None:
+            # As of a moment, a record's review state is the one it had then.
+            if record is None or record.embedding is None \
+                    or record.review_state not in wanted_states \
+                    or not confident_enough(record.confidence, record.tier,
+                                            viewpoint.min_confidence, thresholds):
                 continue
             similarity = float(np.dot(record.embedding, vector))
             own = support(dense_support(similarity), coverage(
@@ -381,7 +442,53 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: SearchIn
     hits = [Hit(c.record, c.item, score, c.similarity, relevance(c.support, best), c.weight,
                 c.support, c.blend)
             for record_id, score in ranking[: scope.limit] for c in (by_id[record_id],)]
-    return Found(hits, degraded)
+    return Found(hits, degraded, vector)
+
+
+async def recall(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
+                 query: SearchQuery) -> Found:
+    """The hits of a search with a query: hybrid, as of its viewpoint, with what their links
+    reach when it asks to expand."""
+    found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
+                                query.profile, viewpoint=query.viewpoint)
+    return await with_links(runtime, found, query.scope, query.expand, query.viewpoint)
+
+
+async def with_links(runtime: Runtime, found: Found, scope: SearchScope, hops: int,
+                     viewpoint: Viewpoint) -> Found:
+    """`found` with the records its best hits reach within `hops` along links and shared
+    entities (the anchor pattern, processors/memory_graph.py), each scored below the hit it
+    was reached from and kept only within `scope` and the viewpoint's confidence; the best
+    `scope.limit` of all. A walk that fails leaves the hits as they are (fail open)."""
+    if hops <= 0 or not found.hits:
+        return found
+    hits = {hit.record.record_id: hit for hit in found.hits}
+    try:
+        reached = await walk(runtime.stores.entities, scope.namespace,
+                             [hit.record.record_id for hit in found.hits[:EXPANDED_FROM]],
+                             hops, PersonalReader(scope.agent_id), viewpoint.as_of)
+        wanted = {node: way for node, way in reached.reached.items()
+                  if not is_entity(node) and node not in hits}
+        records = await (runtime.stores.records.records_by_id(scope.namespace, list(wanted))
+                         if viewpoint.as_of is None else runtime.stores.records.records_as_of(
+                             scope.namespace, list(wanted), viewpoint.as_of))
+    except Exception:
+        log.exception("following the links of a recall failed; answering its hits alone")
+        return found
+    linked = []
+    for record_id, record in sorted(records.items()):
+        way = wanted[record_id]
+        if record.embedding is None or not scope.admits(record) or not confident_enough(
+                record.confidence, record.tier, viewpoint.min_confidence,
+                runtime.confidence_thresholds):
+            continue
+        origin = hits[way.origin]
+        score = reached_score(origin.score, way)
+        linked.append(Hit(record, Fused(record_id, score, None, None), score,
+                          float(np.dot(record.embedding, found.vector)),
+                          reached_score(origin.relevance, way), via=way))
+    ranked = sorted([*found.hits, *linked], key=lambda hit: (-hit.score, hit.record.record_id))
+    return replace(found, hits=ranked[:scope.limit])
 
 
 def best_left(fused: Sequence[Fused], blends: Mapping[str, Blend]) -> list[float]:
@@ -440,8 +547,16 @@ def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
         "similarity": round(hit.similarity, 4),
         "relevance": round(hit.relevance, 4),
         "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
+        "via": None if hit.via is None else via_view(hit.via),
     }
     return {**view, "explain": explanation(hit)} if explain else view
+
+
+def via_view(way: Reached) -> dict[str, Any]:
+    """How a record reached from a hit's links was reached: from which hit, how many hops,
+    by what link last, and how strongly."""
+    return {"from": way.origin, "hops": way.hops, "last": way.via, "relation": way.relation,
+            "strength": round(way.strength, 4)}
 
 
 def adaptive_view(blend: Blend) -> dict[str, Any]:
@@ -500,20 +615,28 @@ def record_view(record: FoundRecord) -> dict[str, Any]:
         "trust_class": record.trust_class,
         "repo": record.repo,
         "security_scope": record.security_scope,
+        "confidence": round(record.confidence, 4),
+        # When the fact held, and when memory learned it (processors/as_of.py).
+        "valid_from": record.created_at.isoformat(),
+        "valid_until": None if record.valid_until is None else record.valid_until.isoformat(),
+        "invalidated_by": record.invalidated_by,
+        "recorded_at": None if record.recorded_at is None else record.recorded_at.isoformat(),
     }
 
 
-async def search(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def search(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                  query: SearchQuery) -> dict[str, Any]:
     """A hybrid search, or, without a query, a search by related ids."""
     if query.query:
-        found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
-                                    query.profile)
+        found = await recall(runtime, index, fallback, query)
         hits = [hit_view(hit, query.explain) for hit in found.hits]
         degraded = found.degraded
     else:
         related = await runtime.stores.records.related_records(query.scope)
-        hits = [related_hit_view(found, query.scope.related_ids) for found in related]
+        hits = [related_hit_view(found, query.scope.related_ids) for found in related
+                if confident_enough(found.record.confidence, found.record.tier,
+                                    query.viewpoint.min_confidence,
+                                    runtime.confidence_thresholds)]
         degraded = False
     return {
         "namespace": query.scope.namespace,

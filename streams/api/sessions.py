@@ -33,6 +33,7 @@ from processors.sessions import (
     memory_writes,
 )
 from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
+from stores.records_search import RecordsSearch
 from stores.sessions import SessionEntry
 from stores.vector_index import SearchIndex
 from streams.api.auth import granted_namespace
@@ -58,7 +59,7 @@ WAKE_ONLY = frozenset({"budget_tokens"})
 
 
 class SessionViews:
-    def __init__(self, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+    def __init__(self, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                  flags: MemoryFlags, retrievals: RetrievalLog) -> None:
         self._runtime = runtime
         self._retrievals = retrievals
@@ -204,7 +205,7 @@ def no_session(web: View, session_id: str, namespace: str) -> Response:
     return web.json({"error": f"no session {session_id!r} in {namespace!r}"}, status=404)
 
 
-def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                   flags: MemoryFlags, retrievals: RetrievalLog) -> None:
     views = SessionViews(runtime, index, fallback, flags, retrievals)
     # The first route that matches a path serves it: wake before the ledger's

@@ -24,6 +24,7 @@ from processors.access import Caller
 from processors.gaps import unanswered
 from processors.memory_summary import MIN_BUDGET_TOKENS, SummaryHit, summarize
 from processors.parameters import integer
+from stores.records_search import RecordsSearch
 from stores.vector_index import SearchIndex
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
@@ -35,7 +36,7 @@ from streams.api.search import (
     SearchQuery,
     budget_exhausted,
     holds_records,
-    hybrid_search,
+    recall,
     spend_search,
 )
 from streams.plumbing.llm_hook import summary_prose
@@ -52,7 +53,7 @@ SUMMARY_PARAMS: Params = {**{name: param for name, param in SEARCH_PARAMS.items(
                           "budget_tokens": Param(BUDGET_TOKENS)}
 
 
-def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                  max_searches_per_run: int, retrievals: RetrievalLog) -> None:
     @pages.page("/v1/summary", params=SUMMARY_PARAMS)
     async def summary_view(web: View, request: Request, caller: Caller) -> Response:
@@ -74,11 +75,10 @@ def wire_summary(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: S
         return web.json({**answer, "budget_exhausted": False})
 
 
-async def summary_of(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+async def summary_of(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                      query: SearchQuery, budget_tokens: int) -> dict[str, Any]:
     """The summary of the hits of `query` (see the module docstring)."""
-    found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
-                                query.profile)
+    found = await recall(runtime, index, fallback, query)
     hits = [SummaryHit(hit.record.record_id, hit.record.title, hit.record.text)
             for hit in found.hits]
 

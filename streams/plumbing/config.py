@@ -15,6 +15,7 @@ from typing import cast, get_args
 from pydantic import TypeAdapter
 
 from client.kafka_security import KafkaSecurity
+from processors.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
 from processors.consolidation_plan import DerivedReview
 from processors.context_pack import DEFAULT_SHARES, shares_of
 from processors.lifecycle import Protection
@@ -126,6 +127,13 @@ class Settings:
     # from 577 to 318-344 events/s (make bench: one namespace of 3,000 memories made of shared
     # sentences, the embedded index).
     twin_cosine: float | None = None
+    # A new memory that restates a live one with another value invalidates it
+    # (processors/invalidation.py; MEMSTREAM_INVALIDATION=off leaves both in force).
+    invalidation: bool = True
+    # The confidence each tier's records need to be shown when a read names no
+    # min_confidence (MEMSTREAM_CONFIDENCE_THRESHOLDS: `tier=threshold,...`).
+    confidence_thresholds: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_TIER_THRESHOLDS))
     # Characters a core memory block holds (seed 004's CORE_MEMORY_MAX_CHARS).
     block_max_chars: int = 1500
     # Content updates that move a memory one tier up (active, short_term, long_term).
@@ -198,6 +206,8 @@ class Settings:
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
             twin_cosine=_off_or_float(get("TWIN_COSINE", "off")),
+            invalidation=_switch(get("INVALIDATION", "on")),
+            confidence_thresholds=_confidence_thresholds(get("CONFIDENCE_THRESHOLDS", "")),
             block_max_chars=int(get("BLOCK_MAX_CHARS", str(cls.block_max_chars))),
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
                                           str(cls.promote_after_updates))),
@@ -211,6 +221,13 @@ class Settings:
             auth=_switch(get("AUTH", "on")),
             memory=MemoryFlags.from_env(env),
         )
+
+
+def _confidence_thresholds(raw: str) -> dict[str, float]:
+    try:
+        return tier_thresholds_of(raw)
+    except ValueError as exc:
+        raise ValueError(f"MEMSTREAM_CONFIDENCE_THRESHOLDS: {exc}") from None
 
 
 def _off_or_float(raw: str) -> float | None:

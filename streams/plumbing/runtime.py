@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from embedder.model import Embedder
+from processors.confidence import DEFAULT_TIER_THRESHOLDS
 from processors.consolidation import ConsolidationSettings
 from processors.consolidation_plan import DerivedReview
 from processors.consolidation_trigger import TriggerRules
@@ -24,6 +25,7 @@ from stores.consolidations import Consolidations
 from stores.core_blocks import CoreBlocks
 from stores.dead_letters import DeadLetters
 from stores.documents import Documents
+from stores.entities import Entities
 from stores.fix_patterns import FixPatterns
 from stores.gaps import Gaps
 from stores.pgvector import Vector
@@ -100,6 +102,9 @@ class Stores(Protocol):
     @property
     def planning(self) -> Planning: ...
 
+    @property
+    def entities(self) -> Entities: ...
+
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -125,6 +130,9 @@ class Runtime:
     derived_review: DerivedReview = "draft"
     # The repositories' planning files (MEMORY_PLANNING=beads); None: planning is off.
     planning: BeadsRepos | None = None
+    # The confidence each tier's records need to be shown (processors/confidence.py).
+    confidence_thresholds: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_TIER_THRESHOLDS))
 
     def attempts(self, topic: str) -> Attempts:
         """The retry policy for the steps of a stage that consumes `topic`."""

@@ -17,14 +17,18 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime
 from functools import partial
 
+from processors.as_of import LEAVING_CHANGES
 from processors.duplicates import Twin
 from processors.embedding_text import embedding_text
 from processors.errors import MemstreamError, Rejected
+from processors.ids import invalidation_event_id
 from processors.intake import Parsed
+from processors.invalidation import Invalidation
 from processors.lifecycle import (
     Facts,
     OutcomeKind,
     Protection,
+    invalidated,
     outcome_of,
     record_id_of,
     restated,
@@ -166,6 +170,33 @@ class LifecycleApplier:
         await self._publish([ChangedRecord(saved.record, change, version, vector)
                              for change, version in saved.versions], message, event_id)
 
+    async def invalidate(self, message: InboundMessage, newer: Record,
+                         found: Invalidation) -> None:
+        """Apply what a write found stale: the older memory it restates with another value
+        leaves recall as a version of its own, or waits for review when protected; once, by
+        an id derived from the write and the older memory. A memory gone meanwhile (merged,
+        invalidated by another) is left as it is."""
+        event_id = invalidation_event_id(newer.provenance.source_event_id, found.older_id)
+        applied = await self._versions.applied(event_id)
+        if applied is not None:
+            if not applied.announced and applied.change is not None:
+                await self._announce_again(message, event_id, newer.namespace, applied,
+                                           applied.change)
+            return
+        stored = await self._versions.current(newer.namespace, found.older_id)
+        if stored is None or stored.current.superseded_by is not None \
+                or stored.current.record.invalidated_by is not None:
+            return
+        outcome = invalidated(stored.current, newer, found.detail, event_id, self._protect)
+        saved = await self._versions.save(event_id, "memory.write", stored.current.version,
+                                          outcome, None)
+        if outcome.change == "unchanged":
+            return
+        changed = [ChangedRecord(saved.record, change, version, stored.vector)
+                   for change, version in saved.versions] or \
+            [ChangedRecord(saved.record, outcome.change, saved.version, stored.vector)]
+        await self._publish(changed, message, event_id)
+
     async def _facts(self, event: LifecycleEvent, stored: StoredCurrent) -> Facts:
         namespace, record_id = event.namespace, record_id_of(event)
         current, updates = stored.current, stored.updates
@@ -206,8 +237,9 @@ class LifecycleApplier:
         record that keeps its place in the index needs its vector."""
         changes = []
         for item in changed:
-            vector = item.vector
-            if vector is None and item.change != "superseded":
+            # A record out of force leaves the index; any other needs its vector there.
+            vector = None if item.change in LEAVING_CHANGES else item.vector
+            if vector is None and item.change not in LEAVING_CHANGES:
                 vector = await self._embedded(item.record)
             changes.append(RecordChange(item.record, item.change, item.version, vector,
                                         (message,), maybe_announced_since=since,

@@ -36,7 +36,8 @@ pytestmark = pytest.mark.integration
 
 __all__ = ["vaults"]  # the fixture, shared with test_auth.py
 TOOLS = {"recall", "remember", "context", "get_memories", "list_memories", "update_memory",
-         "core_block", "wake", "checkpoint", "sleep", "summarize", "rate_memories"}
+         "core_block", "wake", "checkpoint", "sleep", "summarize", "rate_memories",
+         "related"}
 WAIT_S = 30.0
 GUIDE = REPO_ROOT / "docs" / "mcp.md"
 

@@ -309,6 +309,28 @@ async def probe_rate_memories(probe: Probe) -> list[str]:
     return [hidden, mixed, text]
 
 
+async def probe_related(probe: Probe) -> list[str]:
+    hidden = await refused(probe.client, "related", start=probe.their_record)
+    missing = await refused(probe.client, "related", start="mem_nothing")
+    assert hidden == missing.replace("mem_nothing", probe.their_record), \
+        "answered as a missing record"
+    around, text = await answered(probe.client, "related", start=probe.mine.personal[0],
+                                  depth=3)
+    assert around["nodes"][0]["id"] == probe.mine.personal[0], "the walk starts at its own"
+    # The other agent's name is an entity its memories mention: none of them is reached.
+    _, other = await refused_or_answered(probe.client, "related",
+                                         start=f"entity:{probe.other}", depth=2)
+    _, own = await answered(probe.client, "related", start=f"entity:{probe.me}", depth=2)
+    assert MARKERS[probe.me] in own, "its own memories mention its own name"
+    return [hidden, text, other, own]
+
+
+async def refused_or_answered(client: Client, tool: str, **arguments: Any
+                              ) -> tuple[bool, str]:
+    result = await client.call_tool(tool, arguments)
+    return not result.is_error, answer_text(result)
+
+
 # Every tool, and every resource by its template: each probe returns the texts its calls
 # answered.
 PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
@@ -316,7 +338,7 @@ PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
     "get_memories": probe_get_memories, "list_memories": probe_list_memories,
     "update_memory": probe_update_memory, "summarize": probe_summarize,
     "core_block": probe_core_block, "wake": probe_wake, "checkpoint": probe_checkpoint,
-    "sleep": probe_sleep, "rate_memories": probe_rate_memories,
+    "sleep": probe_sleep, "rate_memories": probe_rate_memories, "related": probe_related,
     "memstream://blocks/{label}": probe_block_resource,
     "memstream://records/{record_id}": probe_record_resource,
 }

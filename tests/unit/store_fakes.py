@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from processors.entities import RecordEntities
 from schemas.records import Record
 from stores.consolidations import (
     ConsolidationCounts,
@@ -220,6 +221,16 @@ class InMemoryGaps:
         self.sightings.extend(sightings)
 
 
+class InMemoryEntities:
+    """What the sink indexed of each record's entities, the latest reading of each."""
+
+    def __init__(self) -> None:
+        self.indexed: dict[str, RecordEntities] = {}
+
+    async def index_entities(self, found: Sequence[RecordEntities]) -> None:
+        self.indexed.update((item.record_id, item) for item in found)
+
+
 class Unused:
     """An aggregate the stage under test must not touch."""
 
@@ -247,6 +258,7 @@ class InMemoryStores:
     gaps: Any = field(default_factory=lambda: Unused("gaps"))
     scoring_configs: Any = field(default_factory=lambda: Unused("scoring_configs"))
     planning: Any = field(default_factory=lambda: Unused("planning"))
+    entities: InMemoryEntities = field(default_factory=InMemoryEntities)
 
     async def ping(self) -> None:
         pass

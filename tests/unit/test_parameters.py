@@ -121,7 +121,12 @@ def test_a_route_takes_its_parameters_by_their_rules() -> None:
 
 @pytest.mark.parametrize(("pairs", "message"), [
     ([("namespace", "team-a"), ("type", "fact")], "unknown parameter 'type'; this route takes "
-                                                  "agent_id, explain, kind, limit, memory_type"),
+                                                  "agent_id, as_of, expand, explain, kind, "
+                                                  "limit, memory_type"),
+    ([("namespace", "a"), ("as_of", "2999-01-01")], "as_of: must not be in the future"),
+    ([("namespace", "a"), ("as_of", "last week")], "as_of: must be an ISO 8601 date or time"),
+    ([("namespace", "a"), ("min_confidence", "1.5")], "min_confidence: must be a number from"),
+    ([("namespace", "a"), ("expand", "4")], "expand: must be an integer from 0 to 3"),
     ([("namespace", "a\x00")], "namespace: holds U\\+0000"),
     ([("namespace", "a"), ("namespace", "b")], "namespace is given 2 times"),
     ([("namespace", "a"), ("kind", "memory,bogus")], "kind: unknown 'bogus'"),

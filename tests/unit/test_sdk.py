@@ -59,6 +59,8 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "stats": lambda: routes.stats(CONFIG),
     "changes": lambda: routes.changes(CONFIG),
     "graph": lambda: routes.graph(CONFIG),
+    "neighbours": lambda: routes.neighbours(CONFIG, "mem_1", depth=2),
+    "entities": lambda: routes.entities(CONFIG, prefix="pay"),
     "consolidation_counts": lambda: routes.consolidation_counts(CONFIG),
     "consolidation_reports": lambda: routes.consolidation_reports(CONFIG),
     "runs": lambda: routes.runs(CONFIG),
