@@ -2,13 +2,13 @@
 
 A record's confidence starts from who vouches for it, and moves with what happened to it:
 
-- its trust class: `raw` (one writer said it) 0.6, `derived` (the system made it from
-  several records: a merge, a digest, a learning) 0.75, `approved` (a reviewer approved
-  it) 0.9;
-- its review state: a draft loses 0.15 (nobody has looked at it yet); a deprecated record
-  is 0 (its writer or a reviewer withdrew it);
+- its trust class: `raw` (a writer stated it, and it stands as stated) 0.7, `derived` (the
+  system made it from several records: a merge, a digest, a learning) 0.75, `approved` (a
+  reviewer approved it) 0.9;
+- its review state: a draft loses 0.2 (nobody has looked at it yet); a deprecated record is
+  0 (its writer or a reviewer withdrew it);
 - restatements: each write that restated it (a write-time twin) closes 30% of what is
-  left to 1, so that three independent restatements of a raw memory reach 0.86;
+  left to 1, so that three independent restatements of a raw memory reach 0.9;
 - ratings, where agents gave them: each agent that rated it casts one vote (useful when
   most of its ratings were, not useful when most were not), and the votes move the
   confidence only once three agents have voted, by at most 0.15 either way. One agent,
@@ -17,7 +17,9 @@ A record's confidence starts from who vouches for it, and moves with what happen
 
 A read keeps the records at or above `min_confidence`, and, without one, those of each tier
 at or above its threshold: seed 001's 0.7 for the long-term tier, where consolidated
-knowledge lives, and none for the tiers that hold work in progress.
+knowledge lives, and none for the tiers that hold work in progress. A statement as written
+meets the long-term threshold; a draft does not until it is approved, nor does a memory most
+of three or more agents found not useful.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from typing import get_args
 
 from schemas.events import Tier
 
-TRUST_PRIOR = {"raw": 0.6, "derived": 0.75, "approved": 0.9}
-DRAFT_PENALTY = 0.15
+TRUST_PRIOR = {"raw": 0.7, "derived": 0.75, "approved": 0.9}
+DRAFT_PENALTY = 0.2
 # The share of the distance to 1 that each restatement closes.
 RESTATEMENT_GAIN = 0.3
 # Votes needed before ratings move confidence (the seed's "neutral below 3 valuations",

@@ -29,8 +29,8 @@ from schemas.records import Record
 
 # Strongest evidence first: an entity seen several ways takes the kind and source of the
 # strongest (a `project:myapp` tag outranks "MyApp" read as code).
-Source = Literal["wiki_link", "tag", "speaker", "agent", "url", "host", "service", "version",
-                 "code", "proper_noun"]
+Source = Literal["wiki_link", "typed_title", "tag", "speaker", "agent", "url", "host",
+                 "service", "version", "code", "proper_noun"]
 # The kinds these rules give. A typed wiki-link's prefix is a kind even when not listed here
 # ([[Runbook: Deploys]] is a runbook), which is why `Mention.kind` is a str.
 EntityKind = Literal["project", "person", "service", "team", "tool", "library", "repo", "host",
@@ -360,8 +360,15 @@ def mentions_of(text: str, *, title: str | None = None, tags: Sequence[str] = ()
                 agent_id: str | None = None) -> list[Mention]:
     """The entities a record names, each once, in order of first mention (its title, its
     text, its tags, its agent), at most `MAX_MENTIONS`."""
-    scanned = f"{title}\n{text}" if title else text
-    found = sorted(_scan(_blank_fences(scanned)), key=lambda each: each.start)
+    title_kind, title_name = _typed(title) if title else (None, "")
+    if title_kind is not None and entity_key(title_name):
+        # A page titled "Project: MyApp" is about MyApp, as [[Project: MyApp]] names it.
+        found = [_Found(0, 0, title_name.strip(), title_kind, "typed_title",
+                        entity_key(title_name))]
+        scanned = text
+    else:
+        found, scanned = [], f"{title}\n{text}" if title else text
+    found += sorted(_scan(_blank_fences(scanned)), key=lambda each: each.start)
     end = len(scanned)
     for tag in tags:
         kind, name = _typed(tag)

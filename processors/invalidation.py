@@ -89,10 +89,22 @@ _CHANGE_CUE = re.compile(
 # The guard's words (consolidation._WORD), found in the text with their places.
 _TOKEN = re.compile(r"[a-z0-9]+(?:[_.'][a-z0-9]+)*", re.I)
 _NUMBER_WORD = re.compile(r"\b(?:" + "|".join(NUMBER_WORDS) + r")\b", re.I)
-# The guard's opposites, also between light stems: "likes" / "dislikes", "internally" /
-# "externally" are the pairs "like" / "dislike" and "internal" / "external".
+# Words that say which thing a statement is about, not what state it is in: an environment
+# ("deploys to staging need the VPN" and "deploys to production need the VPN" both hold),
+# an age ("the old API ..." / "the new API ..."). The guard keeps such statements apart (two
+# facts are no duplicates); here, one that names another of them is about another subject,
+# and changes no value of this one.
+_WHICH_ONE = (
+    frozenset({"dev", "development", "test", "testing", "qa", "staging", "stage", "preprod",
+               "production", "prod", "sandbox", "local"}),
+    frozenset({"old", "new", "older", "newer", "oldest", "newest", "legacy", "current"}),
+)
+# The guard's opposites but those, also between light stems: "likes" / "dislikes",
+# "internally" / "externally" are the pairs "like" / "dislike" and "internal" / "external".
 _STEMMED_OPPOSITE: dict[str, frozenset[str]] = {}
-for _word, _others in OPPOSITE.items():
+for _word, _all_others in OPPOSITE.items():
+    _others = frozenset(other for other in _all_others
+                        if not any({_word, other} <= family for family in _WHICH_ONE))
     _STEMMED_OPPOSITE[stem(_word)] = (_STEMMED_OPPOSITE.get(stem(_word), frozenset())
                                       | {stem(other) for other in _others})
 
@@ -184,6 +196,8 @@ def changed(older: str, newer: str) -> tuple[Because, str] | None:
     part of at most CUE_SPAN words, replaced by something ("CI runs on Jenkins" -> "CI moved
     to GitHub Actions").
     """
+    if _another_one(older, newer):
+        return None
     old_tokens, new_tokens = _tokens(older), _tokens(newer)
     old_anchors, new_anchors = anchors_of(older), anchors_of(newer)
     conflicting = [category for category in _CATEGORIES if _differs(
@@ -214,6 +228,13 @@ def changed(older: str, newer: str) -> tuple[Because, str] | None:
     if _CHANGE_CUE.search(newer) and part.old and len(part.old) <= CUE_SPAN and part.new:
         return "change_cue", part.detail(older, newer)
     return None
+
+
+def _another_one(older: str, newer: str) -> bool:
+    """Whether each text names a thing of one `_WHICH_ONE` family the other does not
+    ("staging" / "production"): two subjects."""
+    mine, theirs = content_words(older), content_words(newer)
+    return any(family & (mine - theirs) and family & (theirs - mine) for family in _WHICH_ONE)
 
 
 # ---------------------------------------------------------------------------- the rest agrees

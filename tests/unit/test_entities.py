@@ -391,3 +391,10 @@ def test_entity_key_ignores_how_words_are_spaced(words: list[str], data: st.Data
 def test_entity_key_is_stable_under_a_typed_prefix(kind: str, name: str) -> None:
     if entity_key(name):
         assert entity_key(f"{kind}: {name}") == entity_key(name)
+
+
+def test_a_typed_title_names_what_its_page_is_about() -> None:
+    (atlas, *_) = mentions_of("It is the billing rewrite.", title="Project: Atlas")
+    assert (atlas.key, atlas.kind, atlas.source) == ("atlas", "project", "typed_title")
+    # An untyped title is read as text, like the first line of the memory.
+    assert [m.key for m in mentions_of("x", title="Deploys need the VPN")] == ["vpn"]

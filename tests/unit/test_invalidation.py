@@ -133,6 +133,11 @@ def test_a_change_cue_alone_is_not_enough(older: str, newer: str) -> None:
      "The Redis instance for the job queue has 16 GB of memory."),
     ("Staging uses Postgres 14.", "Production uses Postgres 16."),
     ("Debug logging is enabled in staging.", "Debug logging is disabled in production."),
+    # another environment or another age of a thing: another subject, though the guard
+    # counts the pair as opposites
+    ("Deploys to staging need the office VPN.", "Deploys to production need the office VPN."),
+    ("The staging bucket is public.", "The prod bucket is public."),
+    ("The old billing API is deprecated.", "The new billing API is deprecated."),
     ("The Kafka topic memory.events has 12 partitions.",
      "The Kafka topic memory.dead_letters has 3 partitions."),
     # list_grew
