@@ -20,7 +20,7 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
-from tests.integration.test_lifecycle import announced, changes_of
+from tests.integration.test_lifecycle import announced
 
 pytestmark = pytest.mark.integration
 
