@@ -83,6 +83,11 @@ PRODUCT = "product (/v1/search)"
 # The same search by a key bound to an agent that rated nothing: the adaptive scores blended
 # in, from the accesses its own earlier questions logged (processors/adaptive_scoring.py).
 PRODUCT_SCORED = "product, agent scoring"
+# The same search following the best hits' links and shared entities (processors/
+# memory_graph.py): one hop, and the anchor profile's two.
+PRODUCT_LINKED = "product, links 1 hop"
+PRODUCT_ANCHOR = "product, anchor profile (2 hops)"
+EXPANSIONS = {PRODUCT_LINKED: {"expand": 1}, PRODUCT_ANCHOR: {"profile": "anchor"}}
 EVAL_AGENT = "eval-agent"
 DENSE = "dense (int8 MiniLM, cosine)"
 BM25 = "BM25 (\\w+ tokens)"
@@ -519,9 +524,9 @@ async def publish(stack: Stack, run_id: str, conversations: Sequence[Conversatio
 
 
 async def search(client: httpx.AsyncClient, namespace: str, query: str,
-                 *, defaults: bool = False) -> dict[str, Any]:
+                 *, defaults: bool = False, **extra: str | int) -> dict[str, Any]:
     """The route's answer with nothing cut by relevance (top 10), or at its defaults."""
-    params: dict[str, str | int] = {"namespace": namespace, "query": query}
+    params: dict[str, str | int] = {"namespace": namespace, "query": query, **extra}
     if not defaults:
         params |= {"limit": TOP_K, "min_score": -1}
     # One retry: a worker busy indexing (or restarting) may drop a connection or answer 5xx;
@@ -557,6 +562,7 @@ async def ask_questions(stack: Stack, worker: Worker, result: EvalResult) -> Non
     conversations = result.conversations
     agent_key = stack.make_key("--all-namespaces", "--perm", "read", "--agent", EVAL_AGENT)
     scored: list[list[str]] = []
+    expanded: dict[str, list[list[str]]] = {name: [] for name in EXPANSIONS}
     async with httpx.AsyncClient(base_url=worker.base_url, headers=worker.headers,
                                  timeout=30.0) as client, \
             httpx.AsyncClient(base_url=worker.base_url,
@@ -578,8 +584,12 @@ async def ask_questions(stack: Stack, worker: Worker, result: EvalResult) -> Non
                 result.foreign_default_hits.append(len(answers[3]["hits"]))
                 scored.append([h.source_ref for h in scored_hits(
                     await search(agent, home, question.text))])
+                for name, params in EXPANSIONS.items():
+                    expanded[name].append([h.source_ref for h in scored_hits(
+                        await search(client, home, question.text, **params))])
     result.rankings[PRODUCT] = [[h.source_ref for h in hits] for hits in result.home_hits]
     result.rankings[PRODUCT_SCORED] = scored
+    result.rankings.update(expanded)
 
 
 async def evaluate(data: Path = DATA_FILE) -> EvalResult:
@@ -668,10 +678,11 @@ def format_report(result: EvalResult) -> str:
         + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in result.timings_s.items()),
         "",
         *_table("retriever", [(name, result.recall(name)["all"])
-                              for name in (PRODUCT, PRODUCT_SCORED, *BASELINES)]),
+                              for name in (PRODUCT, PRODUCT_SCORED, *EXPANSIONS,
+                                           *BASELINES)]),
     ]
     lines += ["", *_threshold_table(result.thresholds())]
-    for name in (PRODUCT, result.best_baseline()):
+    for name in (PRODUCT, *EXPANSIONS, result.best_baseline()):
         lines += ["", f"{name}, per category", *_table("category", [
             (f"{category} ({figures.questions})", figures)
             for category, figures in result.recall(name).items()])]
@@ -690,7 +701,7 @@ def as_json(result: EvalResult) -> dict[str, Any]:
                         "default": row.default} for row in result.thresholds()],
         "retrievers": {name: {category: figures.as_json()
                               for category, figures in result.recall(name).items()}
-                       for name in (PRODUCT, PRODUCT_SCORED, *BASELINES)},
+                       for name in (PRODUCT, PRODUCT_SCORED, *EXPANSIONS, *BASELINES)},
     }
 
 

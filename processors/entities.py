@@ -30,7 +30,7 @@ from schemas.records import Record
 # Strongest evidence first: an entity seen several ways takes the kind and source of the
 # strongest (a `project:myapp` tag outranks "MyApp" read as code).
 Source = Literal["wiki_link", "typed_title", "tag", "speaker", "agent", "url", "host",
-                 "service", "version", "code", "proper_noun"]
+                 "service", "version", "code", "proper_noun", "llm"]
 # The kinds these rules give. A typed wiki-link's prefix is a kind even when not listed here
 # ([[Runbook: Deploys]] is a runbook), which is why `Mention.kind` is a str.
 EntityKind = Literal["project", "person", "service", "team", "tool", "library", "repo", "host",
@@ -537,3 +537,14 @@ def co_mention_confidence(records_together: int) -> float:
     if records_together < 1:
         return 0.0
     return MAX_CO_MENTION_CONFIDENCE * (1 - 0.5 ** records_together)
+
+
+def llm_mentions(named: Sequence[tuple[str, str]]) -> list[Mention]:
+    """What the LLM hook named in a record (name, kind), as mentions marked as the hook's
+    (source `llm`), each key once."""
+    mentions: dict[str, Mention] = {}
+    for name, kind in named:
+        key = entity_key(name)
+        if key and key not in mentions:
+            mentions[key] = Mention(key, name, kind, "llm", (name,))
+    return list(mentions.values())

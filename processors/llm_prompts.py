@@ -6,6 +6,8 @@ empty or over budget is refused, and the caller keeps the deterministic text.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 
 from processors.condense import approx_tokens
@@ -88,3 +90,50 @@ def accepted_prose(reply: str, cap_tokens: int = DIGEST_TOKEN_CAP) -> str | None
     if not text or approx_tokens(text) > cap_tokens:
         return None
     return redact_secrets(text).text
+
+
+# Entities the hook may add to what the rules found in one record.
+MAX_LLM_ENTITIES = 16
+_ENTITIES_SYSTEM = (
+    "You list the named things a note of a software team mentions: people, teams, projects,"
+    " services, tools, libraries, hosts, products, organisations, places. Answer with a JSON"
+    " array only, one object per thing: {\"name\": the name exactly as the note writes it,"
+    " \"kind\": one lower-case word}. Names the note does not write are wrong; so are"
+    f" generic words. At most {MAX_LLM_ENTITIES} objects."
+)
+
+
+def entity_extraction_request(text: str) -> list[ChatMessage]:
+    return [
+        {"role": "system", "content": _ENTITIES_SYSTEM},
+        {"role": "user", "content": text},
+    ]
+
+
+def accepted_entities(reply: str, text: str) -> list[tuple[str, str]] | None:
+    """The (name, kind) pairs of the hook's answer that the text itself writes (a name it
+    does not write is the model's, not the record's), at most MAX_LLM_ENTITIES; None when the
+    answer is not the JSON array asked for."""
+    try:
+        answer = json.loads(_FENCE.sub("", reply).strip())
+    except ValueError:
+        return None
+    if not isinstance(answer, list):
+        return None
+    written = " ".join(text.split()).casefold()
+    found: list[tuple[str, str]] = []
+    for item in answer:
+        if not isinstance(item, dict):
+            return None
+        name, kind = item.get("name"), item.get("kind")
+        if not isinstance(name, str) or not isinstance(kind, str):
+            return None
+        name, kind = " ".join(name.split()), kind.strip().casefold()
+        if 0 < len(name) <= 120 and kind.isalpha() and len(kind) <= 30 \
+                and name.casefold() in written:
+            found.append((name, kind))
+    return found[:MAX_LLM_ENTITIES]
+
+
+# A reply wrapped in a Markdown code fence, as models often answer JSON.
+_FENCE = re.compile(r"^\s*```(?:json)?|```\s*$", re.I)

@@ -20,8 +20,10 @@ from typing import Protocol
 
 import asyncpg
 
-from processors.entities import RecordEntities
+from processors.entities import Mention, RecordEntities
 from processors.memory_graph import ENTITY_PREFIX, Link
+from schemas.records import Record
+from stores.postgres_rows import RECORD_COLUMNS, record_of
 from stores.record_versions import PersonalReader
 from stores.records_search import in_index
 
@@ -54,6 +56,15 @@ class Entities(Protocol):
         """These entities of the namespace, by key, with how many records mention them
         (that were in force at `as_of`, when given)."""
 
+    async def unread_by_llm(self, limit: int) -> list[tuple[Record, int]]:
+        """Up to `limit` live records (memories, digests, chunks) whose current version the
+        LLM hook was not asked about yet, the latest stored first, with that version."""
+
+    async def add_llm_mentions(self, namespace: str, record_id: str, version: int,
+                               mentions: Sequence[Mention]) -> None:
+        """Keep what the hook named in one version of a record (replacing what it named in
+        an earlier one), and that it was asked."""
+
     async def find_entities(self, namespace: str, reader: PersonalReader, prefix: str | None,
                             limit: int) -> list[EntitySummary]:
         """The namespace's entities most mentioned first (those whose key starts with the
@@ -79,39 +90,41 @@ class PostgresEntities:
     async def index_entities(self, found: Sequence[RecordEntities]) -> None:
         if not found:
             return
-        ids = [item.record_id for item in found]
+        async with self._pool.acquire() as connection, connection.transaction():
+            await index_record_entities(connection, found)
+
+    async def unread_by_llm(self, limit: int) -> list[tuple[Record, int]]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {RECORD_COLUMNS}, version FROM records t
+            WHERE {in_index("t")} AND NOT EXISTS (
+                SELECT 1 FROM entity_llm_reads r
+                WHERE r.record_id = t.record_id AND r.version = t.version)
+            ORDER BY stored_at DESC, record_id LIMIT $1
+            """,
+            limit)
+        return [(record_of(row), int(row["version"])) for row in rows]
+
+    async def add_llm_mentions(self, namespace: str, record_id: str, version: int,
+                               mentions: Sequence[Mention]) -> None:
         async with self._pool.acquire() as connection, connection.transaction():
             await connection.execute(
-                "DELETE FROM entity_mentions WHERE record_id = ANY($1::text[])"
-                " AND origin = 'rules'", ids)
-            await connection.execute(
-                "DELETE FROM entity_relations WHERE record_id = ANY($1::text[])"
-                " AND origin <> 'llm'", ids)
-            named = {(item.namespace, mention.key): mention for item in found
-                     for mention in item.mentions}
-            # In key order: two sinks indexing records that name the same entities lock
-            # their rows in one order, never crosswise.
+                "DELETE FROM entity_mentions WHERE record_id = $1 AND origin = 'llm'", record_id)
             await connection.executemany(
                 """
                 INSERT INTO entities (namespace, entity_key, name, kind, aliases)
-                VALUES ($1, $2, $3, $4, $5)
-                ON CONFLICT (namespace, entity_key) DO UPDATE SET aliases = ARRAY(
-                    SELECT DISTINCT unnest(entities.aliases || EXCLUDED.aliases) LIMIT 32)
-                WHERE NOT entities.aliases @> EXCLUDED.aliases
+                VALUES ($1, $2, $3, $4, $5) ON CONFLICT (namespace, entity_key) DO NOTHING
                 """,
-                [(namespace, key, mention.name, mention.kind, list(mention.aliases))
-                 for (namespace, key), mention in sorted(named.items())])
+                [(namespace, mention.key, mention.name, mention.kind, list(mention.aliases))
+                 for mention in sorted(mentions, key=lambda mention: mention.key)])
             await connection.executemany(
                 "INSERT INTO entity_mentions (namespace, entity_key, record_id, source, origin,"
-                " version) VALUES ($1, $2, $3, $4, 'rules', $5) ON CONFLICT DO NOTHING",
-                [row for item in found for row in _mention_rows(item)])
-            await connection.executemany(
-                "INSERT INTO entity_relations (namespace, source_key, target_key, relation,"
-                " record_id, origin, evidence, confidence) VALUES ($1, $2, $3, $4, $5, $6, $7,"
-                " $8) ON CONFLICT DO NOTHING",
-                [(item.namespace, relation.source, relation.target, relation.relation,
-                  item.record_id, relation.origin, relation.evidence, relation.confidence)
-                 for item in found for relation in item.relations])
+                " version) VALUES ($1, $2, $3, $4, 'llm', $5) ON CONFLICT DO NOTHING",
+                [(namespace, mention.key, record_id, mention.source, version)
+                 for mention in mentions])
+            await connection.execute(
+                "INSERT INTO entity_llm_reads (record_id, version, named) VALUES ($1, $2, $3)"
+                " ON CONFLICT DO NOTHING", record_id, version, len(mentions))
 
     async def entities(self, namespace: str, keys: Sequence[str], reader: PersonalReader,
                        as_of: datetime | None = None) -> dict[str, EntitySummary]:
@@ -207,6 +220,43 @@ class PostgresEntities:
             namespace, reader.agent_id, reader.every_agent, as_of, list(keys), per_entity)
         return [Link(row["source"], row["target"], row["relation"], float(row["weight"]),
                      int(row["records"])) for row in rows]
+
+
+async def index_record_entities(connection: asyncpg.Connection,
+                                found: Sequence[RecordEntities]) -> None:
+    """Replace what the rules found in these records (in the caller's transaction)."""
+    ids = [item.record_id for item in found]
+    await connection.execute(
+        "DELETE FROM entity_mentions WHERE record_id = ANY($1::text[])"
+        " AND origin = 'rules'", ids)
+    await connection.execute(
+        "DELETE FROM entity_relations WHERE record_id = ANY($1::text[])"
+        " AND origin <> 'llm'", ids)
+    named = {(item.namespace, mention.key): mention for item in found
+             for mention in item.mentions}
+    # In key order: two sinks indexing records that name the same entities lock
+    # their rows in one order, never crosswise.
+    await connection.executemany(
+        """
+        INSERT INTO entities (namespace, entity_key, name, kind, aliases)
+        VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (namespace, entity_key) DO UPDATE SET aliases = ARRAY(
+            SELECT DISTINCT unnest(entities.aliases || EXCLUDED.aliases) LIMIT 32)
+        WHERE NOT entities.aliases @> EXCLUDED.aliases
+        """,
+        [(namespace, key, mention.name, mention.kind, list(mention.aliases))
+         for (namespace, key), mention in sorted(named.items())])
+    await connection.executemany(
+        "INSERT INTO entity_mentions (namespace, entity_key, record_id, source, origin,"
+        " version) VALUES ($1, $2, $3, $4, 'rules', $5) ON CONFLICT DO NOTHING",
+        [row for item in found for row in _mention_rows(item)])
+    await connection.executemany(
+        "INSERT INTO entity_relations (namespace, source_key, target_key, relation,"
+        " record_id, origin, evidence, confidence) VALUES ($1, $2, $3, $4, $5, $6, $7,"
+        " $8) ON CONFLICT DO NOTHING",
+        [(item.namespace, relation.source, relation.target, relation.relation,
+          item.record_id, relation.origin, relation.evidence, relation.confidence)
+         for item in found for relation in item.relations])
 
 
 def _mention_rows(item: RecordEntities) -> list[tuple[str, str, str, str, int]]:

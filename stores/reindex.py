@@ -3,11 +3,12 @@
     python -m stores.reindex [--dsn DSN] [--index URL] [--namespace NS] [--no-prune]
 
 Every live record (not superseded, not deprecated) with an embedding is upserted, in batches,
-with the payload of stores.index_payload; then index points whose record is no longer live
-are deleted (`--no-prune` keeps them). Upserts overwrite (deterministic point ids), so a
-rebuild can run over a populated index. Records without an embedding are counted and left
-out, unless the Python API is given an `embed` function: then they are embedded, written back
-to Postgres and indexed.
+with the payload of stores.index_payload, and its entities are read again (stores/entities.py,
+the other index derived from the records; a record stored before confidence was kept gets
+it); then index points whose record is no longer live are deleted (`--no-prune` keeps them).
+Upserts overwrite (deterministic point ids), so a rebuild can run over a populated index.
+Records without an embedding are counted and left out, unless the Python API is given an
+`embed` function: then they are embedded, written back to Postgres and indexed.
 
 The embedded engine (edge://) admits one process at a time: stop the worker first.
 """
@@ -30,10 +31,13 @@ from numpy.typing import NDArray
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from processors.embedding_text import embedding_text
+from processors.entities import record_entities
 from processors.lexical import SparseVector, context_texts, document_vector
+from stores.entities import index_record_entities
 from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
 from stores.pgvector import register_codecs
+from stores.postgres_rows import RECORD_COLUMNS, record_of, refresh_confidence
 from stores.qdrant_edge_index import EdgeIndex
 from stores.records_search import INDEXED
 from stores.vector_index import IndexPoint, VectorIndex
@@ -43,9 +47,7 @@ INDEX_URL_ENV = "MEMSTREAM_INDEX_URL"
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
 _SELECT_LIVE = f"""
-SELECT record_id, namespace, record_kind, scope, agent_id, review_state, trust_class, tier,
-       tags, related_ids, created_at, expires_at, run_ref, title, text, embedding, body,
-       memory_type, lexical, repo, security_scope
+SELECT {RECORD_COLUMNS}, version
 FROM records
 WHERE {INDEXED} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
 ORDER BY record_id
@@ -64,6 +66,10 @@ class ReindexReport:
     embedded: int = 0  # had no embedding; embedded by `embed` and written back
     missing_embedding: int = 0  # had no embedding and no `embed` was given: not indexed
     pruned: int = 0
+    # Records whose entities were read again (stores/entities.py), and whose confidence was
+    # computed for the first time (stored before it was kept).
+    entities_indexed: int = 0
+    confidence_filled: int = 0
     seconds: float = 0.0
 
 
@@ -106,12 +112,28 @@ async def reindex(
                 report.missing_embedding += len(without)
             await index.upsert(points)
             report.indexed += len(points)
+            async with connection.transaction():
+                await index_record_entities(connection, [
+                    record_entities(record_of(row), int(row["version"])) for row in rows])
+                for namespace_of_rows, ids in _unscored(rows).items():
+                    await refresh_confidence(connection, namespace_of_rows, ids)
+            report.entities_indexed += len(rows)
+            report.confidence_filled += sum(row["confidence"] is None for row in rows)
         if prune:
             report.pruned = await _prune(connection, index, namespace, live_ids)
     finally:
         await connection.close()
     report.seconds = round(time.monotonic() - started, 3)
     return report
+
+
+def _unscored(rows: Sequence[asyncpg.Record]) -> dict[str, list[str]]:
+    """The records stored before confidence was kept, by namespace."""
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        if row["confidence"] is None:
+            found.setdefault(row["namespace"], []).append(row["record_id"])
+    return found
 
 
 async def _lexical_vectors(connection: asyncpg.Connection,

@@ -62,6 +62,7 @@ from streams.stages.consolidation_requests import ConsolidationTrigger
 from streams.stages.consolidator import Consolidator
 from streams.stages.dead_letter_log import DeadLetterLog, leave_on_topic
 from streams.stages.document_intake import DocumentIntake
+from streams.stages.entity_enrichment import EntityEnricher
 from streams.stages.memory_intake import MemoryWriter, WriterState
 from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.planning_ledger import PlanningLedger, request_syncs
@@ -170,6 +171,10 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     if settings.planning_sync_s is not None:
         wiring.every(settings.planning_sync_s, "sync planning",
                      partial(request_syncs, runtime))
+    if runtime.llm is not None:
+        enricher = EntityEnricher(runtime, runtime.llm)
+        wiring.every(settings.entity_llm_interval_s, "ask the LLM hook for entities",
+                     enricher.read_some)
 
     pages = wiring.pages
     wire_search(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)

@@ -60,3 +60,13 @@ CREATE TABLE entity_relations (
 );
 CREATE INDEX entity_relations_by_record ON entity_relations (record_id);
 CREATE INDEX entity_relations_by_target ON entity_relations (namespace, target_key);
+
+-- The versions of records the LLM hook was asked about (when one is configured), once each:
+-- what it named is in entity_mentions with origin 'llm'.
+CREATE TABLE entity_llm_reads (
+    record_id text        NOT NULL REFERENCES records (record_id),
+    version   integer     NOT NULL,
+    named     integer     NOT NULL,
+    read_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (record_id, version)
+);

@@ -19,8 +19,10 @@ from processors.llm_prompts import (
     HANDOFF_TOKEN_CAP,
     MERGE_TOKEN_CAP,
     ChatMessage,
+    accepted_entities,
     accepted_prose,
     digest_rewrite_request,
+    entity_extraction_request,
     handoff_rewrite_request,
     merge_rewrite_request,
     summary_rewrite_request,
@@ -132,3 +134,21 @@ async def summary_prose(llm: ChatEndpoint | None, query: str, summary: Summary,
         prose = None
     metrics.llm_hook.labels("summary", "fallback" if prose is None else "used").inc()
     return prose
+
+
+async def entity_names(llm: ChatEndpoint, text: str,
+                       metrics: Metrics) -> list[tuple[str, str]] | None:
+    """The named things the hook finds in a record's text and the text writes, as (name,
+    kind): none when its answer is not the JSON asked for (logged); None when it could not
+    be asked (it is down, or slow: ask again later)."""
+    try:
+        reply = await llm.complete(entity_extraction_request(text))
+    except LLMHookError as exc:
+        log.warning("LLM hook failed for entities: %s", exc)
+        metrics.llm_hook.labels("entities", "fallback").inc()
+        return None
+    found = accepted_entities(reply, text)
+    if found is None:
+        log.warning("the LLM hook's entities were not the JSON array asked for")
+    metrics.llm_hook.labels("entities", "fallback" if found is None else "used").inc()
+    return found or []

@@ -14,7 +14,12 @@ from aiohttp import web
 
 from harness.stack import free_port
 from processors.digests import RunDigest, build_digest
-from schemas.events import RUN_EVENT_TYPES
+from processors.entities import Mention
+from schemas.events import RUN_EVENT_TYPES, Provenance
+from schemas.records import Record
+from streams.plumbing.runtime import Runtime
+from streams.stages.entity_enrichment import EntityEnricher
+from tests.unit.store_fakes import InMemoryStores
 from streams.plumbing.llm_hook import (
     ChatEndpoint,
     LLMHookError,
@@ -191,3 +196,57 @@ async def test_a_handoff_is_rewritten_when_the_hook_answers_and_kept_when_it_fai
     assert metrics.llm_hook.labels("handoff", "used")._value.get() == 1
     assert metrics.llm_hook.labels("handoff", "fallback")._value.get() == 1
     assert await handoff_prose(None, handoff, metrics) is None
+
+
+async def test_the_hook_adds_the_entities_the_text_writes_and_stops_while_it_is_down(
+    fake_chat: tuple[FakeChat, str]
+) -> None:
+    fake, url = fake_chat
+    memory = Record(record_id="mem_1", namespace="team-a", record_kind="memory",
+                    text="Ana moved the ledger to Aurora Postgres last week.",
+                    provenance=Provenance(source_event_id="e1", source_topic="memory.events",
+                                          source_partition=0, source_offset=1,
+                                          producer="tests"),
+                    created_at=T0)
+    store = UnreadEntities([(memory, 3), (memory.model_copy(update={"record_id": "mem_2"}), 1)])
+    runtime = Runtime(stores=InMemoryStores(entities=store),  # type: ignore[arg-type]
+                      embedder=None, metrics=Metrics(), producer=None,  # type: ignore[arg-type]
+                      announcements=None, max_event_bytes=1024)  # type: ignore[arg-type]
+    endpoint = ChatEndpoint(url, "small-model", "", timeout_s=2)
+    try:
+        # A name the text does not write is the model's, not the record's.
+        fake.reply = answering(json=chat_answer(
+            '```json\n[{"name": "Aurora Postgres", "kind": "database"},'
+            ' {"name": "Ana", "kind": "person"}, {"name": "Oracle", "kind": "database"}]\n```'))
+        assert await EntityEnricher(runtime, endpoint).read_some() == 2
+        assert [(m.key, m.kind, m.source) for m in store.added[("mem_1", 3)]] == [
+            ("aurora postgres", "database", "llm"), ("ana", "person", "llm")]
+        # An answer of another shape names nothing, and the record is read.
+        store.unread = [(memory, 4)]
+        fake.reply = answering(json=chat_answer("Aurora Postgres and Ana."))
+        assert await EntityEnricher(runtime, endpoint).read_some() == 1
+        assert store.added[("mem_1", 4)] == []
+        # A hook that is down ends the tick: nothing is marked read.
+        store.unread = [(memory, 5)]
+        fake.reply = answering(status=503, json={"error": "overloaded"})
+        assert await EntityEnricher(runtime, endpoint).read_some() == 0
+        assert ("mem_1", 5) not in store.added
+    finally:
+        await endpoint.close()
+    assert fake.requests[0]["messages"][1]["content"] == memory.text
+
+
+class UnreadEntities:
+    """The entity store as the enricher sees it: records not read yet, and what it added."""
+
+    def __init__(self, unread: list[tuple[Record, int]]) -> None:
+        self.unread = unread
+        self.added: dict[tuple[str, int], list[Mention]] = {}
+
+    async def unread_by_llm(self, limit: int) -> list[tuple[Record, int]]:
+        return [item for item in self.unread
+                if (item[0].record_id, item[1]) not in self.added][:limit]
+
+    async def add_llm_mentions(self, namespace: str, record_id: str, version: int,
+                               mentions: list[Mention]) -> None:
+        self.added[(record_id, version)] = list(mentions)

@@ -13,7 +13,9 @@ from processors.lifecycle import (
     Facts,
     PendingDiff,
     RecordVersion,
+    invalidated,
     outcome_of,
+    superseded_note,
     version_diff,
     version_fields,
 )
@@ -244,3 +246,44 @@ def test_a_field_given_as_null_sets_nothing() -> None:
     assert outcome.changed == ("text",) and outcome.record.tags == RECORD.tags
     with pytest.raises(ValueError, match="null sets nothing"):
         event("memory.update", expected_version=1, tags=None)
+
+
+NEWER = RECORD.model_copy(update={
+    "record_id": "mem_9", "text": "Deploys of billing need the VPN and the bastion up.",
+    "created_at": datetime(2026, 11, 24, tzinfo=UTC),
+    "provenance": RECORD.provenance.model_copy(update={"producer": "agent-9"})})
+
+
+def test_a_stale_memory_is_invalidated_as_a_version_of_its_own() -> None:
+    outcome = invalidated(Current(RECORD, 1), NEWER, "4.2 -> 4.4", "inv_1")
+    assert outcome.change == "invalidated" and outcome.new_version and not outcome.reembed
+    assert outcome.changed == ("valid_until", "invalidated_by")
+    assert (outcome.record.valid_until, outcome.record.invalidated_by) == (NEWER.created_at,
+                                                                          "mem_9")
+    assert outcome.record.text == RECORD.text, "it keeps what it said"
+    assert outcome.actor == "agent-9" and "4.2 -> 4.4" in (outcome.reason or "")
+    assert superseded_note(outcome.record) == "superseded by mem_9 on 2026-11-24"
+
+
+def test_invalidating_a_protected_memory_waits_for_review_and_approving_applies_it() -> None:
+    proposal = invalidated(Current(RECORD, 1), NEWER, "4.2 -> 4.4", "inv_1", ("approved",))
+    assert proposal.change == "proposed" and not proposal.new_version
+    assert proposal.proposal is not None and proposal.proposal.diff_id == "inv_1"
+    diff = proposal.proposal
+    approve = event("memory.review", decision="approve", reviewer="ana", diff_id="inv_1")
+    applied = outcome_of(approve, facts(diff=diff), protect=("approved",))
+    assert applied.change == "invalidated" and applied.decided == ("inv_1", "approved")
+    assert applied.record.invalidated_by == "mem_9"
+    assert applied.record.valid_until == NEWER.created_at
+
+
+def test_an_invalidated_memory_changes_only_by_a_restore_which_reinstates_it() -> None:
+    stale = invalidated(Current(RECORD, 1), NEWER, "x", "inv_1").record
+    detail = rejected("invalid_transition", event("memory.update", expected_version=2,
+                                                  text="y"), facts(stale, at=2))
+    assert "superseded by mem_9 on 2026-11-24" in detail
+    rejected("invalid_transition", event("memory.deprecate", reason="old"), facts(stale, at=2))
+    restored = outcome_of(event("memory.restore", version=1),
+                          facts(stale, at=2, version=version(1, RECORD)))
+    assert restored.change == "restored"
+    assert (restored.record.valid_until, restored.record.invalidated_by) == (None, None)
