@@ -65,6 +65,11 @@ class Entities(Protocol):
         """Keep what the hook named in one version of a record (replacing what it named in
         an earlier one), and that it was asked."""
 
+    async def mentioned_in(self, namespace: str,
+                           record_ids: Sequence[str]) -> list[tuple[str, EntitySummary]]:
+        """The entities these records mention, as (record id, entity), each entity with how
+        many of these records mention it."""
+
     async def find_entities(self, namespace: str, reader: PersonalReader, prefix: str | None,
                             limit: int) -> list[EntitySummary]:
         """The namespace's entities most mentioned first (those whose key starts with the
@@ -125,6 +130,21 @@ class PostgresEntities:
             await connection.execute(
                 "INSERT INTO entity_llm_reads (record_id, version, named) VALUES ($1, $2, $3)"
                 " ON CONFLICT DO NOTHING", record_id, version, len(mentions))
+
+    async def mentioned_in(self, namespace: str,
+                           record_ids: Sequence[str]) -> list[tuple[str, EntitySummary]]:
+        rows = await self._pool.fetch(
+            """
+            SELECT m.record_id, e.entity_key, e.name, e.kind, e.aliases, e.first_seen,
+                   count(*) OVER (PARTITION BY e.entity_key) AS records
+            FROM (SELECT DISTINCT record_id, entity_key FROM entity_mentions
+                  WHERE namespace = $1 AND record_id = ANY($2::text[])
+                    AND source <> 'title') AS m
+            JOIN entities e ON e.namespace = $1 AND e.entity_key = m.entity_key
+            ORDER BY m.record_id, e.entity_key
+            """,
+            namespace, list(record_ids))
+        return [(row["record_id"], _summary(row)) for row in rows]
 
     async def entities(self, namespace: str, keys: Sequence[str], reader: PersonalReader,
                        as_of: datetime | None = None) -> dict[str, EntitySummary]:

@@ -177,6 +177,9 @@ class RecordLineage:
     versions: list[LineageVersion]
     supersedes: list[SupersededMember]
     members: list[MergeMember]
+    # processors/confidence.py; when memory learned it.
+    confidence: float = 1.0
+    recorded_at: datetime | None = None
 
 
 class Records(Protocol):
@@ -240,10 +243,11 @@ class Records(Protocol):
 
     async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None: ...
 
-    async def graph_records(self, namespace: str, reader: PersonalReader,
-                            limit: int) -> list[GraphRecord]:
-        """The namespace's live memories (not superseded, deprecated or expired), newest
-        first: the shared ones, and the personal ones `reader` may see."""
+    async def graph_records(self, namespace: str, reader: PersonalReader, limit: int,
+                            as_of: datetime | None = None) -> list[GraphRecord]:
+        """The namespace's live memories (not superseded, deprecated, invalidated or
+        expired), newest first: the shared ones, and the personal ones `reader` may see; with
+        `as_of`, those in force then, as they stood."""
 
     async def insert_refused_writes(
         self, refused: Sequence[tuple[Record, str]]
@@ -485,7 +489,7 @@ class PostgresRecords:
     async def record_lineage(self, namespace: str, record_id: str) -> RecordLineage | None:
         async with self._pool.acquire() as connection:
             row = await connection.fetchrow(
-                f"SELECT {RECORD_COLUMNS}, version, superseded_by FROM records"
+                f"SELECT {RECORD_COLUMNS}, version, superseded_by, stored_at FROM records"
                 " WHERE namespace = $1 AND record_id = $2",
                 namespace, record_id,
             )
@@ -512,10 +516,14 @@ class PostgresRecords:
             supersedes=[SupersededMember(m["record_id"], int(m["version"]), m["title"],
                                          m["text"]) for m in superseded],
             members=members[record_id],
+            confidence=stored_confidence(row),
+            recorded_at=row["stored_at"],
         )
 
-    async def graph_records(self, namespace: str, reader: PersonalReader,
-                            limit: int) -> list[GraphRecord]:
+    async def graph_records(self, namespace: str, reader: PersonalReader, limit: int,
+                            as_of: datetime | None = None) -> list[GraphRecord]:
+        if as_of is not None:
+            return await self._graph_records_then(namespace, reader, limit, as_of)
         rows = await self._pool.fetch(
             f"""
             SELECT record_id, record_kind, title, left(text, $5) AS excerpt, memory_type,
@@ -534,6 +542,29 @@ class PostgresRecords:
             related_ids=tuple(row["related_ids"]),
             wiki_links=_strings(row["wiki_links"]),
         ) for row in rows]
+
+    async def _graph_records_then(self, namespace: str, reader: PersonalReader, limit: int,
+                                  as_of: datetime) -> list[GraphRecord]:
+        # Those stored by then that were still in the index then (still are, or left after):
+        # which of them were in force, and as what, their versions say.
+        rows = await self._pool.fetch(
+            f"""
+            SELECT record_id FROM records
+            WHERE namespace = $1 AND record_kind = 'memory' AND stored_at <= $4
+              AND ({INDEXED} OR updated_at > $4)
+              AND (expires_at IS NULL OR expires_at > $4)
+              AND (scope <> 'personal' OR $3 OR agent_id = $2)
+            ORDER BY created_at DESC, record_id LIMIT $5
+            """,
+            namespace, reader.agent_id, reader.every_agent, as_of, limit)
+        then = await self.records_as_of(namespace, [row["record_id"] for row in rows], as_of)
+        return [GraphRecord(
+            record_id=record.record_id, record_kind=record.record_kind, title=record.title,
+            excerpt=record.text[:EXCERPT_CHARS], memory_type=record.memory_type,
+            review_state=record.review_state, related_ids=record.related_ids,
+            wiki_links=_strings(record.body.get("wiki_links")),
+        ) for row in rows if (record := then.get(row["record_id"])) is not None
+            and record.review_state != "deprecated"]
 
     async def insert_refused_writes(
         self, refused: Sequence[tuple[Record, str]]

@@ -373,6 +373,9 @@ class RecordLineage(Answer):
     supersedes: list[SupersededMember]
     # A merge's members, as they are now.
     members: list[MergeMember]
+    # How sure memory is of it (docs/retrieval.md#confidence), and when memory learned it.
+    confidence: float = 1.0
+    recorded_at: datetime | None = None
     standing: Standing | None = None
     # Asked with as_of.
     as_of: StandingAt | None = None
@@ -614,6 +617,10 @@ class MemoryGraph(Answer):
     edges: list[GraphEdge]
     unresolved_links: int
     related_outside: int
+    as_of: datetime | None = None
+    # Asked with entities=true: those two or more of the nodes mention, and the mentions.
+    entities: list[Entity] = Field(default_factory=list)
+    mentions: list[GraphEdge] = Field(default_factory=list)
 
 
 class Entity(Answer):

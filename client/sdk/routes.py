@@ -313,10 +313,12 @@ def changes(config: Config, *, namespace: str | None = None, after: str | None =
 
 
 def graph(config: Config, *, namespace: str | None = None, agent_id: str | None = None,
-          limit: int | None = None) -> Call[MemoryGraph]:
-    """The memory graph: live memories and the links between them."""
+          limit: int | None = None, as_of: Moment | None = None,
+          entities: bool = False) -> Call[MemoryGraph]:
+    """The memory graph: live memories and the links between them; `as_of`: those in force
+    then; `entities`: with the entities two or more of them mention."""
     return get("/v1/graph", MemoryGraph, namespace=namespace_of(config, namespace),
-               agent_id=agent_id, limit=limit)
+               agent_id=agent_id, limit=limit, as_of=as_of, entities=flag(entities))
 
 
 def neighbours(config: Config, start: str, *, depth: int | None = None,

@@ -31,7 +31,7 @@ from processors.memory_graph import (
     memory_graph,
     step,
 )
-from processors.parameters import IDENTIFIER, InvalidValue, Rule, integer, text
+from processors.parameters import BOOLEAN, IDENTIFIER, InvalidValue, Rule, integer, text
 from stores.entities import Entities, EntitySummary
 from stores.record_versions import PersonalReader
 from stores.records import FoundRecord, Records
@@ -45,7 +45,8 @@ from streams.plumbing.json_values import jsonable
 GRAPH_LIMIT = 300
 MAX_GRAPH_LIMIT = 2000
 LIMIT = integer(1, MAX_GRAPH_LIMIT)
-GRAPH_PARAMS: Params = {**READER_PARAMS, "limit": Param(LIMIT)}
+GRAPH_PARAMS: Params = {**READER_PARAMS, "limit": Param(LIMIT), "as_of": Param(AS_OF),
+                        "entities": Param(BOOLEAN)}
 MAX_DEPTH = 3
 DEPTH = integer(1, MAX_DEPTH)
 # Records of an entity a walk follows: the latest that mention it.
@@ -119,14 +120,22 @@ async def walk(entities: Entities, namespace: str, starts: Sequence[str], depth:
 def wire_graph(pages: Pages, records: Records, entities: Entities) -> None:
     @pages.page("/v1/graph", params=GRAPH_PARAMS)
     async def graph_view(web: View, request: Request, caller: Caller) -> Response:
-        namespace = granted_namespace(caller, request.query)
-        limit = value(request.query, "limit", LIMIT, GRAPH_LIMIT)
+        """The memories drawn (with `as_of`, those in force then, as they stood) and their
+        links; with `entities`, the entities two or more of them mention, and which."""
+        query = request.query
+        namespace = granted_namespace(caller, query)
+        limit = value(query, "limit", LIMIT, GRAPH_LIMIT)
+        as_of = optional(query, "as_of", AS_OF)
         # One more than asked tells whether the graph was cut.
-        found = await records.graph_records(namespace, personal_reader(caller, request.query),
-                                            limit + 1)
+        found = await records.graph_records(namespace, personal_reader(caller, query),
+                                            limit + 1, as_of)
         graph = memory_graph(found[:limit])
-        return web.json({"namespace": namespace, "truncated": len(found) > limit,
-                         **jsonable(graph)})
+        answer = {"namespace": namespace, "truncated": len(found) > limit,
+                  "as_of": None if as_of is None else as_of.isoformat(), **jsonable(graph)}
+        if value(query, "entities", BOOLEAN, False):
+            answer |= await shared_entities(entities, namespace,
+                                            [node.record_id for node in graph.nodes])
+        return web.json(answer)
 
     @pages.page("/v1/graph/neighbours", params=NEIGHBOUR_PARAMS)
     async def neighbours_view(web: View, request: Request, caller: Caller) -> Response:
@@ -162,6 +171,18 @@ def wire_graph(pages: Pages, records: Records, entities: Entities) -> None:
             entity_key(prefix) if prefix else None,
             value(query, "limit", integer(1, MAX_ENTITIES_LIMIT), ENTITIES_LIMIT))
         return web.json({"namespace": namespace, "entities": [entity_view(e) for e in listed]})
+
+
+async def shared_entities(entities: Entities, namespace: str,
+                          record_ids: Sequence[str]) -> dict[str, Any]:
+    """The entities two or more of these records mention (one only a record mentions links
+    nothing in a picture), and their mentions."""
+    mentioned = [(record_id, entity) for record_id, entity in
+                 await entities.mentioned_in(namespace, record_ids) if entity.records > 1]
+    shown = {entity.key: entity for _, entity in mentioned}
+    return {"entities": [entity_view(entity) for entity in shown.values()],
+            "mentions": [{"source": record_id, "target": f"{ENTITY_PREFIX}{entity.key}",
+                          "relation": "mentions"} for record_id, entity in mentioned]}
 
 
 async def readable(records: Records, namespace: str, record_ids: Sequence[str],

@@ -229,13 +229,17 @@ async def test_search_record_versions_approve_a_diff_reports_and_graph(
         shot("06-reports")
 
         chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=graph]").click()
-        wait_until(chrome, lambda: len(chrome.find_elements(By.CSS_SELECTOR, "#graph g.node"))
-                   == 3)
-        edges = chrome.find_elements(By.CSS_SELECTOR, "#graph line.edge")
+        wait_until(chrome, lambda: len(chrome.find_elements(
+            By.CSS_SELECTOR, "#graph g.node[data-record-id]")) == 3)
+        edges = chrome.find_elements(By.CSS_SELECTOR, "#graph line.edge:not(.mentions)")
         assert sorted(edge.get_attribute("class") for edge in edges) == [
             "edge related", "edge wiki_link", "edge wiki_link"]
-        assert text_of(chrome, "graph-summary") == (
-            "3 memories, 3 links · 1 unresolved wiki-links · 0 related ids outside the graph")
+        # Beside the memories, the entities two or more of them mention.
+        entities = chrome.find_elements(By.CSS_SELECTOR, "#graph g.node.entity")
+        summary = text_of(chrome, "graph-summary")
+        assert summary == (
+            f"3 memories, 3 links · {len(entities)} entities two or more mention · 1 "
+            "unresolved wiki-links · 0 related ids outside the graph")
         legend = chrome.find_element(By.CSS_SELECTOR, "ul.legend").text.split("\n")
         assert legend[:3] == ["decision", "fact", "lesson"]
         shot("07-graph")
@@ -403,7 +407,8 @@ async def test_overview_runs_a_run_reports_and_graph_name_what_they_show(
         assert sorted(d.get_attribute("data-record-id") for d in drafts) == sorted(
             [vpn_merge, approvals_merge])
         legend = chrome.find_element(By.CSS_SELECTOR, "ul.legend").text.split("\n")
-        assert legend == ["fact", "draft, awaiting review", "related", "wiki-link"]
+        assert legend == ["fact", "draft, awaiting review", "entity (a name records mention)",
+                          "related", "wiki-link", "mentions"]
         shot("15-graph-labels", whole_page=True)
 
         chrome.find_element(By.CSS_SELECTOR, "nav a[data-route=search]").click()
@@ -1041,3 +1046,68 @@ def wait_for(chrome: Any, by: str, selector: str) -> Any:
     wait_until(chrome, lambda: bool(chrome.find_elements(by, selector)),
                explain=lambda: f"no {selector}")
     return chrome.find_elements(by, selector)[0]
+
+
+@needs_chromium
+async def test_the_graph_walks_from_a_record_or_an_entity_and_a_stale_fact_says_what_replaced_it(
+    stack: Stack, worker: Worker, updates: TopicReader, chrome: Any, screenshots: Path,
+    namespace: str,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
+        anchor = await publisher.write_memory(
+            namespace, "Atlas is the billing rewrite; card payments go through "
+            "[[Payments gateway]].", title="Project: Atlas")
+        gateway = await publisher.write_memory(
+            namespace, "The gateway writes every charge to [[Ledger database]].",
+            title="Payments gateway")
+        ledger = await publisher.write_memory(
+            namespace, "The Ledger database keeps charges for 7 years.",
+            title="Ledger database", scope="personal", agent_id="ann")
+        for record_id in (anchor, gateway, ledger):
+            await announced(updates, record_id, [("created", 1)])
+        before = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + 1))
+        await asyncio.sleep(2.5)
+        newer = await publisher.write_memory(
+            namespace, "The Ledger database keeps charges for 10 years.",
+            title="Ledger database", scope="personal", agent_id="ann")
+        await announced(updates, ledger, [("created", 1), ("invalidated", 2)])
+        await announced(updates, newer, [("created", 1)])
+    key = stack.make_key("--namespace", namespace, "--perm", "read", "--agent", "ann")
+
+    def drive() -> None:
+        shot = screenshot_taker(chrome, screenshots)
+        sign_in(chrome, worker, key, namespace, f"#/graph?from={anchor}&depth=2")
+
+        def records() -> set[str]:
+            return {node.get_attribute("data-record-id") for node in chrome.find_elements(
+                By.CSS_SELECTOR, "#graph g.node[data-record-id]")}
+
+        wait_until(chrome, lambda: records() == {anchor, gateway, newer})
+        assert chrome.find_elements(By.CSS_SELECTOR, "#graph g.node.entity")
+        assert text_of(chrome, "graph-summary").endswith(f"within 2 hops of {anchor}")
+        shot("50-graph-around")
+        # One hop: the ledger is two away.
+        depth = chrome.find_element(By.CSS_SELECTOR, "#graph-form select[name=depth]")
+        depth.find_element(By.CSS_SELECTOR, "option[value='1']").click()
+        chrome.find_element(By.CSS_SELECTOR, "#graph-form button").click()
+        wait_until(chrome, lambda: records() == {anchor, gateway})
+        # As of before the newer fact, the stale one is in force, and in the graph.
+        chrome.get(f"{worker.base_url}/ui/#/graph?from={anchor}&depth=2&as_of={before}")
+        wait_until(chrome, lambda: records() == {anchor, gateway, ledger})
+        assert text_of(chrome, "graph-summary").endswith(
+            f"as of {before.replace('T', ' ')} UTC")
+        shot("51-graph-as-of")
+        # An entity draws the graph around it.
+        chrome.find_element(By.CSS_SELECTOR, "#graph g.node.entity[data-entity='atlas'] rect"
+                            ).click()
+        wait_until(chrome, lambda: "from=entity%3Aatlas" in chrome.current_url)
+        wait_until(chrome, lambda: anchor in records())
+        # The stale fact's page says what superseded it, and when.
+        chrome.get(f"{worker.base_url}/ui/#/record/{ledger}")
+        superseded = wait_for(chrome, By.ID, "record-superseded")
+        assert superseded.text.startswith(f"Superseded by {newer} on ")
+        shot("52-record-superseded")
+
+    await asyncio.to_thread(drive)

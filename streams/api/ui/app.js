@@ -521,6 +521,10 @@ async function recordPage(recordId) {
       el("span", { id: "record-version" }, lineage.version)),
     lineage.superseded_by ? el("p", { class: "message" }, "Merged into ",
       recordLink(lineage.superseded_by), ": this record is kept, hidden from search.") : null,
+    record.invalidated_by ? el("p", { class: "message", id: "record-superseded" },
+      "Superseded by ", recordLink(record.invalidated_by), ` on ${when(record.valid_until)}: `
+      + "a newer memory restated it with another value. It is kept in history, out of "
+      + "recall; search as of an earlier moment still finds it.") : null,
     el("p", { class: "text", id: "record-text" }, record.text),
     lineage.members.length ? el("section", { id: "record-members" },
       el("h2", {}, `Members (${lineage.members.length})`),
@@ -541,8 +545,13 @@ async function recordPage(recordId) {
       ["wiki-links", (record.body.wiki_links || []).join(", ")],
       ["source", record.source_ref],
       ["run", record.run_ref ? runLink(record.run_ref) : undefined],
-      ["created", when(record.created_at)],
+      ["confidence", lineage.confidence.toFixed(2)],
+      ["valid from", when(record.created_at)],
+      ["valid until", record.valid_until ? when(record.valid_until) : undefined],
+      ["recorded", lineage.recorded_at ? when(lineage.recorded_at) : undefined],
       ["expires", record.expires_at ? when(record.expires_at) : undefined],
+      ["graph", el("a", { href: `#/graph?${new URLSearchParams({ from: record.record_id,
+        depth: "2" })}`, id: "record-graph" }, "what it links to, two hops out")],
     ])), el("div", {}, el("h2", {}, "Provenance"), fieldsTable(Object.entries(record.provenance)
       .map(([name, value]) => [name, String(value)])))));
   // A merge's members are listed above, superseded or not.
@@ -1380,47 +1389,112 @@ async function planningItemPage(itemId, params) {
 // -- graph ---------------------------------------------------------------------------------
 
 async function graphPage(_, params) {
-  const graph = await api("/v1/graph", { limit: params.get("limit") || "300" });
+  const from = params.get("from") || "";
+  const depth = params.get("depth") || "1";
+  const asOf = params.get("as_of") || "";
+  // Entities are drawn beside the memories unless turned off.
+  const withEntities = params.get("entities") !== "false";
+  const form = el("form", { class: "search", id: "graph-form" },
+    el("label", {}, "around", el("input", { name: "from", value: from,
+      placeholder: "a record id, or entity:name (blank: the whole graph)" })),
+    choice("depth", ["1", "2", "3"], depth, null),
+    el("label", {}, "as of (UTC)", el("input", { name: "as_of", type: "datetime-local",
+      value: asOf })),
+    el("label", {}, el("input", { name: "entities", type: "checkbox", value: "true",
+      checked: withEntities }), " entities"),
+    el("button", { type: "submit" }, "Draw"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const wanted = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) if (value) wanted.set(name, value);
+    if (!wanted.has("entities")) wanted.set("entities", "false");
+    if (!wanted.get("from")) wanted.delete("depth");
+    location.hash = `#/graph?${wanted}`;
+  });
+  const when = asOf ? { as_of: asOf } : {};
+  let nodes;
+  let edges;
+  let summary;
+  if (from) {
+    const around = await api("/v1/graph/neighbours", { from, depth, ...when });
+    const shown = around.nodes.filter((node) => withEntities || node.type === "record");
+    const kept = new Set(shown.map((node) => node.id));
+    nodes = shown.map((node) => (node.type === "entity"
+      ? { id: node.id, entity: true, name: node.name, kind: node.entity_kind,
+        records: node.records }
+      : { ...node, record_id: node.record_id, review_state: "approved" }));
+    edges = around.edges.filter((edge) => kept.has(edge.source) && kept.has(edge.target));
+    summary = `${shown.length} nodes within ${depth} hop${depth === "1" ? "" : "s"} of ${from}`
+      + (around.truncated ? " · cut at the most one answer shows" : "");
+  } else {
+    const graph = await api("/v1/graph", { limit: params.get("limit") || "300", ...when,
+      ...(withEntities ? { entities: "true" } : {}) });
+    nodes = [...graph.nodes.map((node) => ({ ...node, id: node.record_id })),
+      ...(graph.entities || []).map((entity) => ({ id: `entity:${entity.key}`, entity: true,
+        name: entity.name, kind: entity.entity_kind, records: entity.records }))];
+    edges = [...graph.edges, ...(graph.mentions || [])];
+    summary = `${graph.nodes.length} memories, ${graph.edges.length} links`
+      + (withEntities ? ` · ${(graph.entities || []).length} entities two or more mention` : "")
+      + ` · ${graph.unresolved_links} unresolved wiki-links`
+      + ` · ${graph.related_outside} related ids outside the graph`
+      + (graph.truncated ? " · cut at the newest memories" : "");
+  }
+  if (asOf) summary += ` · as of ${asOf.replace("T", " ")} UTC`;
   const width = 1100;
   const height = 640;
-  const position = layout(graph.nodes, graph.edges, width, height);
+  const position = layout(nodes, edges, width, height);
   const canvas = svg("svg", { id: "graph", viewBox: `0 0 ${width} ${height}`,
     role: "img", "aria-label": "memory graph" });
-  for (const edge of graph.edges) {
+  for (const edge of edges) {
     const [a, b] = [position.get(edge.source), position.get(edge.target)];
+    if (!a || !b) continue;
     canvas.append(svg("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y,
       class: `edge ${edge.relation}` }));
   }
-  for (const node of graph.nodes) {
-    const { x, y } = position.get(node.record_id);
-    const group = svg("g", { class: `node ${node.review_state}`, tabindex: 0,
-      "data-record-id": node.record_id, transform: `translate(${x} ${y})` },
-    svg("title", {}, `${labelOf(node)} (${node.memory_type || node.kind}, `
-      + `${node.review_state}) · ${node.record_id}`),
-    svg("circle", { r: 9, fill: TYPE_COLOURS[node.memory_type] || OTHER_COLOUR }),
+  for (const node of nodes) {
+    const { x, y } = position.get(node.id);
+    const label = node.entity ? node.name : labelOf(node, GRAPH_LABEL_WORDS, GRAPH_LABEL_CHARS);
+    const group = svg("g", { class: node.entity ? "node entity" : `node ${node.review_state}`,
+      tabindex: 0, [node.entity ? "data-entity" : "data-record-id"]: node.entity
+        ? node.id.slice("entity:".length) : node.record_id,
+      transform: `translate(${x} ${y})` },
+    svg("title", {}, node.entity
+      ? `${node.name} (${node.kind}, mentioned by ${node.records})`
+      : `${labelOf(node)} (${node.memory_type || node.kind}, ${node.review_state}) · `
+        + node.record_id),
+    node.entity ? svg("rect", { x: -6, y: -6, width: 12, height: 12, class: "entity" })
+      : svg("circle", { r: 9, fill: TYPE_COLOURS[node.memory_type] || OTHER_COLOUR }),
     node.review_state === "draft" ? svg("circle", { r: 13, class: "ring" }) : null,
     svg("text", x + GRAPH_LABEL_ROOM > width ? { x: -16, y: 4, "text-anchor": "end" }
-      : { x: 16, y: 4 }, labelOf(node, GRAPH_LABEL_WORDS, GRAPH_LABEL_CHARS)));
-    const open = () => { location.hash = `#/record/${encodeURIComponent(node.record_id)}`; };
+      : { x: 16, y: 4 }, label));
+    // A record opens its page; an entity draws the graph around it.
+    const open = () => {
+      location.hash = node.entity
+        ? `#/graph?${new URLSearchParams({ from: node.id, depth: "1", ...when })}`
+        : `#/record/${encodeURIComponent(node.record_id)}`;
+    };
     group.addEventListener("click", open);
     group.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
     canvas.append(group);
   }
-  const types = [...new Set(graph.nodes.map((node) => node.memory_type || "other"))].sort();
-  return el("section", { "data-page": "graph" }, el("h1", {}, "Graph"),
-    el("p", { class: "hint", id: "graph-summary" }, `${graph.nodes.length} memories, ${graph.edges.length} links`
-      + ` · ${graph.unresolved_links} unresolved wiki-links`
-      + ` · ${graph.related_outside} related ids outside the graph`
-      + (graph.truncated ? " · cut at the newest memories" : "")),
+  const types = [...new Set(nodes.filter((node) => !node.entity)
+    .map((node) => node.memory_type || "other"))].sort();
+  return el("section", { "data-page": "graph" }, el("h1", {}, "Graph"), form,
+    el("p", { class: "hint", id: "graph-summary" }, summary),
     el("ul", { class: "legend" }, types.map((type) => el("li", {},
       svg("svg", { width: 14, height: 14 }, svg("circle", { cx: 7, cy: 7, r: 6,
         fill: TYPE_COLOURS[type] || OTHER_COLOUR })), ` ${type}`)),
     el("li", { class: "draft" }, svg("svg", { width: 20, height: 20 },
       svg("circle", { cx: 10, cy: 10, r: 5, fill: OTHER_COLOUR }),
       svg("circle", { cx: 10, cy: 10, r: 8, class: "ring" })), " draft, awaiting review"),
+    withEntities ? el("li", {}, svg("svg", { width: 14, height: 14 },
+      svg("rect", { x: 1, y: 1, width: 12, height: 12, class: "entity" })),
+    " entity (a name records mention)") : null,
     el("li", {}, el("span", { class: "line related" }), " related"),
-    el("li", {}, el("span", { class: "line wiki_link" }), " wiki-link")),
-    graph.nodes.length ? canvas : el("p", { class: "hint" }, "No memories yet."));
+    el("li", {}, el("span", { class: "line wiki_link" }), " wiki-link"),
+    withEntities ? el("li", {}, el("span", { class: "line mentions" }), " mentions") : null),
+    nodes.length ? canvas : el("p", { class: "hint" }, from ? "Nothing around it."
+      : "No memories yet."));
 }
 
 // A small force layout (Fruchterman-Reingold): nodes repel, links pull, the whole cools
@@ -1430,7 +1504,7 @@ function layout(nodes, edges, width, height, iterations = 250) {
   const n = nodes.length;
   const k = Math.sqrt(((width - 2 * margin) * (height - 2 * margin)) / Math.max(n, 1)) * 0.75;
   const points = nodes.map((node, i) => ({
-    id: node.record_id,
+    id: node.id,
     x: width / 2 + (width / 3) * Math.cos((2 * Math.PI * i) / Math.max(n, 1)),
     y: height / 2 + (height / 3) * Math.sin((2 * Math.PI * i) / Math.max(n, 1)),
   }));
