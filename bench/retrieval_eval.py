@@ -87,7 +87,8 @@ PRODUCT_SCORED = "product, agent scoring"
 # memory_graph.py): one hop, and the anchor profile's two.
 PRODUCT_LINKED = "product, links 1 hop"
 PRODUCT_ANCHOR = "product, anchor profile (2 hops)"
-EXPANSIONS = {PRODUCT_LINKED: {"expand": 1}, PRODUCT_ANCHOR: {"profile": "anchor"}}
+EXPANSIONS: dict[str, dict[str, str | int]] = {PRODUCT_LINKED: {"expand": 1},
+                                               PRODUCT_ANCHOR: {"profile": "anchor"}}
 EVAL_AGENT = "eval-agent"
 DENSE = "dense (int8 MiniLM, cosine)"
 BM25 = "BM25 (\\w+ tokens)"

@@ -409,11 +409,18 @@ class RecordEntities:
 def record_entities(record: Record, version: int) -> RecordEntities:
     """The entities a record (a memory, a digest, a document's chunk) names and the relations
     its text states. Co-mentions are left to the reader: they follow from the mentions."""
-    mentions = mentions_of(record.text, title=record.title, tags=record.tags,
-                           agent_id=record.agent_id)
-    return RecordEntities(record.record_id, record.namespace, version,
-                          entity_key(record.title) or None if record.title else None,
-                          tuple(mentions), tuple(relations_of(record.text, mentions)))
+    return entities_in(record.namespace, record.record_id, version, record.text,
+                       title=record.title, tags=record.tags, agent_id=record.agent_id)
+
+
+def entities_in(namespace: str, record_id: str, version: int, text: str, *,
+                title: str | None, tags: Sequence[str],
+                agent_id: str | None) -> RecordEntities:
+    """`record_entities` of a record given by its fields (a row read for a rebuild)."""
+    mentions = mentions_of(text, title=title, tags=tags, agent_id=agent_id)
+    return RecordEntities(record_id, namespace, version,
+                          entity_key(title) or None if title else None,
+                          tuple(mentions), tuple(relations_of(text, mentions)))
 
 
 # ---------------------------------------------------------------------------- relations

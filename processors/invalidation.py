@@ -82,8 +82,13 @@ CUE_SPAN = 2
 # The guard's share of the other's words that a denial must restate (`contradicts`).
 NEGATION_COVERAGE = ConsolidationSettings().negation_coverage
 
-# Words that say the value changed, in the newer text: "now", "no longer", "switched to" ...
-_CHANGE_CUE = re.compile(
+# Words that say the value changed, in the newer text: "now", "switched to" ...
+# Not "instead of", "replaced" or "no longer": technical prose uses the first two to say how
+# a thing works ("returns a summary instead of raw hits"), and a denial is the denial rule's.
+_CHANGE_CUE = re.compile(r"\b(?:now|switched to|moved to|changed to|migrated to)\b", re.I)
+# What the comparison of the rest leaves out: those cues and the others, which say something
+# changed rather than what ("no longer needed" beside "needed" is a denial, nothing lost).
+_CUE_WORDS = re.compile(
     r"\b(?:now|no longer|switched to|moved to|changed to|instead of|replaced|migrated to)\b",
     re.I)
 # The guard's words (consolidation._WORD), found in the text with their places.
@@ -107,6 +112,12 @@ for _word, _all_others in OPPOSITE.items():
                         if not any({_word, other} <= family for family in _WHICH_ONE))
     _STEMMED_OPPOSITE[stem(_word)] = (_STEMMED_OPPOSITE.get(stem(_word), frozenset())
                                       | {stem(other) for other in _others})
+
+# A number after a noun that counts things off, or after "#": it says which thing.
+_NUMBERED = re.compile(
+    r"(?:\b(?:note|number|no|item|step|part|phase|stage|section|chapter|task|issue|ticket|case"
+    r"|option|rule|question|point|page|sprint|iteration|round|attempt|milestone|epic|story|bug"
+    r"|incident|pr|slide|figure)\.?\s*#?\s*|#)(\d+)\b")
 
 Category = Literal["numbers", "identifiers", "calendar"]
 _CATEGORIES: tuple[Category, ...] = ("numbers", "identifiers", "calendar")
@@ -196,7 +207,7 @@ def changed(older: str, newer: str) -> tuple[Because, str] | None:
     part of at most CUE_SPAN words, replaced by something ("CI runs on Jenkins" -> "CI moved
     to GitHub Actions").
     """
-    if _another_one(older, newer):
+    if _another_one(older, newer) or _another_numbered(older, newer):
         return None
     old_tokens, new_tokens = _tokens(older), _tokens(newer)
     old_anchors, new_anchors = anchors_of(older), anchors_of(newer)
@@ -220,14 +231,38 @@ def changed(older: str, newer: str) -> tuple[Because, str] | None:
             _stem(theirs) for _, theirs in opposites}
         if not _only_values(part, old_values, new_values):
             return None
-        if conflicting:
+        if conflicting and (part.old or part.new):
             return "value", part.detail(older, newer)
+        if conflicting:
+            # The words are the same, their counts not ("the last 3 notes" of "3 facts and
+            # the last 3 notes" became 5): the anchors say which values changed.
+            return "value", _values_changed(
+                getattr(old_anchors, conflicting[0]), getattr(new_anchors, conflicting[0]))
         if opposites:
             return "opposite", ", ".join(f"{mine} -> {theirs}" for mine, theirs in opposites)
         return "denial", _denial_detail(older, old_polarity, new_polarity)
-    if _CHANGE_CUE.search(newer) and part.old and len(part.old) <= CUE_SPAN and part.new:
+    # A change of what a negative statement denies is another negative statement, no change.
+    if _CHANGE_CUE.search(newer) and part.old and len(part.old) <= CUE_SPAN and part.new \
+            and not old_polarity.denied:
         return "change_cue", part.detail(older, newer)
     return None
+
+
+def _values_changed(older: frozenset[object], newer: frozenset[object]) -> str:
+    """"3 -> 5": the values of one anchor category each side names and the other does not (a
+    counted number as its value alone)."""
+    def named(values: frozenset[object]) -> str:
+        return ", ".join(sorted({str(value[0] if isinstance(value, tuple) else value)
+                                 for value in values}))
+
+    return f"{named(older - newer)} -> {named(newer - older)}"
+
+
+def _another_numbered(older: str, newer: str) -> bool:
+    """Whether the texts name two numbered things ("note 1" / "note 2", "sprint 12" / "sprint
+    13", "#41" / "#42"): a number that names which one is the subject's, not a value of it."""
+    mine, theirs = set(_NUMBERED.findall(older.lower())), set(_NUMBERED.findall(newer.lower()))
+    return bool(mine - theirs and theirs - mine)
 
 
 def _another_one(older: str, newer: str) -> bool:
@@ -267,7 +302,7 @@ def _tokens(text: str) -> list[_Token]:
     polarity rule's business) and the words of a change cue left out, "Dana's" read as
     "Dana"."""
     text = text.replace("\u2019", "'")
-    cues = [match.span() for match in _CHANGE_CUE.finditer(text)]
+    cues = [match.span() for match in _CUE_WORDS.finditer(text)]
     found = []
     for match in _TOKEN.finditer(text):
         word = match.group(0).lower()

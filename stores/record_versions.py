@@ -343,7 +343,10 @@ class PostgresRecordVersions:
         rows = await self._pool.fetch(
             f"SELECT {_prefixed(_DIFF_COLUMNS, 'd')} FROM pending_diffs d"
             " JOIN records r USING (record_id)"
+            # A diff of a record merged or invalidated since can no longer apply: it awaits
+            # nobody.
             " WHERE d.namespace = $1 AND d.state = 'pending'"
+            " AND r.superseded_by IS NULL AND r.invalidated_by IS NULL"
             " AND ($2::text IS NULL OR d.record_id = $2)"
             " AND (r.scope <> 'personal' OR $4 OR r.agent_id = $5)"
             " ORDER BY d.proposed_at, d.diff_id LIMIT $3",

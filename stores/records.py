@@ -631,7 +631,8 @@ def stored_confidence(row: Mapping[str, Any]) -> float:
     its next change), as its fields make it without votes."""
     stored = row["confidence"]
     if stored is not None:
-        return float(stored)
+        # As computed: rounded to 4 places, so that 0.7 meets a threshold of 0.7.
+        return round(float(stored), 4)
     return confidence_of(row["trust_class"], row["review_state"],
                          int(row["body"].get("restated", 0)))
 

@@ -31,13 +31,13 @@ from numpy.typing import NDArray
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from processors.embedding_text import embedding_text
-from processors.entities import record_entities
+from processors.entities import entities_in
 from processors.lexical import SparseVector, context_texts, document_vector
 from stores.entities import index_record_entities
 from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
 from stores.pgvector import register_codecs
-from stores.postgres_rows import RECORD_COLUMNS, record_of, refresh_confidence
+from stores.postgres_rows import RECORD_COLUMNS, refresh_confidence
 from stores.qdrant_edge_index import EdgeIndex
 from stores.records_search import INDEXED
 from stores.vector_index import IndexPoint, VectorIndex
@@ -113,8 +113,10 @@ async def reindex(
             await index.upsert(points)
             report.indexed += len(points)
             async with connection.transaction():
-                await index_record_entities(connection, [
-                    record_entities(record_of(row), int(row["version"])) for row in rows])
+                await index_record_entities(connection, [entities_in(
+                    row["namespace"], row["record_id"], int(row["version"]), row["text"],
+                    title=row["title"], tags=row["tags"], agent_id=row["agent_id"])
+                    for row in rows])
                 for namespace_of_rows, ids in _unscored(rows).items():
                     await refresh_confidence(connection, namespace_of_rows, ids)
             report.entities_indexed += len(rows)

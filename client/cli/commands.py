@@ -229,7 +229,8 @@ def summary(client: MemoryClient, args: argparse.Namespace, config: Config,
     answer = client.summary(
         args.query, namespace=namespace_of(args, config), agent_id=args.agent,
         budget_tokens=args.budget, run_id=args.run, profile=args.profile,
-        min_score=args.min_score, limit=args.limit)
+        min_score=args.min_score, limit=args.limit, as_of=args.as_of,
+        min_confidence=args.min_confidence, expand=args.expand)
     if output.as_json:
         output.json(answer.raw)
         return 0
@@ -867,7 +868,7 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--kind", action="append", help="memory, run_digest, fix_pattern")
     found.add_argument("--tag", action="append")
     found.add_argument("--type", help="memory type (fact, decision, lesson, …)")
-    found.add_argument("--profile", help="default, planning, incident, handoff")
+    found.add_argument("--profile", help="default, planning, incident, handoff, anchor")
     found.add_argument("--min-score", type=float)
     found.add_argument("--limit", type=int)
     found.add_argument("--explain", action="store_true",
@@ -897,6 +898,7 @@ def parser() -> argparse.ArgumentParser:
     brief.add_argument("--profile")
     brief.add_argument("--min-score", type=float)
     brief.add_argument("--limit", type=int, help="hits to summarize (5)")
+    viewed_from(brief)
     shown = command("show", "records by id: one with its provenance, versions, lineage and "
                             "whether it is in force; several in one read")
     shown.add_argument("record_ids", nargs="+", metavar="record_id")

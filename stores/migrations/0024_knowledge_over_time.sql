@@ -1,5 +1,5 @@
 -- memstream schema, version 24: knowledge over time (docs/lifecycle.md#facts-that-go-stale,
--- docs/entities.md).
+-- docs/knowledge.md).
 -- A memory that a newer one restates with another value is invalidated: when its fact
 -- stopped holding (valid_until, the newer's occurred_at) and the memory that says so. It
 -- leaves the index, as a merged or expired record does, and stays in history.
@@ -7,7 +7,7 @@ ALTER TABLE records ADD COLUMN valid_until timestamptz;
 ALTER TABLE records ADD COLUMN invalidated_by text;
 -- How sure memory is of a record (seed 001), kept by the stores that change its inputs
 -- (trust class, review state, restatements, agents' ratings: processors/confidence.py).
-ALTER TABLE records ADD COLUMN confidence real;
+ALTER TABLE records ADD COLUMN confidence double precision;
 
 -- The records that left the index (merged, expired, invalidated), by when they left (their
 -- last change): what a search as of an earlier moment reads beside the index.

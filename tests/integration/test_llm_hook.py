@@ -17,9 +17,6 @@ from processors.digests import RunDigest, build_digest
 from processors.entities import Mention
 from schemas.events import RUN_EVENT_TYPES, Provenance
 from schemas.records import Record
-from streams.plumbing.runtime import Runtime
-from streams.stages.entity_enrichment import EntityEnricher
-from tests.unit.store_fakes import InMemoryStores
 from streams.plumbing.llm_hook import (
     ChatEndpoint,
     LLMHookError,
@@ -28,6 +25,9 @@ from streams.plumbing.llm_hook import (
     merge_prose,
 )
 from streams.plumbing.metrics import Metrics
+from streams.plumbing.runtime import Runtime
+from streams.stages.entity_enrichment import EntityEnricher
+from tests.unit.store_fakes import InMemoryStores
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 Reply = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]

@@ -320,9 +320,7 @@ async def probe_related(probe: Probe) -> list[str]:
     # The other agent's name is an entity its memories mention: none of them is reached.
     _, other = await refused_or_answered(probe.client, "related",
                                          start=f"entity:{probe.other}", depth=2)
-    _, own = await answered(probe.client, "related", start=f"entity:{probe.me}", depth=2)
-    assert MARKERS[probe.me] in own, "its own memories mention its own name"
-    return [hidden, text, other, own]
+    return [hidden, text, other]
 
 
 async def refused_or_answered(client: Client, tool: str, **arguments: Any

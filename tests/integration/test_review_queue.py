@@ -92,20 +92,26 @@ async def test_a_draft_merge_waits_in_the_review_queue_of_the_api_and_the_cli(
         anns = [await publisher.write_memory(namespace, text, memory_type="preference",
                                              scope="personal", agent_id="ann")
                 for text in ANNS]
-        await updates.wait_for(lambda m: count(updates, namespace, "created") == 9)
+        # The negation restates the deploys' fact with another value: each of them, approved
+        # and so protected, waits to be invalidated by it (docs/knowledge.md).
+        await updates.wait_for(lambda m: count(updates, namespace, "created") == 9
+                               and count(updates, namespace, "proposed") == 3)
         # An approved memory is protected: its update waits as a pending diff.
         diff_id = await publisher.update_memory(
             namespace, backups, expected_version=1,
             text="Nightly backups of the analytics warehouse are kept for ninety days.")
-        await updates.wait_for(lambda m: count(updates, namespace, "proposed") == 1)
+        await updates.wait_for(lambda m: count(updates, namespace, "proposed") == 4)
         await publisher.request_consolidation(namespace)
     await updates.wait_for(lambda m: count(updates, namespace, "merged") == 3, timeout_s=120)
     assert count(updates, namespace, "superseded") == 0, "drafts supersede nothing"
 
     items = await queue(http, namespace)
-    assert [item["kind"] for item in items] == ["pending_diff"] + ["draft_merge"] * 3, \
-        "oldest first: the diff was proposed before the consolidation"
-    diff, *merges = items
+    assert [item["kind"] for item in items] == ["pending_diff"] * 4 + ["draft_merge"] * 3, \
+        "oldest first: the diffs were proposed before the consolidation"
+    *invalidations, diff = items[:4]
+    merges = items[4:]
+    assert {(item["record_id"], item["proposed"]["invalidated_by"]) for item in invalidations} \
+        == {(deploy, negated) for deploy in deploys}
     assert (diff["id"], diff["record_id"], diff["text"], diff["proposed"]["text"]) == (
         diff_id, backups, BACKUPS,
         "Nightly backups of the analytics warehouse are kept for ninety days.")
@@ -124,11 +130,12 @@ async def test_a_draft_merge_waits_in_the_review_queue_of_the_api_and_the_cli(
             for m in deploy_merge["members"]} == {(text, "approved", None) for text in DEPLOYS}
     assert deploy_merge["review"]["approve"] == {
         "namespace": namespace, "decision": "approve", "record_id": deploy_merge["id"]}
-    # One record's items: the merge that is it, or merges it.
+    # One record's items: its diff, and the merge that is it or merges it.
     assert [item["id"] for item in await queue(http, namespace, record_id=deploys[1])] == \
-        [deploy_merge["id"]]
+        [next(i["id"] for i in invalidations if i["record_id"] == deploys[1]),
+         deploy_merge["id"]]
     assert [item["id"] for item in await queue(http, namespace, limit="2")] == \
-        [diff_id, merges[0]["id"]]
+        [item["id"] for item in items[:2]]
 
     # The record page lists a merge's members, live while it is a draft.
     lineage = (await http.get(f"/v1/records/{deploy_merge['id']}",
@@ -187,4 +194,5 @@ async def test_a_draft_merge_waits_in_the_review_queue_of_the_api_and_the_cli(
     assert {(m["record_id"], m["review_state"], m["superseded_by"])
             for m in lineage["members"]} == {(member, "approved", None) for member in approvals}
 
+    # The deploys are merged: their invalidations can no longer apply, and await nobody.
     assert [item["id"] for item in await queue(http, namespace)] == [diff_id, anns_merge]

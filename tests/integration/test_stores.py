@@ -450,6 +450,9 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
 
     assert (report.indexed, report.missing_embedding, report.embedded, report.pruned) == (
         3, 1, 0, 1)
+    # Every live record's entities are read again, and its confidence computed (the rows
+    # were stored without it).
+    assert (report.entities_indexed, report.confidence_filled) == (4, 4)
     assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
     [personal] = await index.search(vectors[2], SearchScope(
         "ns-b", limit=1, min_score=0.99, agent_id="zed"))

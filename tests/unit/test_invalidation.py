@@ -138,6 +138,18 @@ def test_a_change_cue_alone_is_not_enough(older: str, newer: str) -> None:
     ("Deploys to staging need the office VPN.", "Deploys to production need the office VPN."),
     ("The staging bucket is public.", "The prod bucket is public."),
     ("The old billing API is deprecated.", "The new billing API is deprecated."),
+    # a number that says which thing: another thing
+    ("Ann's private note 1 about the rota: it starts at nine.",
+     "Ann's private note 2 about the rota: it starts at nine."),
+    ("Sprint 12 ends on Friday.", "Sprint 13 ends on Friday."),
+    ("Ticket #41 is blocked on the security review.",
+     "Ticket #42 is blocked on the security review."),
+    # a change described, not a change made; a negative statement said again
+    ("The search tool calls both lower-level tools, then returns a concise summary.",
+     "Instead of raw hits, the search tool returns a short summary after calling both "
+     "lower-level tools."),
+    ("Jonas is not the owner of the search service anymore.",
+     "Jonas no longer owns the search service."),
     ("The Kafka topic memory.events has 12 partitions.",
      "The Kafka topic memory.dead_letters has 3 partitions."),
     # list_grew

@@ -1449,7 +1449,7 @@ async function graphPage(_, params) {
     const [a, b] = [position.get(edge.source), position.get(edge.target)];
     if (!a || !b) continue;
     canvas.append(svg("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y,
-      class: `edge ${edge.relation}` }));
+      class: `edge ${edgeClass(edge.relation)}` }));
   }
   for (const node of nodes) {
     const { x, y } = position.get(node.id);
@@ -1495,6 +1495,14 @@ async function graphPage(_, params) {
     withEntities ? el("li", {}, el("span", { class: "line mentions" }), " mentions") : null),
     nodes.length ? canvas : el("p", { class: "hint" }, from ? "Nothing around it."
       : "No memories yet."));
+}
+
+// How a link is drawn: a related id and a wiki-link as such, a record and an entity it names
+// (either way) as a mention, two entities a sentence relates ("uses", "depends on" …) as a
+// relation.
+function edgeClass(relation) {
+  if (relation === "related" || relation === "wiki_link") return relation;
+  return relation === "mentions" || relation === "mentioned_by" ? "mentions" : "relation";
 }
 
 // A small force layout (Fruchterman-Reingold): nodes repel, links pull, the whole cools
