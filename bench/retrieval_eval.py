@@ -525,9 +525,11 @@ async def publish(stack: Stack, run_id: str, conversations: Sequence[Conversatio
 
 
 async def search(client: httpx.AsyncClient, namespace: str, query: str,
-                 *, defaults: bool = False, **extra: str | int) -> dict[str, Any]:
-    """The route's answer with nothing cut by relevance (top 10), or at its defaults."""
-    params: dict[str, str | int] = {"namespace": namespace, "query": query, **extra}
+                 *, defaults: bool = False,
+                 extra: Mapping[str, str | int] | None = None) -> dict[str, Any]:
+    """The route's answer with nothing cut by relevance (top 10), or at its defaults; `extra`:
+    more parameters."""
+    params: dict[str, str | int] = {"namespace": namespace, "query": query, **(extra or {})}
     if not defaults:
         params |= {"limit": TOP_K, "min_score": -1}
     # One retry: a worker busy indexing (or restarting) may drop a connection or answer 5xx;
@@ -587,7 +589,7 @@ async def ask_questions(stack: Stack, worker: Worker, result: EvalResult) -> Non
                     await search(agent, home, question.text))])
                 for name, params in EXPANSIONS.items():
                     expanded[name].append([h.source_ref for h in scored_hits(
-                        await search(client, home, question.text, **params))])
+                        await search(client, home, question.text, extra=params))])
     result.rankings[PRODUCT] = [[h.source_ref for h in hits] for hits in result.home_hits]
     result.rankings[PRODUCT_SCORED] = scored
     result.rankings.update(expanded)
