@@ -36,7 +36,7 @@ Source = Literal["wiki_link", "typed_title", "tag", "speaker", "agent", "url", "
 EntityKind = Literal["project", "person", "service", "team", "tool", "library", "repo", "host",
                      "concept", "org", "product", "agent", "url", "code", "version", "name"]
 RelationName = Literal["uses", "depends_on", "replaces", "calls", "runs_on", "part_of", "owns",
-                       "co_mentioned"]
+                       "links_to", "co_mentioned"]
 Origin = Literal["pattern", "wiki_link", "co_mention", "llm"]
 
 MAX_MENTIONS = 64
@@ -418,9 +418,18 @@ def entities_in(namespace: str, record_id: str, version: int, text: str, *,
                 agent_id: str | None) -> RecordEntities:
     """`record_entities` of a record given by its fields (a row read for a rebuild)."""
     mentions = mentions_of(text, title=title, tags=tags, agent_id=agent_id)
-    return RecordEntities(record_id, namespace, version,
-                          entity_key(title) or None if title else None,
-                          tuple(mentions), tuple(relations_of(text, mentions)))
+    page = entity_key(title) or None if title else None
+    return RecordEntities(record_id, namespace, version, page, tuple(mentions),
+                          tuple([*relations_of(text, mentions), *page_links(page, mentions)]))
+
+
+def page_links(page: str | None, mentions: Sequence[Mention]) -> list[Relation]:
+    """What a page links to: the entity its title names `links_to` each entity it wiki-links,
+    as written (confidence 1)."""
+    if page is None:
+        return []
+    return [Relation(page, mention.key, "links_to", 1.0, f"[[{mention.name}]]", "wiki_link")
+            for mention in mentions if mention.source == "wiki_link" and mention.key != page]
 
 
 # ---------------------------------------------------------------------------- relations

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import asyncpg
 
-from processors.entities import Mention, RecordEntities
+from processors.entities import Mention, RecordEntities, co_mention_confidence
 from processors.memory_graph import ENTITY_PREFIX, Link
 from schemas.records import Record
 from stores.postgres_rows import RECORD_COLUMNS, record_of
@@ -47,6 +47,22 @@ class EntitySummary:
     records: int
 
 
+@dataclass(frozen=True)
+class EntityRelation:
+    """A relation of an entity: stated in sentences (`origin` pattern, wiki_link, llm) or
+    read from the records that name both (`co_mention`), with the records that show it and a
+    confidence (a stated one's highest; a co-mention's from how many records,
+    processors/entities.py `co_mention_confidence`)."""
+
+    source: str
+    target: str
+    relation: str
+    origin: str
+    confidence: float
+    records: int
+    evidence: tuple[str, ...]
+
+
 class Entities(Protocol):
     async def index_entities(self, found: Sequence[RecordEntities]) -> None:
         """Replace what the rules found in these records by what they find now."""
@@ -64,6 +80,12 @@ class Entities(Protocol):
                                mentions: Sequence[Mention]) -> None:
         """Keep what the hook named in one version of a record (replacing what it named in
         an earlier one), and that it was asked."""
+
+    async def relations_of(self, namespace: str, key: str, reader: PersonalReader,
+                           limit: int) -> list[EntityRelation]:
+        """An entity's relations, stated ones first, then those it is co-mentioned in, the
+        strongest first; each with up to 5 of its evidence records (those the reader may
+        see, in force)."""
 
     async def mentioned_in(self, namespace: str,
                            record_ids: Sequence[str]) -> list[tuple[str, EntitySummary]]:
@@ -130,6 +152,42 @@ class PostgresEntities:
             await connection.execute(
                 "INSERT INTO entity_llm_reads (record_id, version, named) VALUES ($1, $2, $3)"
                 " ON CONFLICT DO NOTHING", record_id, version, len(mentions))
+
+    async def relations_of(self, namespace: str, key: str, reader: PersonalReader,
+                           limit: int) -> list[EntityRelation]:
+        async with self._pool.acquire() as connection:
+            stated = await connection.fetch(
+                f"""
+                SELECT r.source_key, r.target_key, r.relation, r.origin,
+                       max(r.confidence) AS confidence, count(DISTINCT r.record_id) AS records,
+                       (array_agg(DISTINCT r.record_id))[1:5] AS evidence
+                FROM entity_relations r JOIN records t ON t.record_id = r.record_id
+                WHERE r.namespace = $1 AND (r.source_key = $5 OR r.target_key = $5)
+                  AND {_VISIBLE}
+                GROUP BY r.source_key, r.target_key, r.relation, r.origin
+                ORDER BY confidence DESC, records DESC, r.source_key, r.target_key LIMIT $6
+                """,
+                namespace, reader.agent_id, reader.every_agent, None, key, limit)
+            together = await connection.fetch(
+                f"""
+                SELECT other.entity_key, count(DISTINCT other.record_id) AS records,
+                       (array_agg(DISTINCT other.record_id))[1:5] AS evidence
+                FROM entity_mentions mine
+                JOIN entity_mentions other ON other.namespace = mine.namespace
+                     AND other.record_id = mine.record_id AND other.entity_key <> mine.entity_key
+                JOIN records t ON t.record_id = mine.record_id
+                WHERE mine.namespace = $1 AND mine.entity_key = $5 AND mine.source <> 'title'
+                  AND other.source NOT IN ('title', 'version', 'url', 'agent') AND {_VISIBLE}
+                GROUP BY other.entity_key
+                ORDER BY records DESC, other.entity_key LIMIT $6
+                """,
+                namespace, reader.agent_id, reader.every_agent, None, key, limit)
+        return [EntityRelation(row["source_key"], row["target_key"], row["relation"],
+                               row["origin"], float(row["confidence"]), int(row["records"]),
+                               tuple(row["evidence"])) for row in stated] + [
+            EntityRelation(key, row["entity_key"], "co_mentioned", "co_mention",
+                           co_mention_confidence(int(row["records"])), int(row["records"]),
+                           tuple(row["evidence"])) for row in together]
 
     async def mentioned_in(self, namespace: str,
                            record_ids: Sequence[str]) -> list[tuple[str, EntitySummary]]:

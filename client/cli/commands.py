@@ -321,6 +321,8 @@ def neighbours(client: MemoryClient, args: argparse.Namespace, config: Config,
 
 def entities(client: MemoryClient, args: argparse.Namespace, config: Config,
              output: Output) -> int:
+    if args.name is not None:
+        return entity(client, args, config, output)
     answer = client.entities(namespace=namespace_of(args, config), prefix=args.prefix,
                              limit=args.limit)
     if output.as_json:
@@ -330,6 +332,28 @@ def entities(client: MemoryClient, args: argparse.Namespace, config: Config,
                  [(entity.name, entity.entity_kind, entity.records, when(entity.first_seen))
                   for entity in answer.entities],
                  texts=[", ".join(entity.aliases) for entity in answer.entities])
+    return 0
+
+
+def entity(client: MemoryClient, args: argparse.Namespace, config: Config,
+           output: Output) -> int:
+    """One entity: its fields, its relations with their confidence, the records naming it."""
+    answer = client.entity(args.name, namespace=namespace_of(args, config))
+    if output.as_json:
+        output.json(answer.raw)
+        return 0
+    output.line(fields([("entity", answer.name), ("key", answer.key),
+                        ("kind", answer.entity_kind), ("aliases", answer.aliases),
+                        ("records", answer.records), ("first seen", when(answer.first_seen))],
+                       output.width))
+    output.line()
+    output.table(["relation", "with", "conf", "records"],
+                 [(relation.relation, relation.target if relation.source == answer.key
+                   else f"{relation.source} (of)", relation.confidence, relation.records)
+                  for relation in answer.relations])
+    output.line()
+    output.table(["record", "kind"], [(r.record_id, r.kind) for r in answer.mentioned_by],
+                 texts=[one_line(r.raw) for r in answer.mentioned_by])
     return 0
 
 
@@ -913,6 +937,8 @@ def parser() -> argparse.ArgumentParser:
     around.add_argument("--as-of", metavar="TIME", help="among the records in force then")
     named = command("entities", "the entities the namespace's records mention, the most "
                                 "mentioned first")
+    named.add_argument("name", nargs="?", metavar="NAME",
+                       help="one entity: its relations and the records that name it")
     named.add_argument("--prefix", help="those whose name starts so")
     named.add_argument("--limit", type=int, help="at most this many (50; at most 500)")
     listed = command("list", "the records the key may read, newest first, a page at a time")

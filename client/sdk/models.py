@@ -640,6 +640,35 @@ class EntityList(Answer):
     entities: list[Entity]
 
 
+class EntityRelation(Answer):
+    """A relation of an entity: stated in a sentence or a page's wiki-link (`origin`
+    pattern, wiki_link, llm), or read from the records that name both (`co_mention`); with
+    how many records show it, up to five of them, and a confidence."""
+
+    source: str
+    target: str
+    relation: str
+    origin: str
+    confidence: float
+    records: int
+    evidence: list[str]
+
+
+class EntityRecord(Answer):
+    record_id: str
+    kind: str
+    title: str | None
+    excerpt: str
+
+
+class EntityPage(Entity):
+    """An entity with its relations and the latest records that mention it."""
+
+    namespace: str
+    relations: list[EntityRelation]
+    mentioned_by: list[EntityRecord] = Field(alias="records")
+
+
 class Neighbour(Answer):
     """A record or an entity a walk reached: `hops` between records from the start, `via` the
     node it came from by `relation`, `strength` the product of its links' strengths. A

@@ -35,6 +35,7 @@ from client.sdk.models import (
     DocumentAccepted,
     DocumentList,
     EntityList,
+    EntityPage,
     FixPatterns,
     GapList,
     Health,
@@ -337,6 +338,15 @@ def entities(config: Config, *, namespace: str | None = None, agent_id: str | No
     (`GET /v1/entities`); `prefix` keeps those whose name starts so."""
     return get("/v1/entities", EntityList, namespace=namespace_of(config, namespace),
                agent_id=agent_id, prefix=prefix, limit=limit)
+
+
+def entity(config: Config, name: str, *, namespace: str | None = None,
+           agent_id: str | None = None) -> Call[EntityPage]:
+    """An entity by its name or key (`GET /v1/entities/{key}`): its relations (stated, and
+    co-mentions) with their evidence and confidence, and the latest records that mention
+    it."""
+    return get(f"/v1/entities/{segment(name)}", EntityPage,
+               namespace=namespace_of(config, namespace), agent_id=agent_id)
 
 
 def consolidation_counts(config: Config, *,

@@ -72,6 +72,9 @@ NEIGHBOUR_PARAMS: Params = {**READER_PARAMS, "from": Param(NODE), "depth": Param
                             "as_of": Param(AS_OF)}
 ENTITY_LIST_PARAMS: Params = {**READER_PARAMS, "prefix": Param(ENTITY_NAME),
                               "limit": Param(integer(1, MAX_ENTITIES_LIMIT))}
+ENTITY_PARAMS: Params = {**READER_PARAMS, "key": Param(ENTITY_NAME)}
+# Relations and records an entity's page shows, each.
+ENTITY_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,18 @@ def wire_graph(pages: Pages, records: Records, entities: Entities) -> None:
         return web.json(await neighbourhood_view(records, entities, namespace, start, depth,
                                                  found, reader, as_of))
 
+    @pages.page("/v1/entities/{key}", params=ENTITY_PARAMS)
+    async def entity_view_page(web: View, request: Request, caller: Caller,
+                               key: str) -> Response:
+        """An entity: its names, its relations (stated, and co-mentions) with their evidence
+        and confidence, and the latest records that mention it."""
+        namespace = granted_namespace(caller, request.query)
+        shown = await entity_page(records, entities, namespace, key,
+                                  personal_reader(caller, request.query))
+        if shown is None:
+            return web.json({"error": f"no entity {key!r} in {namespace!r}"}, status=404)
+        return web.json(shown)
+
     @pages.page("/v1/entities", params=ENTITY_LIST_PARAMS)
     async def entities_view(web: View, request: Request, caller: Caller) -> Response:
         """The namespace's entities, the most mentioned first; `prefix` narrows to those
@@ -171,6 +186,25 @@ def wire_graph(pages: Pages, records: Records, entities: Entities) -> None:
             entity_key(prefix) if prefix else None,
             value(query, "limit", integer(1, MAX_ENTITIES_LIMIT), ENTITIES_LIMIT))
         return web.json({"namespace": namespace, "entities": [entity_view(e) for e in listed]})
+
+
+async def entity_page(records: Records, entities: Entities, namespace: str, name: str,
+                      reader: PersonalReader) -> dict[str, Any] | None:
+    """An entity (by its name or key), its relations with their evidence and confidence, and
+    the latest records that mention it; None when no record the reader may see does."""
+    key = entity_key(name)
+    found = (await entities.entities(namespace, [key], reader)).get(key) if key else None
+    if found is None or found.records == 0:
+        return None
+    relations = await entities.relations_of(namespace, key, reader, ENTITY_SHOWN)
+    mentioned = [link.target for link in await entities.entity_links(
+        namespace, [key], reader, ENTITY_SHOWN) if link.relation == "mentioned_by"]
+    shown = await readable(records, namespace, mentioned, reader, None)
+    return {"namespace": namespace, **entity_view(found),
+            "relations": [jsonable(relation) for relation in relations],
+            "records": [{"record_id": record.record_id, "kind": record.record_kind,
+                         "title": record.title, "excerpt": record.text[:200]}
+                        for record_id in mentioned if (record := shown.get(record_id))]}
 
 
 async def shared_entities(entities: Entities, namespace: str,

@@ -88,6 +88,16 @@ async def test_an_anchor_recall_reaches_the_memories_two_hops_away(
     listed = (await http.get("/v1/entities", params={"namespace": namespace})).json()
     assert {"atlas", "payments gateway", "ledger database"} <= {
         entity["key"] for entity in listed["entities"]}
+    # An entity's page: its relations with their evidence and confidence, and its records.
+    atlas = (await http.get("/v1/entities/Project: Atlas",
+                            params={"namespace": namespace})).json()
+    assert (atlas["key"], atlas["entity_kind"]) == ("atlas", "project")
+    relations = {(r["relation"], r["target"], r["origin"]): r for r in atlas["relations"]}
+    linked = relations[("links_to", "payments gateway", "wiki_link")]
+    assert (linked["confidence"], linked["evidence"]) == (1.0, [anchor])
+    together = relations[("co_mentioned", "payments gateway", "co_mention")]
+    assert together["records"] == 1 and 0 < together["confidence"] < 0.9
+    assert [record["record_id"] for record in atlas["records"]] == [anchor]
 
     # The pack's long-term section follows the links when its profile does.
     pack = (await http.get("/v1/context", params={
@@ -206,3 +216,5 @@ async def test_a_walk_from_what_is_not_there_is_not_found(
         answer = await http.get("/v1/graph/neighbours", params={"namespace": namespace,
                                                                 "from": start})
         assert answer.status_code == 404, answer.text
+    answer = await http.get("/v1/entities/Nobody Here", params={"namespace": namespace})
+    assert answer.status_code == 404 and "no entity 'Nobody Here'" in answer.json()["error"]

@@ -289,8 +289,10 @@ def test_a_record_gives_its_mentions_relations_and_the_page_its_title_names() ->
     # The title is read first: MyApp is named there.
     assert [m.key for m in read.mentions] == [
         "myapp", "postgres", "postgres@15", "payment", "agent 7"]
-    assert [(r.source, r.relation, r.target) for r in read.relations] == [
-        ("myapp", "uses", "postgres")]
+    # What the sentence states, then what the page links to.
+    assert [(r.source, r.relation, r.target, r.origin) for r in read.relations] == [
+        ("myapp", "uses", "postgres", "pattern"),
+        ("myapp stack", "links_to", "myapp", "wiki_link")]
 
 
 # ---------------------------------------------------------------------------- bounds

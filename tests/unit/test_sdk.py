@@ -61,6 +61,7 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "graph": lambda: routes.graph(CONFIG),
     "neighbours": lambda: routes.neighbours(CONFIG, "mem_1", depth=2),
     "entities": lambda: routes.entities(CONFIG, prefix="pay"),
+    "entity": lambda: routes.entity(CONFIG, "Payments gateway"),
     "consolidation_counts": lambda: routes.consolidation_counts(CONFIG),
     "consolidation_reports": lambda: routes.consolidation_reports(CONFIG),
     "runs": lambda: routes.runs(CONFIG),
