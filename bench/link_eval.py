@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ import httpx
 from bench.retrieval_eval import search
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack
+from processors.entities import entity_key
 from processors.ids import memory_record_id
 from processors.memories import wiki_links
 from schemas.events import MemoryType
@@ -54,7 +54,6 @@ WAYS: dict[str, dict[str, str | int]] = {DEFAULT: {}, EXPAND_1: {"expand": 1},
 EXPANDED = (EXPAND_1, ANCHOR)
 MEMORY_TYPES = frozenset(get_args(MemoryType))
 ANNOUNCE_TIMEOUT_S = 120.0
-_TYPED_TITLE = re.compile(r"\s*\w+(?: \w+)?\s*:\s*")
 
 
 # ---------------------------------------------------------------------------- the data
@@ -125,10 +124,9 @@ def problems_of(data: Mapping[str, Any]) -> list[str]:
 
 
 def _title_key(title: str) -> str:
-    """A title as a wiki-link resolves it: case and surrounding spaces aside, and a typed
-    prefix ("Project: ") too, as the entity index reads both."""
-    folded = title.strip().casefold()
-    return folded[_TYPED_TITLE.match(folded).end():] if _TYPED_TITLE.match(folded) else folded  # type: ignore[union-attr]
+    """A title as a wiki-link resolves to it: by the entity the link and the title name
+    (stores/entities.py), so case, spacing, a plural and a typed prefix aside."""
+    return entity_key(title)
 
 
 def waves(memories: Sequence[Mapping[str, Any]]) -> list[list[str]]:
