@@ -38,6 +38,7 @@ from bench.duplicate_threshold import duplicate_rows
 from bench.embedder_bench import run_embedder_bench
 from bench.history_bench import run_history_bench
 from bench.invalidation_eval import invalidation_rows
+from bench.link_eval import run_link_eval
 from bench.pack_bench import pack_rows, run_pack_bench
 from bench.pipeline_bench import format_table, run_pipeline_bench
 from bench.ratings_eval import run_ratings_eval
@@ -83,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *run_retrieval_eval(),
         *run_doc_retrieval_eval(),
         *run_agent_memory_eval(),
+        *run_link_eval(),
         *run_ratings_eval(),
         *refusal_rows(),
         *run_auth_bench(),

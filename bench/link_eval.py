@@ -5,7 +5,7 @@ facts tied to a component only by a host, topic or service both name; distractor
 systems on the same topics. Each question names a project or a component; `hops` says how
 far its answer lies from the memory that names that subject (0: the answer names it).
 
-    python -m bench.link_eval [--json PATH]
+    python -m bench.link_eval [--json PATH] [--namespace NAME]
 
 The memories go through the real pipeline (wiki-links in the text as written, `related` as
 `related_ids`, published in waves so that every related id names a record already written);
@@ -22,8 +22,7 @@ import argparse
 import asyncio
 import json
 import tempfile
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +53,9 @@ WAYS: dict[str, dict[str, str | int]] = {DEFAULT: {}, EXPAND_1: {"expand": 1},
 EXPANDED = (EXPAND_1, ANCHOR)
 MEMORY_TYPES = frozenset(get_args(MemoryType))
 ANNOUNCE_TIMEOUT_S = 120.0
+# The stack is new for each run, so one namespace serves every run and the record ids (by
+# which equal scores are ordered) are the same each time: the figures repeat.
+NAMESPACE = "links"
 
 
 # ---------------------------------------------------------------------------- the data
@@ -131,24 +133,18 @@ def _title_key(title: str) -> str:
 
 def waves(memories: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """The keys in publishing waves: each memory after every memory it relates to (a write
-    that names an id not yet written is dead-lettered). Raises ValueError on a cycle."""
+    that names an id not yet written is dead-lettered), in the file's order within a wave.
+    Raises ValueError on a cycle."""
     related = {memory["key"]: list(memory.get("related", [])) for memory in memories}
     wave_of: dict[str, int] = {}
-    for key in related:
-        path: list[str] = []
-
-        def depth(current: str) -> int:
-            if current in wave_of:
-                return wave_of[current]
-            if current in path:
-                raise ValueError("related ids form a cycle: " + " -> ".join([*path, current]))
-            path.append(current)
-            wave_of[current] = 1 + max((depth(target) for target in related[current]),
-                                       default=-1)
-            path.pop()
-            return wave_of[current]
-
-        depth(key)
+    while len(wave_of) < len(related):
+        ready = {key: 1 + max((wave_of[target] for target in targets), default=-1)
+                 for key, targets in related.items()
+                 if key not in wave_of and all(target in wave_of for target in targets)}
+        if not ready:
+            raise ValueError("related ids form a cycle among: " + ", ".join(
+                key for key in related if key not in wave_of))
+        wave_of |= ready
     return [[key for key in related if wave_of[key] == wave]
             for wave in range(max(wave_of.values(), default=-1) + 1)]
 
@@ -177,16 +173,19 @@ def recall(rankings: Sequence[Sequence[str]], questions: Sequence[Mapping[str, A
 def figures(rankings: Sequence[Sequence[str]],
             questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """R@k overall, by hops and by class."""
-    def part(keep: Any) -> dict[str, Any]:
-        chosen = [(q, r) for q, r in zip(questions, rankings, strict=True) if keep(q)]
-        picked_q, picked_r = [q for q, _ in chosen], [r for _, r in chosen]
+    def part(chosen: Sequence[int]) -> dict[str, Any]:
+        picked_q = [questions[n] for n in chosen]
+        picked_r = [rankings[n] for n in chosen]
         return {"questions": len(chosen),
                 **{f"R@{k}": recall(picked_r, picked_q, k) for k in KS}}
 
+    every = range(len(questions))
     classes = sorted({q["class"] for q in questions})
-    return {"overall": part(lambda q: True),
-            "by_hops": {str(hops): part(lambda q, h=hops: q["hops"] == h) for hops in HOPS},
-            "by_class": {name: part(lambda q, c=name: q["class"] == c) for name in classes}}
+    return {"overall": part(every),
+            "by_hops": {str(hops): part([n for n in every if questions[n]["hops"] == hops])
+                        for hops in HOPS},
+            "by_class": {name: part([n for n in every if questions[n]["class"] == name])
+                         for name in classes}}
 
 
 def pushed_down(base: Sequence[Sequence[str]], expanded: Sequence[Sequence[str]],
@@ -208,15 +207,31 @@ def pushed_down(base: Sequence[Sequence[str]], expanded: Sequence[Sequence[str]]
             "share": len(lost) / asked if asked else 0.0, "which": lost}
 
 
+def rank_changes(base: Sequence[Sequence[str]], expanded: Sequence[Sequence[str]],
+                 questions: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """By hops, how many questions' first answer ranks higher (`better`) or lower (`worse`)
+    after expansion than before; an answer not shown ranks below every shown one."""
+    changes = {str(hops): {"better": 0, "worse": 0, "same": 0} for hops in HOPS}
+    for question, before, after in zip(questions, base, expanded, strict=True):
+        unseen = max(len(before), len(after)) + 1
+        rank_before = first_rank(before, question["answers"]) or unseen
+        rank_after = first_rank(after, question["answers"]) or unseen
+        moved = "better" if rank_after < rank_before else \
+            "worse" if rank_after > rank_before else "same"
+        changes[str(question["hops"])][moved] += 1
+    return changes
+
+
 # ---------------------------------------------------------------------------- the run
 
 
 @dataclass(frozen=True)
 class Answered:
-    """One question asked one way: the keys of the hits in rank order, and for each, the
-    hops it was reached by (None for a hit of the search itself)."""
+    """One question asked one way: the keys of the hits in rank order, and for each, its
+    score and the hops it was reached by (None for a hit of the search itself)."""
 
     keys: list[str]
+    scores: list[float]
     via_hops: list[int | None]
 
 
@@ -255,9 +270,14 @@ def _announced(messages: Sequence[Received]) -> list[dict[str, Any]]:
     return [json.loads(message.value) for message in messages]
 
 
-async def run_questions(data: Mapping[str, Any]) -> Run:
-    run = uuid.uuid4().hex[:8]
-    namespace = f"links-{run}"
+def all_announced(wanted: set[str]) -> Callable[[list[Received]], bool]:
+    def done(messages: list[Received]) -> bool:
+        return wanted <= {announced["record_id"] for announced in _announced(messages)}
+    return done
+
+
+async def run_questions(data: Mapping[str, Any], namespace: str = NAMESPACE) -> Run:
+    run = namespace
     events = events_of(data, run, namespace)
     ids = {key: memory_record_id(namespace, f"{run}:{key}") for key in events}
     keys = {record_id: key for key, record_id in ids.items()}
@@ -272,8 +292,7 @@ async def run_questions(data: Mapping[str, Any]) -> Run:
                               [(namespace.encode(), events[key]) for key in wave])
                 wanted = {ids[key] for key in wave}
                 try:
-                    await updates.wait_for(lambda m, w=wanted: w <= {  # type: ignore[misc]
-                        a["record_id"] for a in _announced(m)}, ANNOUNCE_TIMEOUT_S)
+                    await updates.wait_for(all_announced(wanted), ANNOUNCE_TIMEOUT_S)
                 except TimeoutError:
                     seen = {a["record_id"] for a in _announced(updates.messages)}
                     missing = sorted(keys[i] for i in wanted - seen)
@@ -294,6 +313,7 @@ async def run_questions(data: Mapping[str, Any]) -> Run:
                     hits = body["hits"]
                     answers[way].append(Answered(
                         [keys.get(hit["record_id"], hit["record_id"]) for hit in hits],
+                        [float(hit["score"]) for hit in hits],
                         [None if hit.get("via") is None else int(hit["via"]["hops"])
                          for hit in hits]))
     return Run(answers, changes, namespace)
@@ -306,6 +326,8 @@ def report(data: Mapping[str, Any], run: Run) -> dict[str, Any]:
     by_way = {way: figures(rankings[way], questions) for way in WAYS}
     cost = {way: {f"R@{k}": pushed_down(rankings[DEFAULT], rankings[way], questions, k)
                   for k in KS} for way in EXPANDED}
+    moved = {way: rank_changes(rankings[DEFAULT], rankings[way], questions)
+             for way in EXPANDED}
     # How often the answer shown first among the top 5 was one a link reached.
     via_answers = {}
     for way in EXPANDED:
@@ -316,14 +338,15 @@ def report(data: Mapping[str, Any], run: Run) -> dict[str, Any]:
                 reached += 1
         via_answers[way] = reached
     return {
-        "data": str(DATA_FILE.relative_to(DATA_FILE.parents[2])),
+        "data": str(DATA_FILE.relative_to(DATA_FILE.parents[2])), "namespace": run.namespace,
         "memories": len(data["memories"]), "questions": len(questions),
         "limit": LIMIT, "ways": {way: dict(extra) for way, extra in WAYS.items()},
-        "figures": by_way, "hops0_pushed_down": cost,
+        "figures": by_way, "hops0_pushed_down": cost, "rank_changes": moved,
         "answers_reached_by_a_link": via_answers,
         "changes_at_write": run.write_changes,
         "per_question": [
             {**question, **{way: {"hits": run.answers[way][n].keys,
+                                  "scores": run.answers[way][n].scores,
                                   "via_hops": run.answers[way][n].via_hops,
                                   "answer_rank": first_rank(run.answers[way][n].keys,
                                                             question["answers"])}
@@ -332,37 +355,41 @@ def report(data: Mapping[str, Any], run: Run) -> dict[str, Any]:
     }
 
 
-def evaluate(data_file: Path = DATA_FILE) -> dict[str, Any]:
+def evaluate(data_file: Path = DATA_FILE, namespace: str = NAMESPACE) -> dict[str, Any]:
     data = load(data_file)
-    return report(data, asyncio.run(run_questions(data)))
+    return report(data, asyncio.run(run_questions(data, namespace)))
 
 
 def table(result: Mapping[str, Any]) -> str:
     figures_of = result["figures"]
     counts = figures_of[DEFAULT]
-    head = (f"{'way':<16}" + f"{'all':>13}" + "".join(
-        f"{f'hops {h} ({counts["by_hops"][str(h)]["questions"]})':>15}" for h in HOPS))
+    hops_heads = [f"hops {h} ({counts['by_hops'][str(h)]['questions']})" for h in HOPS]
     lines = [f"{result['memories']} memories, {result['questions']} questions, "
-             f"/v1/search limit={result['limit']}, default min_score",
-             "", head, f"{'':<16}" + f"{'R@1   R@5':>13}" + f"{'R@1   R@5':>15}" * len(HOPS)]
+             f"/v1/search limit={result['limit']}, default min_score", "",
+             f"{'way':<16}{'all':>14}" + "".join(f"{head:>14}" for head in hops_heads),
+             f"{'':<16}" + f"{'R@1   R@5':>14}" * (1 + len(HOPS))]
     for way, fig in figures_of.items():
         cells = [fig["overall"], *(fig["by_hops"][str(h)] for h in HOPS)]
-        lines.append(f"{way:<16}" + "".join(
-            f"{cell['R@1']:>{7 if i == 0 else 9}.3f} {cell['R@5']:>5.3f}"
-            for i, cell in enumerate(cells)))
-    lines += ["", f"{'R@5 by class':<16}" + "".join(f"{way:>16}" for way in WAYS)]
+        lines.append(f"{way:<16}" + "".join(f"{cell['R@1']:>8.3f} {cell['R@5']:.3f}"
+                                            for cell in cells))
+    lines += ["", f"{'R@5 by class':<20}" + "".join(f"{way:>16}" for way in WAYS)]
     for name, part in counts["by_class"].items():
-        lines.append(f"{f'{name} ({part["questions"]})':<16}" + "".join(
+        label = f"{name} ({part['questions']})"
+        lines.append(f"{label:<20}" + "".join(
             f"{figures_of[way]['by_class'][name]['R@5']:>16.3f}" for way in WAYS))
     lines.append("")
     for way, cost in result["hops0_pushed_down"].items():
-        lines.append(f"hops-0 questions worse with {way}: R@1 {cost['R@1']['worse']}/"
-                     f"{cost['R@1']['questions']} ({cost['R@1']['share']:.3f}), R@5 "
-                     f"{cost['R@5']['worse']}/{cost['R@5']['questions']} "
-                     f"({cost['R@5']['share']:.3f})")
+        at1, at5 = cost["R@1"], cost["R@5"]
+        lines.append(f"hops-0 questions worse with {way}: R@1 {at1['worse']}/"
+                     f"{at1['questions']} ({at1['share']:.3f}), R@5 {at5['worse']}/"
+                     f"{at5['questions']} ({at5['share']:.3f})")
+    for way, moved in result["rank_changes"].items():
+        lines.append(f"answer rank vs default with {way} (better/worse, by hops): " + ", ".join(
+            f"{hops}: {changes['better']}/{changes['worse']}"
+            for hops, changes in moved.items()))
     for way, reached in result["answers_reached_by_a_link"].items():
-        lines.append(f"answers in the top {result['limit']} that a link reached, {way}: "
-                     f"{reached}")
+        lines.append(f"questions whose first answer in the top {result['limit']} a link "
+                     f"reached, {way}: {reached}")
     if result["changes_at_write"]:
         lines.append("changed while written (not as the set says): " + ", ".join(
             f"{key} {'/'.join(changes)}" for key, changes in result["changes_at_write"].items()))
@@ -383,8 +410,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.link_eval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, help="write every figure here")
+    parser.add_argument("--namespace", default=NAMESPACE,
+                        help="another namespace gives other record ids, so equal scores "
+                             "fall in another order (default: %(default)s)")
     args = parser.parse_args(argv)
-    result = evaluate()
+    result = evaluate(namespace=args.namespace)
     print(table(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -458,8 +458,9 @@ async def with_links(runtime: Runtime, found: Found, scope: SearchScope, hops: i
                      viewpoint: Viewpoint) -> Found:
     """`found` with the records its best hits reach within `hops` along links and shared
     entities (the anchor pattern, processors/memory_graph.py), each scored below the hit it
-    was reached from and kept only within `scope` and the viewpoint's confidence; the best
-    `scope.limit` of all. A walk that fails leaves the hits as they are (fail open)."""
+    was reached from and kept only within `scope` and the viewpoint's confidence (a hit
+    reached so scores the more of its own and that); the best `scope.limit` of all. A walk
+    that fails leaves the hits as they are (fail open)."""
     if hops <= 0 or not found.hits:
         return found
     hits = {hit.record.record_id: hit for hit in found.hits}
@@ -487,7 +488,17 @@ async def with_links(runtime: Runtime, found: Found, scope: SearchScope, hops: i
         linked.append(Hit(record, Fused(record_id, score, None, None), score,
                           float(np.dot(record.embedding, found.vector)),
                           reached_score(origin.relevance, way), via=way))
-    ranked = sorted([*found.hits, *linked], key=lambda hit: (-hit.score, hit.record.record_id))
+    # A hit that a better one links to scores as a record reached from it would, if that is
+    # more: a link says it belongs with what was found best.
+    kept = []
+    for hit in found.hits:
+        linked_by = reached.reached.get(hit.record.record_id)
+        if linked_by is not None and linked_by.hops > 0:
+            through = reached_score(hits[linked_by.origin].score, linked_by)
+            if through > hit.score:
+                hit = replace(hit, score=through, via=linked_by)
+        kept.append(hit)
+    ranked = sorted([*kept, *linked], key=lambda hit: (-hit.score, hit.record.record_id))
     return replace(found, hits=ranked[:scope.limit])
 
 
