@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.consolidation import ConsolidationCandidate
 from processors.invalidation import (
     STALE_COSINE,
     Invalidation,
@@ -19,19 +18,11 @@ from processors.invalidation import (
     may_invalidate,
     stale_among,
 )
+from tests.unit.test_duplicates import candidate
 
 T0 = datetime(2026, 11, 23, 9, tzinfo=UTC)
 DAY = timedelta(days=1)
 CLOSE = 0.9
-
-
-def candidate(record_id: str, text: str, **fields: object) -> ConsolidationCandidate:
-    values: dict[str, object] = {
-        "record_id": record_id, "namespace": "team-a", "scope": "shared", "agent_id": None,
-        "record_kind": "memory", "memory_type": "fact", "text": text, "title": None,
-        "tags": (), "related_ids": (), "review_state": "approved",
-        "source_event_ids": (f"e-{record_id}",), "created_at": T0, **fields}
-    return ConsolidationCandidate(**values)  # type: ignore[arg-type]
 
 
 def judged(older: str, newer: str, cosine: float = CLOSE) -> Invalidation | None:
