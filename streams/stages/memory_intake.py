@@ -12,6 +12,7 @@ dead-letters what the stores refuse. A refused write was valid: it is no dead le
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from streams.stages.embedding import embedded, start_embedding
 from streams.stages.memory_lifecycle import Lifecycle, LifecycleApplier
 from streams.stages.record_sink import RecordChange, RecordSink
 from streams.stages.restatements import Restated, RestatementFinder
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,7 @@ class MemoryWriter:
         older = restated.stale_in_batch()
         stored = await self._sink.store_new([c for c in changes if c.record_id in older],
                                             self._attempts)
-        failed += await self._invalidate(vectors, restated)
+        await self._invalidate(vectors, restated)
         later = await self._sink.store_new([c for c in changes if c.record_id not in older],
                                            self._attempts)
         stored = Isolated(stored.done + later.done, stored.failed + later.failed)
@@ -237,10 +240,10 @@ class MemoryWriter:
         return Restated(twins, found.stale)
 
     async def _invalidate(self, vectors: Sequence[tuple[tuple[InboundMessage, Record], Vector]],
-                          restated: Restated) -> list[tuple[InboundMessage, Rejection]]:
-        """Invalidate what each write found stale; a write whose invalidation fails for good
-        is dead-lettered with the reason."""
-        failed = []
+                          restated: Restated) -> None:
+        """Invalidate what each write found stale. The write itself is valid and is stored
+        whatever becomes of this: an invalidation that fails for good is logged and counted
+        (`memstream_events_total{outcome="invalidation_failed"}`), not dead-lettered."""
         for (message, record), _ in vectors:
             for found in restated.stale.get(record.record_id, ()):
                 try:
@@ -248,8 +251,10 @@ class MemoryWriter:
                         partial(self._lifecycle.invalidate, message, record, found),
                         what="invalidating a stale memory")
                 except MemstreamError as error:
-                    failed.append((message, error.rejection))
-        return failed
+                    log.warning("%s could not invalidate %s: %s", record.record_id,
+                                found.older_id, error.rejection.detail)
+                    self._runtime.metrics.events.labels(
+                        MEMORY_EVENTS, "memory.write", "invalidation_failed").inc()
 
     async def _with_context(
         self, candidates: list[tuple[InboundMessage, Record]], refused: Collection[str]
