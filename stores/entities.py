@@ -1,11 +1,14 @@
 """The entities records mention (processors/entities.py), and the links a graph walk follows:
 between records (related ids, wiki-links), from a record to the entities it mentions, from
 an entity to the records that mention it and to the entities a sentence relates it to.
-`Entities` is the contract the record sink and the reads use; `PostgresEntities` keeps it.
+`Entities` is the contract the entity indexer (streams/stages/entity_index.py) and the reads
+use; `PostgresEntities` keeps it.
 
-Like the vector index, what is here is derived from the records and can be rebuilt from them:
-the sink writes it beside the index, for every version it indexes. A record's wiki-links name
-pages: a link resolves to the records whose title names the same entity (its `page` key).
+Like the vector index, what is here is derived from the records and can be rebuilt from them;
+unlike it, it is kept off the write path: the indexer catches up with every record whose
+current version it has not read (`records.entities_version`), a second or so behind. A
+record's wiki-links name pages: a link resolves to the records whose title names the same
+entity (its `page` key).
 
 Every read keeps to what the reader may see: the namespace's live records (neither merged,
 expired nor invalidated), shared or in the reader's own vault.
@@ -65,7 +68,12 @@ class EntityRelation:
 
 class Entities(Protocol):
     async def index_entities(self, found: Sequence[RecordEntities]) -> None:
-        """Replace what the rules found in these records by what they find now."""
+        """Replace what the rules found in these records by what they find now, and mark
+        each version read."""
+
+    async def due(self, limit: int) -> list[tuple[Record, int]]:
+        """Up to `limit` records the index holds whose current version's entities are not
+        indexed yet, the first stored first, with that version."""
 
     async def entities(self, namespace: str, keys: Sequence[str], reader: PersonalReader,
                        as_of: datetime | None = None) -> dict[str, EntitySummary]:
@@ -119,6 +127,17 @@ class PostgresEntities:
             return
         async with self._pool.acquire() as connection, connection.transaction():
             await index_record_entities(connection, found)
+
+    async def due(self, limit: int) -> list[tuple[Record, int]]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {RECORD_COLUMNS}, version FROM records
+            WHERE entities_version IS DISTINCT FROM version
+              AND superseded_by IS NULL AND expired_at IS NULL AND invalidated_by IS NULL
+            ORDER BY stored_at LIMIT $1
+            """,
+            limit)
+        return [(record_of(row), int(row["version"])) for row in rows]
 
     async def unread_by_llm(self, limit: int) -> list[tuple[Record, int]]:
         rows = await self._pool.fetch(
@@ -335,6 +354,11 @@ async def index_record_entities(connection: asyncpg.Connection,
         [(item.namespace, relation.source, relation.target, relation.relation,
           item.record_id, relation.origin, relation.evidence, relation.confidence)
          for item in found for relation in item.relations])
+    await connection.execute(
+        "UPDATE records SET entities_version = read.version"
+        " FROM unnest($1::text[], $2::integer[]) AS read (id, version)"
+        " WHERE records.record_id = read.id",
+        ids, [item.version for item in found])
 
 
 def _mention_rows(item: RecordEntities) -> list[tuple[str, str, str, str, int]]:

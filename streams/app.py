@@ -63,6 +63,7 @@ from streams.stages.consolidator import Consolidator
 from streams.stages.dead_letter_log import DeadLetterLog, leave_on_topic
 from streams.stages.document_intake import DocumentIntake
 from streams.stages.entity_enrichment import EntityEnricher
+from streams.stages.entity_index import EntityIndexer
 from streams.stages.memory_intake import MemoryWriter, WriterState
 from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.planning_ledger import PlanningLedger, request_syncs
@@ -171,6 +172,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     if settings.planning_sync_s is not None:
         wiring.every(settings.planning_sync_s, "sync planning",
                      partial(request_syncs, runtime))
+    entity_index = EntityIndexer(runtime)
+    wiring.every(settings.entity_index_interval_s, "index entities", entity_index.catch_up)
     if runtime.llm is not None:
         enricher = EntityEnricher(runtime, runtime.llm)
         wiring.every(settings.entity_llm_interval_s, "ask the LLM hook for entities",

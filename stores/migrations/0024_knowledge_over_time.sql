@@ -13,6 +13,12 @@ ALTER TABLE records ADD COLUMN confidence double precision;
 -- last change): what a search as of an earlier moment reads beside the index.
 CREATE INDEX records_departed ON records (namespace, updated_at)
     WHERE superseded_by IS NOT NULL OR expired_at IS NOT NULL OR invalidated_by IS NOT NULL;
+-- The version of a record whose entities are indexed (stores/entities.py): the entity index
+-- catches up with the records off the write path, oldest first.
+ALTER TABLE records ADD COLUMN entities_version integer;
+CREATE INDEX records_entities_due ON records (stored_at)
+    WHERE entities_version IS DISTINCT FROM version
+      AND superseded_by IS NULL AND expired_at IS NULL AND invalidated_by IS NULL;
 -- The version of a record at a moment: its versions in the order they were made.
 CREATE INDEX record_versions_at ON record_versions (record_id, changed_at);
 -- The records that name a record among their related ids: a graph walk follows them back.

@@ -115,6 +115,9 @@ class Settings:
     # How often the worker that owns the index groups new gaps and asks the open ones again
     # (streams/api/gap_keeper.py).
     gap_interval_s: float = 30.0
+    # How often the entity index catches up with the records (streams/stages/entity_index.py):
+    # how long a new record's entities and wiki-links may lag behind it.
+    entity_index_interval_s: float = 0.5
     # How often the LLM hook, when one is configured, is asked for the entities of the
     # records it has not read yet (streams/stages/entity_enrichment.py).
     entity_llm_interval_s: float = 5.0
@@ -205,6 +208,8 @@ class Settings:
             retrieval_log_interval_s=float(get("RETRIEVAL_LOG_INTERVAL_S",
                                                str(cls.retrieval_log_interval_s))),
             gap_interval_s=float(get("GAP_INTERVAL_S", str(cls.gap_interval_s))),
+            entity_index_interval_s=float(get("ENTITY_INDEX_INTERVAL_S",
+                                              str(cls.entity_index_interval_s))),
             entity_llm_interval_s=float(get("ENTITY_LLM_INTERVAL_S",
                                             str(cls.entity_llm_interval_s))),
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",

@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from processors.entities import record_entities
 from processors.lexical import record_vector
 from schemas.events import ChangeKind
 from schemas.records import Record
@@ -140,11 +139,6 @@ class RecordSink:
                 for change in changes if change.vector is not None])
             await index.delete([change.record_id for change in changes
                                 if change.vector is None])
-        # The entities a record mentions are indexed with it, from the version indexed.
-        with self._runtime.stage("entities"):
-            await self._runtime.stores.entities.index_entities([
-                record_entities(change.record, change.version) for change in changes
-                if change.vector is not None])
 
     def _count(self, changes: Sequence[RecordChange]) -> None:
         metrics = self._runtime.metrics

@@ -36,6 +36,7 @@ from tests.integration.test_documents import INSTALL, applied
 from tests.integration.test_gaps import ANSWER, QUESTION, REWORDED, UNRELATED, gaps_until
 from tests.integration.test_gaps import announced as answered_memory
 from tests.integration.test_history_views import consolidated, fixed_history, publish_runs
+from tests.integration.test_knowledge_over_time import entities_indexed
 from tests.integration.test_lifecycle import announced
 
 pytestmark = pytest.mark.integration
@@ -1050,8 +1051,8 @@ def wait_for(chrome: Any, by: str, selector: str) -> Any:
 
 @needs_chromium
 async def test_the_graph_walks_from_a_record_or_an_entity_and_a_stale_fact_says_what_replaced_it(
-    stack: Stack, worker: Worker, updates: TopicReader, chrome: Any, screenshots: Path,
-    namespace: str,
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient, chrome: Any,
+    screenshots: Path, namespace: str,
 ) -> None:
     from selenium.webdriver.common.by import By
 
@@ -1074,6 +1075,7 @@ async def test_the_graph_walks_from_a_record_or_an_entity_and_a_stale_fact_says_
             title="Ledger database", scope="personal", agent_id="ann")
         await announced(updates, ledger, [("created", 1), ("invalidated", 2)])
         await announced(updates, newer, [("created", 1)])
+    await entities_indexed(http, namespace, {"atlas", "payments gateway", "ledger database"})
     key = stack.make_key("--namespace", namespace, "--perm", "read", "--agent", "ann")
 
     def drive() -> None:

@@ -39,6 +39,20 @@ async def found(http: httpx.AsyncClient, namespace: str, query: str,
     return dict(answer.json())
 
 
+async def entities_indexed(http: httpx.AsyncClient, namespace: str, keys: set[str],
+                           timeout_s: float = 15.0) -> None:
+    """Wait until the namespace's entities include `keys` (the indexer is off the write
+    path)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        listed = (await http.get("/v1/entities", params={"namespace": namespace})).json()
+        if keys <= {entity["key"] for entity in listed["entities"]}:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"entities {keys} not indexed in {timeout_s} s: {listed}")
+        await asyncio.sleep(0.2)
+
+
 def ids(answer: dict[str, Any]) -> list[str]:
     return [hit["record_id"] for hit in answer["hits"]]
 
@@ -60,6 +74,8 @@ async def test_an_anchor_recall_reaches_the_memories_two_hops_away(
             namespace, "The office coffee machine is descaled on Fridays.")
     for record_id in (anchor, gateway, ledger, coffee):
         await announced(updates, record_id, [("created", 1)])
+    # The entity index catches up with the records a moment after they are searchable.
+    await entities_indexed(http, namespace, {"atlas", "payments gateway", "ledger database"})
 
     plain = await found(http, namespace, "Atlas", limit="10")
     assert ids(plain) == [anchor], plain

@@ -222,10 +222,17 @@ class InMemoryGaps:
 
 
 class InMemoryEntities:
-    """What the sink indexed of each record's entities, the latest reading of each."""
+    """The entity index as the indexer sees it: records due (each with its version), and the
+    latest reading of each record indexed."""
 
     def __init__(self) -> None:
+        self.records: dict[str, tuple[Record, int]] = {}
         self.indexed: dict[str, RecordEntities] = {}
+
+    async def due(self, limit: int) -> list[tuple[Record, int]]:
+        return [(record, version) for record, version in self.records.values()
+                if record.record_id not in self.indexed
+                or self.indexed[record.record_id].version != version][:limit]
 
     async def index_entities(self, found: Sequence[RecordEntities]) -> None:
         self.indexed.update((item.record_id, item) for item in found)
