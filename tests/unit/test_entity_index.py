@@ -30,11 +30,12 @@ def indexer(entities: InMemoryEntities) -> EntityIndexer:
 
 async def test_due_records_are_read_in_batches_until_none_is_due() -> None:
     entities = InMemoryEntities()
-    due = 2 * BATCH + 50
+    due = 2 * BATCH * BATCHES_PER_TICK + 50
     entities.records = {f"mem_{n:04d}": (memory(n, "The billing service calls Ledger."), 1)
                         for n in range(due)}
-    assert await indexer(entities).catch_up() == due
-    assert await indexer(entities).catch_up() == 0
+    ticks = [await indexer(entities).catch_up() for _ in range(4)]
+    # A tick reads at most its batches; then the next, until none is due.
+    assert ticks == [BATCH * BATCHES_PER_TICK, BATCH * BATCHES_PER_TICK, 50, 0]
     read = entities.indexed["mem_0007"]
     assert (read.version, [m.key for m in read.mentions]) == (1, ["billing service", "ledger"])
     assert [(r.source, r.relation, r.target) for r in read.relations] == [
