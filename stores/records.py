@@ -214,6 +214,14 @@ class Records(Protocol):
                              record_ids: Sequence[str]) -> list[StoredRecord]:
         """The records with these ids in the namespace, as stored now, in id order."""
 
+    async def unchecked_memories(self, limit: int) -> list[StoredRecord]:
+        """Up to `limit` memories not yet compared with their neighbours for the facts they
+        make stale, the first stored first (those out of force since among them: the caller
+        marks them checked without comparing)."""
+
+    async def mark_checked(self, record_ids: Sequence[str]) -> None:
+        """Note that these memories were compared with their neighbours."""
+
     async def task_digests(self, namespace: str, run_ids: Sequence[str],
                            per_task: int) -> list[dict[str, Any]]:
         """The digest bodies of the runs that share a task key with these runs (theirs
@@ -390,6 +398,23 @@ class PostgresRecords:
         )
         return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
                              row["superseded_by"]) for row in rows]
+
+    async def unchecked_memories(self, limit: int) -> list[StoredRecord]:
+        rows = await self._pool.fetch(
+            f"""
+            SELECT {RECORD_COLUMNS}, version, superseded_by FROM records
+            WHERE record_kind = 'memory' AND stale_checked_at IS NULL
+            ORDER BY stored_at, record_id LIMIT $1
+            """,
+            limit)
+        return [StoredRecord(record_of(row), row["embedding"], int(row["version"]),
+                             row["superseded_by"]) for row in rows]
+
+    async def mark_checked(self, record_ids: Sequence[str]) -> None:
+        await self._pool.execute(
+            "UPDATE records SET stale_checked_at = now() FROM unnest($1::text[]) AS done (id)"
+            " WHERE records.record_id = done.id",
+            list(record_ids))
 
     async def task_digests(self, namespace: str, run_ids: Sequence[str],
                            per_task: int) -> list[dict[str, Any]]:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import faust
 
-from processors.invalidation import STALE_COSINE
 from processors.tiers import TierRules
 from schemas.topics import (
     DEAD_LETTER_TOPICS,
@@ -69,10 +68,11 @@ from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.planning_ledger import PlanningLedger, request_syncs
 from streams.stages.record_sink import RecordSink
 from streams.stages.report_relay import ReportRelay
-from streams.stages.restatements import RestatementFinder
 from streams.stages.retention import RetentionJob
 from streams.stages.run_intake import RunLedger
 from streams.stages.session_ledger import SessionLedger
+from streams.stages.stale_facts import StaleFactFinder
+from streams.stages.twins import TwinFinder
 from streams.wiring import Role, Wiring
 
 log = logging.getLogger(__name__)
@@ -126,12 +126,11 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     lifecycle = LifecycleApplier(runtime, sink, settings.protect,
                                  TierRules(settings.promote_after_updates),
                                  settings.block_max_chars)
-    restatements = RestatementFinder(runtime, index, settings.twin_cosine,
-                                     STALE_COSINE if settings.invalidation else None)
+    twins = None if settings.twin_cosine is None else \
+        TwinFinder(runtime, index, settings.twin_cosine)
     wiring.agent(MEMORY_EVENTS, "memory-writes",
                  lambda: MemoryWriter(runtime, sink, trigger, writer_state, lifecycle,
-                                      refuse_low_value=settings.refuse_low_value,
-                                      restatements=restatements),
+                                      refuse_low_value=settings.refuse_low_value, twins=twins),
                  settings.batch_max)
     wiring.agent(RUNS_EVENTS, "run-ledger", lambda: RunLedger(runtime, sink),
                  settings.batch_max)
@@ -172,6 +171,10 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     if settings.planning_sync_s is not None:
         wiring.every(settings.planning_sync_s, "sync planning",
                      partial(request_syncs, runtime))
+    if settings.invalidation:
+        stale_facts = StaleFactFinder(runtime, index, lifecycle)
+        wiring.every(settings.stale_check_interval_s, "find stale facts",
+                     stale_facts.check_some)
     entity_index = EntityIndexer(runtime)
     wiring.every(settings.entity_index_interval_s, "index entities", entity_index.catch_up)
     if runtime.llm is not None:

@@ -5,6 +5,13 @@
 -- leaves the index, as a merged or expired record does, and stays in history.
 ALTER TABLE records ADD COLUMN valid_until timestamptz;
 ALTER TABLE records ADD COLUMN invalidated_by text;
+-- When a memory was compared with its neighbours for the facts it makes stale
+-- (streams/stages/stale_facts.py, off the write path); NULL: not yet. The memories stored
+-- before this migration are not compared: invalidation begins with the writes after it.
+ALTER TABLE records ADD COLUMN stale_checked_at timestamptz;
+UPDATE records SET stale_checked_at = now() WHERE record_kind = 'memory';
+CREATE INDEX records_stale_unchecked ON records (stored_at)
+    WHERE record_kind = 'memory' AND stale_checked_at IS NULL;
 -- How sure memory is of a record (seed 001), kept by the stores that change its inputs
 -- (trust class, review state, restatements, agents' ratings: processors/confidence.py).
 ALTER TABLE records ADD COLUMN confidence double precision;

@@ -134,8 +134,10 @@ class Settings:
     # sentences, the embedded index).
     twin_cosine: float | None = None
     # A new memory that restates a live one with another value invalidates it
-    # (processors/invalidation.py; MEMSTREAM_INVALIDATION=off leaves both in force).
+    # (processors/invalidation.py; MEMSTREAM_INVALIDATION=off leaves both in force), found
+    # this often off the write path (streams/stages/stale_facts.py).
     invalidation: bool = True
+    stale_check_interval_s: float = 0.5
     # The confidence each tier's records need to be shown when a read names no
     # min_confidence (MEMSTREAM_CONFIDENCE_THRESHOLDS: `tier=threshold,...`).
     confidence_thresholds: Mapping[str, float] = field(
@@ -217,6 +219,8 @@ class Settings:
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
             twin_cosine=_off_or_float(get("TWIN_COSINE", "off")),
             invalidation=_switch(get("INVALIDATION", "on")),
+            stale_check_interval_s=float(get("STALE_CHECK_INTERVAL_S",
+                                             str(cls.stale_check_interval_s))),
             confidence_thresholds=_confidence_thresholds(get("CONFIDENCE_THRESHOLDS", "")),
             block_max_chars=int(get("BLOCK_MAX_CHARS", str(cls.block_max_chars))),
             promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",

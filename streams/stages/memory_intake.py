@@ -12,7 +12,6 @@ dead-letters what the stores refuse. A refused write was valid: it is no dead le
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,16 +27,13 @@ from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from stores.pgvector import Vector
 from streams.plumbing.dead_letters import send_dead_letters
-from streams.plumbing.failures import Isolated
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
 from streams.stages.consolidation_requests import ConsolidationTrigger
 from streams.stages.embedding import embedded, start_embedding
 from streams.stages.memory_lifecycle import Lifecycle, LifecycleApplier
 from streams.stages.record_sink import RecordChange, RecordSink
-from streams.stages.restatements import Restated, RestatementFinder
-
-log = logging.getLogger(__name__)
+from streams.stages.twins import TwinFinder
 
 
 @dataclass(frozen=True)
@@ -83,10 +79,10 @@ THREADS_REMEMBERED = 10_000
 class MemoryWriter:
     def __init__(self, runtime: Runtime, sink: RecordSink, trigger: ConsolidationTrigger,
                  state: WriterState, lifecycle: LifecycleApplier, *,
-                 refuse_low_value: bool, restatements: RestatementFinder) -> None:
+                 refuse_low_value: bool, twins: TwinFinder | None) -> None:
         self._runtime = runtime
         self._refuse_low_value = refuse_low_value
-        self._restatements = restatements
+        self._twins = twins
         self._sink = sink
         self._lifecycle = lifecycle
         self._trigger = trigger
@@ -179,20 +175,10 @@ class MemoryWriter:
             self._attempts)
         vectors, failed = await embedded(runtime, self._attempts, prepared.todo,
                                          prepared.vectors)
-        restated = await self._restated(vectors)
-        twins = restated.twins
+        twins = await self._twins_of(vectors)
         changes = [RecordChange(record, "created", 1, vector, (message,))
                    for (message, record), vector in vectors if record.record_id not in twins]
-        # A memory a later write of the batch finds stale is stored first, then every stale
-        # memory is invalidated, then the writes that invalidate are stored: a replay after a
-        # crash anywhere finds the stale memories stored and invalidates them once.
-        older = restated.stale_in_batch()
-        stored = await self._sink.store_new([c for c in changes if c.record_id in older],
-                                            self._attempts)
-        await self._invalidate(vectors, restated)
-        later = await self._sink.store_new([c for c in changes if c.record_id not in older],
-                                           self._attempts)
-        stored = Isolated(stored.done + later.done, stored.failed + later.failed)
+        stored = await self._sink.store_new(changes, self._attempts)
         # After the new records: a write may restate one stored just now.
         for (message, record), _ in vectors:
             if record.record_id in twins:
@@ -213,48 +199,30 @@ class MemoryWriter:
         events = runtime.metrics.events
         events.labels(MEMORY_EVENTS, "memory.write", "stored").inc(len(stored.done))
         events.labels(MEMORY_EVENTS, "memory.write", "restated").inc(len(twins))
-        events.labels(MEMORY_EVENTS, "memory.write", "invalidating").inc(len(restated.stale))
         events.labels(MEMORY_EVENTS, "memory.write", "duplicate").inc(prepared.duplicates)
         events.labels(MEMORY_EVENTS, "memory.write", "refused").inc(len(refusals.done))
         for change in refusals.done:
             runtime.metrics.refused_writes.labels(change.reason).inc()
         await self._lifecycle.apply(prepared.lifecycle)
 
-    async def _restated(self, vectors: Sequence[tuple[tuple[InboundMessage, Record], Vector]]
-                        ) -> Restated:
-        """What the writes restate: their twins (a write folded by an earlier try -> None,
-        its fold is finished, not done again) and the memories they find stale."""
-        if not self._restatements.active or not vectors:
-            return Restated()
+    async def _twins_of(self, vectors: Sequence[tuple[tuple[InboundMessage, Record], Vector]]
+                        ) -> dict[str, Twin | None]:
+        """The writes that restate a live memory -> that memory; a write folded by an earlier
+        try -> None (its fold is finished, not done again)."""
+        if self._twins is None or not vectors:
+            return {}
         records = [record for (_, record), _ in vectors]
         folded = await self._attempts.until_done(
             partial(self._lifecycle.folded, [r.provenance.source_event_id for r in records]),
             what="replay check of twins")
-        fresh = [(record, vector) for (_, record), vector in vectors
-                 if record.provenance.source_event_id not in folded]
-        found = await self._attempts.until_done(
-            partial(self._restatements.restated, fresh), what="finding restatements")
-        twins: dict[str, Twin | None] = {r.record_id: None for r in records
+        found: dict[str, Twin | None] = {r.record_id: None for r in records
                                          if r.provenance.source_event_id in folded}
-        twins.update(found.twins)
-        return Restated(twins, found.stale)
-
-    async def _invalidate(self, vectors: Sequence[tuple[tuple[InboundMessage, Record], Vector]],
-                          restated: Restated) -> None:
-        """Invalidate what each write found stale. The write itself is valid and is stored
-        whatever becomes of this: an invalidation that fails for good is logged and counted
-        (`memstream_events_total{outcome="invalidation_failed"}`), not dead-lettered."""
-        for (message, record), _ in vectors:
-            for found in restated.stale.get(record.record_id, ()):
-                try:
-                    await self._attempts.until_done(
-                        partial(self._lifecycle.invalidate, message, record, found),
-                        what="invalidating a stale memory")
-                except MemstreamError as error:
-                    log.warning("%s could not invalidate %s: %s", record.record_id,
-                                found.older_id, error.rejection.detail)
-                    self._runtime.metrics.events.labels(
-                        MEMORY_EVENTS, "memory.write", "invalidation_failed").inc()
+        fresh = [(record, vector) for (_, record), vector in vectors
+                 if record.record_id not in found]
+        twins = self._twins
+        found.update(await self._attempts.until_done(partial(twins.twins, fresh),
+                                                     what="finding twins"))
+        return found
 
     async def _with_context(
         self, candidates: list[tuple[InboundMessage, Record]], refused: Collection[str]

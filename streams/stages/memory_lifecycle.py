@@ -170,12 +170,12 @@ class LifecycleApplier:
         await self._publish([ChangedRecord(saved.record, change, version, vector)
                              for change, version in saved.versions], message, event_id)
 
-    async def invalidate(self, message: InboundMessage, newer: Record,
-                         found: Invalidation) -> None:
-        """Apply what a write found stale: the older memory it restates with another value
-        leaves recall as a version of its own, or waits for review when protected; once, by
-        an id derived from the write and the older memory. A memory gone meanwhile (merged,
-        invalidated by another) is left as it is."""
+    async def invalidate(self, newer: Record, found: Invalidation) -> None:
+        """Apply what a new memory found stale (streams/stages/stale_facts.py): the older
+        memory it restates with another value leaves recall as a version of its own, or waits
+        for review when protected; once, by an id derived from the write and the older
+        memory. A memory gone meanwhile (merged, invalidated by another) is left as it is."""
+        message = None
         event_id = invalidation_event_id(newer.provenance.source_event_id, found.older_id)
         applied = await self._versions.applied(event_id)
         if applied is not None:
@@ -218,8 +218,9 @@ class LifecycleApplier:
         vector: Vector = vectors[0]
         return vector
 
-    async def _announce_again(self, message: InboundMessage, event_id: str, namespace: str,
-                              applied: AppliedEvent, change: ChangeKind) -> None:
+    async def _announce_again(self, message: InboundMessage | None, event_id: str,
+                              namespace: str, applied: AppliedEvent,
+                              change: ChangeKind) -> None:
         """Complete an event applied by an earlier try that may not have announced it: the
         records it gave a version, or (a proposal, a rejected diff) the record as it is."""
         changed = await self._versions.changed_by(event_id)
@@ -231,7 +232,7 @@ class LifecycleApplier:
                                      stored.vector)]
         await self._publish(changed, message, event_id, since=applied.applied_at)
 
-    async def _publish(self, changed: Sequence[ChangedRecord], message: InboundMessage,
+    async def _publish(self, changed: Sequence[ChangedRecord], message: InboundMessage | None,
                        event_id: str, since: datetime | None = None) -> None:
         """Index and announce what the event changed, then mark the event announced. A
         record that keeps its place in the index needs its vector."""
@@ -241,9 +242,11 @@ class LifecycleApplier:
             vector = None if item.change in LEAVING_CHANGES else item.vector
             if vector is None and item.change not in LEAVING_CHANGES:
                 vector = await self._embedded(item.record)
+            # A change no consumed event caused (a stale fact found on a timer) has no event
+            # to dead-letter.
             changes.append(RecordChange(item.record, item.change, item.version, vector,
-                                        (message,), maybe_announced_since=since,
-                                        cause_event_id=event_id))
+                                        () if message is None else (message,),
+                                        maybe_announced_since=since, cause_event_id=event_id))
         published = await self._sink.publish(changes, self._attempts)
         if published.failed:
             _, error = published.failed[0]
