@@ -41,8 +41,6 @@ Origin = Literal["pattern", "wiki_link", "co_mention", "llm"]
 
 MAX_MENTIONS = 64
 MAX_NAME_CHARS = 120
-# 12 entities make 66 pairs: a record naming everything must not link everything.
-MAX_CO_MENTIONED = 12
 PATTERN_CONFIDENCE = 0.9
 # "X uses Y and depends on Z": Z's subject is inferred across the conjunction.
 COORDINATED_CONFIDENCE = 0.8
@@ -52,9 +50,9 @@ MAX_CO_MENTION_CONFIDENCE = 0.8
 _STRENGTH = {source: rank for rank, source in enumerate(get_args(Source))}
 # Prefixes a tag may type: facet tags (`env:prod`, `priority:high`) are attributes, not things.
 _TYPED_KINDS = frozenset(get_args(EntityKind)[:12])
-# What carries no relation of its own: versions and URLs belong to the entity they qualify,
-# and the agent is the record's author, not something it talks about.
-_NOT_CO_MENTIONED = frozenset({"version", "url", "agent"})
+# Mentions that carry no relation of their own: versions and URLs belong to the entity they
+# qualify, and the agent is the record's author, not something it talks about.
+NOT_CO_MENTIONED: frozenset[Source] = frozenset({"version", "url", "agent"})
 _NOT_VERSIONED = frozenset({"person", "agent", "team", "url", "host", "version"})
 
 
@@ -536,15 +534,6 @@ def relations_of(text: str, mentions: Sequence[Mention]) -> list[Relation]:
             relations.setdefault((source, target, relation), Relation(
                 source, target, relation, confidence, evidence, "pattern"))
     return list(relations.values())
-
-
-def co_mentions(mentions: Sequence[Mention]) -> list[tuple[str, str]]:
-    """Pairs of entities one record names together (each pair sorted), among its first
-    `MAX_CO_MENTIONED` entities that are things of their own (no versions, URLs or agent)."""
-    keys = list(dict.fromkeys(mention.key for mention in mentions
-                              if mention.kind not in _NOT_CO_MENTIONED))[:MAX_CO_MENTIONED]
-    return [(first, second) if first < second else (second, first)
-            for index, first in enumerate(keys) for second in keys[index + 1:]]
 
 
 def co_mention_confidence(records_together: int) -> float:

@@ -23,7 +23,12 @@ from typing import Protocol
 
 import asyncpg
 
-from processors.entities import Mention, RecordEntities, co_mention_confidence
+from processors.entities import (
+    NOT_CO_MENTIONED,
+    Mention,
+    RecordEntities,
+    co_mention_confidence,
+)
 from processors.memory_graph import ENTITY_PREFIX, Link
 from schemas.records import Record
 from stores.postgres_rows import RECORD_COLUMNS, record_of
@@ -196,11 +201,13 @@ class PostgresEntities:
                      AND other.record_id = mine.record_id AND other.entity_key <> mine.entity_key
                 JOIN records t ON t.record_id = mine.record_id
                 WHERE mine.namespace = $1 AND mine.entity_key = $5 AND mine.source <> 'title'
-                  AND other.source NOT IN ('title', 'version', 'url', 'agent') AND {_VISIBLE}
+                  AND other.source <> 'title' AND other.source <> ALL($7::text[])
+                  AND {_VISIBLE}
                 GROUP BY other.entity_key
                 ORDER BY records DESC, other.entity_key LIMIT $6
                 """,
-                namespace, reader.agent_id, reader.every_agent, None, key, limit)
+                namespace, reader.agent_id, reader.every_agent, None, key, limit,
+                sorted(NOT_CO_MENTIONED))
         return [EntityRelation(row["source_key"], row["target_key"], row["relation"],
                                row["origin"], float(row["confidence"]), int(row["records"]),
                                tuple(row["evidence"])) for row in stated] + [

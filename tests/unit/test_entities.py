@@ -14,13 +14,11 @@ from hypothesis import strategies as st
 
 from processors.entities import (
     MAX_CO_MENTION_CONFIDENCE,
-    MAX_CO_MENTIONED,
     MAX_MENTIONS,
     MAX_NAME_CHARS,
     PATTERN_CONFIDENCE,
     Mention,
     co_mention_confidence,
-    co_mentions,
     entity_key,
     mentions_of,
     record_entities,
@@ -255,20 +253,6 @@ def test_no_relation_without_an_affirmed_verb_between_two_entities_of_one_senten
     assert said(text) == []
 
 
-def test_co_mentions_pair_the_entities_of_a_record_once_each_sorted() -> None:
-    mentions = mentions_of("We run MyApp with Redis and Postgres 15, see https://x.example.com/a.",
-                           agent_id="agent-7")
-    assert co_mentions(mentions) == [("myapp", "redis"), ("myapp", "postgres"),
-                                     ("postgres", "redis")]
-
-
-def test_co_mentions_are_bounded() -> None:
-    mentions = [Mention(f"e{i}", f"E{i}", "name", "proper_noun", (f"E{i}",)) for i in range(40)]
-    pairs = co_mentions(mentions)
-    assert len(pairs) == MAX_CO_MENTIONED * (MAX_CO_MENTIONED - 1) // 2
-    assert {key for pair in pairs for key in pair} == {f"e{i}" for i in range(MAX_CO_MENTIONED)}
-
-
 def test_co_mention_confidence_grows_with_records_and_stays_below_a_stated_relation() -> None:
     values = [co_mention_confidence(n) for n in range(0, 12)]
     assert values[0] == 0.0 and values[1] == pytest.approx(0.4)
@@ -361,8 +345,6 @@ def test_relations_never_raise_and_join_two_distinct_mentioned_entities(text: st
         assert {relation.source, relation.target} <= named
         assert relation.source != relation.target
         assert 0 < relation.confidence < 1 and relation.evidence
-    for first, second in co_mentions(mentions):
-        assert first < second
 
 
 @given(st.text())
