@@ -205,9 +205,13 @@ async def store_directly(stack: Stack, index_url: str, n: int,
         # optimization, which builds the namespace's graph.
         await index.maintain(min_changes=1)
         # And by fresh planner statistics, which autovacuum would otherwise gather in the
-        # middle of the measurement.
+        # middle of the measurement. A bulk load is history, as the memories stored before
+        # invalidation existed are (migration 0024): no new write the stale-fact finder owes
+        # a comparison, which would run through the measurement.
         connection = await asyncpg.connect(stack.pg_dsn)
         try:
+            await connection.execute("UPDATE records SET stale_checked_at = now()"
+                                     " WHERE stale_checked_at IS NULL")
             await connection.execute("ANALYZE records")
         finally:
             await connection.close()
@@ -236,6 +240,15 @@ async def load_consolidation_namespace(stack: Stack, namespace: str) -> int:
                         created_at=now),
                  matrix[index].astype(np.float32))
                 for index, candidate in enumerate(candidates[start:start + 1000], start)])
+        # The consolidator's workload alone, never searched or walked: the stale-fact finder
+        # and the entity index owe them nothing (their merges they do read).
+        connection = await asyncpg.connect(stack.pg_dsn)
+        try:
+            await connection.execute(
+                "UPDATE records SET stale_checked_at = now(), entities_version = version"
+                " WHERE namespace = $1", namespace)
+        finally:
+            await connection.close()
     finally:
         await stores.close()
     return len(candidates)
