@@ -666,7 +666,7 @@ class EntityPage(Entity):
 
     namespace: str
     relations: list[EntityRelation]
-    mentioned_by: list[EntityRecord] = Field(alias="records")
+    mentioned_by: list[EntityRecord]
 
 
 class Neighbour(Answer):

@@ -202,9 +202,9 @@ async def entity_page(records: Records, entities: Entities, namespace: str, name
     shown = await readable(records, namespace, mentioned, reader, None)
     return {"namespace": namespace, **entity_view(found),
             "relations": [jsonable(relation) for relation in relations],
-            "records": [{"record_id": record.record_id, "kind": record.record_kind,
-                         "title": record.title, "excerpt": record.text[:200]}
-                        for record_id in mentioned if (record := shown.get(record_id))]}
+            "mentioned_by": [{"record_id": record.record_id, "kind": record.record_kind,
+                              "title": record.title, "excerpt": record.text[:200]}
+                             for record_id in mentioned if (record := shown.get(record_id))]}
 
 
 async def shared_entities(entities: Entities, namespace: str,

@@ -562,3 +562,65 @@ async def test_a_session_woken_checkpointed_slept_and_its_handoff_read_next_time
     with pytest.raises(BadRequest) as refused:
         await finn.checkpoint(again.session_id, [])
     assert refused.value.reason == "invalid_event"
+
+
+async def test_links_entities_stale_facts_and_memory_as_of_a_moment(
+    stack: Stack, worker: Worker, updates: TopicReader, namespace: str, clients: Clients,
+) -> None:
+    memory = clients.connect(stack.operator_key, namespace)
+    anchor = (await memory.write_memory(
+        "Atlas is the billing rewrite; card payments go through the gateway.",
+        title="Project: Atlas", links=["Payments gateway"])).record_id
+    gateway = (await memory.write_memory(
+        "The gateway writes every charge to the ledger.", title="Payments gateway",
+        links=["Ledger database"])).record_id
+    ledger = (await memory.write_memory("Charges are kept for seven years.",
+                                        title="Ledger database")).record_id
+    for record_id in (anchor, gateway, ledger):
+        await announced(updates, record_id, [("created", 1)])
+
+    # The entity index follows the records by a tick.
+    listed = await eventually(lambda: memory.entities(prefix="Atl"),
+                              lambda answer: [e.key for e in answer.entities] == ["atlas"])
+    assert (listed.entities[0].name, listed.entities[0].entity_kind) == ("Atlas", "project")
+    around = await eventually(lambda: memory.neighbours(anchor, depth=2),
+                              lambda answer: ledger in {node.id for node in answer.nodes})
+    assert {node.id: node.hops for node in around.nodes if node.type == "record"} == {
+        anchor: 0, gateway: 1, ledger: 2}
+    atlas = await memory.entity("Project: Atlas")
+    assert ("links_to", "payments gateway", [anchor]) in [
+        (r.relation, r.target, r.evidence) for r in atlas.relations]
+    assert [record.record_id for record in atlas.mentioned_by] == [anchor]
+    found = await memory.search("Atlas", profile="anchor", limit=10)
+    reached = {hit.record_id: hit.via for hit in found.hits}
+    assert reached[anchor] is None
+    assert reached[ledger] is not None and (reached[ledger].from_, reached[ledger].hops) == (
+        anchor, 2)
+    assert {hit.record_id for hit in (await memory.search("Atlas", expand=1, limit=10)).hits} \
+        == {anchor, gateway}
+    assert (await memory.search("Atlas", min_confidence=0.95)).hits == [], \
+        "a statement as written is 0.7 sure"
+
+    # A personal fact restated with another value: invalidated a tick later.
+    ann = clients.connect(stack.make_key("--namespace", namespace, "--perm", "read,write",
+                                         "--agent", "ann"), namespace)
+    old = (await ann.write_memory("My laptop runs Ubuntu 22.04 with 16 GB of memory.",
+                                  scope="personal", memory_type="fact",
+                                  tags=["laptop"])).record_id
+    await announced(updates, old, [("created", 1)])
+    await asyncio.sleep(1.0)
+    before = datetime.now(UTC)
+    await asyncio.sleep(1.0)
+    new = (await ann.write_memory("My laptop runs Ubuntu 24.04 with 16 GB of memory.",
+                                  scope="personal", memory_type="fact",
+                                  tags=["laptop"])).record_id
+    await announced(updates, old, [("created", 1), ("invalidated", 2)])
+    question = "which Ubuntu does my laptop run"
+    facts = {"min_score": 0, "tag": "laptop"}
+    assert [hit.record_id for hit in (await ann.search(question, **facts)).hits] == [new]
+    then = await ann.search(question, as_of=before, **facts)
+    assert [(hit.record_id, hit.invalidated_by) for hit in then.hits] == [(old, new)]
+    record = await ann.record(old, as_of=before)
+    assert record.standing is not None and record.standing.invalidated_by == new
+    assert record.as_of is not None and record.as_of.standing == "in_force"
+    assert record.as_of.version is not None and record.as_of.version.version == 1
