@@ -25,8 +25,13 @@ announcement. On 2 cores, two workers share the cores one worker already uses.
 
 Search: 100k memories are loaded straight into Postgres and the index, with their entities
 (real sentences embedded by the model, each reused with a small perturbation so that 100k
-vectors do not take minutes to embed), then `GET /v1/search` is timed end to end, query
-embedding included; then search and the pack as of a moment, and search following links.
+vectors do not take minutes to embed), then `GET /v1/search` and `GET /v1/context` are timed
+end to end, query embedding included, idle and again while the worker ingests at half its
+measured rate into another namespace (sent as the write->searchable latency sends); then
+search and the pack as of a moment, and search following links.
+
+The worker runs on its default settings: write-time twins on. The bench's own reading of
+memory.updated parses each message once: it shares the cores with the worker it measures.
 While that worker serves them, `make bench` measures the agents' ways in on the same corpus
 (bench/agent_bench.py: the MCP server's `recall`, the SDK beside bare HTTP).
 """
@@ -54,7 +59,7 @@ from bench.consolidation_bench import real_sentences, synthetic_memories
 from client.publisher import Publisher
 from embedder.model import Embedder
 from embedder.sentences import SENTENCES
-from harness.kafka_io import TopicReader, produce
+from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.entities import record_entities
 from processors.ids import memory_record_id
@@ -71,6 +76,8 @@ from streams.plumbing.config import Settings
 
 NAMESPACE = "bench"
 SEARCH_NAMESPACE = f"{NAMESPACE}-search"
+# What a timed search asks for.
+SEARCH: dict[str, str | int | float] = {"limit": 10, "min_score": 0.3}
 
 # What else is measured on the search corpus while its worker serves it (stack, worker,
 # namespace, memories), so that the 100k memories are loaded once.
@@ -107,18 +114,37 @@ def raw_embedder_rate(texts: Sequence[str], batch: int, threads: int) -> float:
         embedder.close()
 
 
-async def pipeline_rate(stack: Stack, worker: Worker, texts: Sequence[str]) -> float:
-    namespace = f"{NAMESPACE}-rate"
+async def pipeline_rate(stack: Stack, worker: Worker, texts: Sequence[str],
+                        namespace: str = f"{NAMESPACE}-rate") -> float:
+    """Events/s of `worker` on `texts` written to `namespace`, between the first and the last
+    announcement of them (a record created, or the memory a write restates updated); the
+    worker is started once they are all produced, unless it runs."""
+    event_ids = [uuid.uuid4().hex for _ in texts]
     await produce(stack.broker.bootstrap, MEMORY_EVENTS, [
-        (namespace.encode(), memory_event(namespace, text, uuid.uuid4().hex)) for text in texts
-    ])
+        (namespace.encode(), memory_event(namespace, text, event_id))
+        for text, event_id in zip(texts, event_ids, strict=True)])
+    wanted = {memory_record_id(namespace, event_id) for event_id in event_ids} | set(event_ids)
     updates = await TopicReader(stack.broker.bootstrap, MEMORY_UPDATED).start()
+    done: list[float] = []
+    read = [0]
+
+    def all_announced(messages: list[Received]) -> bool:
+        # Only the messages read since the last look are parsed: the bench shares the cores
+        # with the worker it measures.
+        for message in messages[read[0]:]:
+            update = json.loads(message.value)
+            if update["record_id"] in wanted or update.get("cause_event_id") in wanted:
+                done.append(message.received_at)
+        read[0] = len(messages)
+        return len(done) >= len(texts)
+
     try:
-        worker.start()
-        done = await updates.wait_for(lambda m: len(m) >= len(texts), timeout_s=900)
+        if worker.process is None:
+            worker.start()
+        await updates.wait_for(all_announced, timeout_s=900)
     finally:
         await updates.close()
-    times = sorted(message.received_at for message in done[: len(texts)])
+    times = sorted(done[: len(texts)])
     return (len(times) - 1) / (times[-1] - times[0])
 
 
@@ -134,6 +160,17 @@ async def write_to_searchable(stack: Stack, rate: float, seconds: float,
                                 linger_ms=5)
     await producer.start()
     sent: dict[str, float] = {}
+    arrived: dict[str, float] = {}
+    read: list[int] = [0]
+
+    def arrivals(messages: list[Received]) -> dict[str, float]:
+        # Only the messages read since the last look are parsed: the bench shares the cores
+        # with the worker it measures.
+        for message in messages[read[0]:]:
+            arrived[json.loads(message.value)["record_id"]] = message.received_at
+        read[0] = len(messages)
+        return arrived
+
     try:
         started = time.monotonic()
         for n, text in enumerate(texts):
@@ -146,19 +183,19 @@ async def write_to_searchable(stack: Stack, rate: float, seconds: float,
             await producer.send(
                 MEMORY_EVENTS, memory_event(namespace, text, event_id), key=namespace.encode()
             )
-        await updates.wait_for(
-            lambda m: len({json.loads(x.value)["record_id"] for x in m} & sent.keys())
-            == len(sent), timeout_s=120,
-        )
+        await updates.wait_for(lambda messages: len(arrivals(messages).keys() & sent.keys())
+                               == len(sent), timeout_s=120)
     finally:
         await producer.stop()
         await updates.close()
-    arrived = {json.loads(m.value)["record_id"]: m.received_at for m in updates.messages}
+    arrived = arrivals(updates.messages)
     return [arrived[record_id] - sent_at for record_id, sent_at in sent.items()]
 
 
-async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) -> None:
-    """Write n memories straight to Postgres and the index (no worker may hold the index)."""
+async def load_memories(stack: Stack, index_url: str, n: int, namespace: str,
+                        first: int = 0) -> None:
+    """Write memories first..n-1 straight to Postgres and the index (no worker may hold the
+    index)."""
     embedder = Embedder.load(MODEL_DIR)
     try:
         base_texts = memory_texts(2000)
@@ -179,18 +216,19 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str) ->
             created_at=now,
         ), (vector / np.linalg.norm(vector)).astype(np.float32)
 
-    await store_directly(stack, index_url, n, memory)
+    await store_directly(stack, index_url, n, memory, first)
 
 
 async def store_directly(stack: Stack, index_url: str, n: int,
-                         record: Callable[[int], tuple[Record, Vector]]) -> None:
-    """Records 0..n-1 (each with its vector) straight to Postgres and the index, as a rebuild
-    stores them; no worker may hold the index meanwhile."""
+                         record: Callable[[int], tuple[Record, Vector]],
+                         first: int = 0) -> None:
+    """Records first..n-1 (each with its vector) straight to Postgres and the index, as a
+    rebuild stores them; no worker may hold the index meanwhile."""
     stores = await PostgresStores.connect(stack.pg_dsn)
     index = open_index(index_url)
     await index.ensure_collection()
     try:
-        for start in range(0, n, 1000):
+        for start in range(first, n, 1000):
             rows = [record(i) for i in range(start, min(n, start + 1000))]
             await stores.records.insert_records(rows)
             await index.upsert([
@@ -370,13 +408,12 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float,
             results["search_load_s"] = time.perf_counter() - started
             worker.start()
             queries = [SENTENCES[(i * 13) % len(SENTENCES)] for i in range(300)]
-            search = {"limit": 10, "min_score": 0.3}
             # A whole pass first: right after a bulk load, Postgres and the index read their
             # pages from disk the first time each is asked for (measured: p95 27-39 ms on the
             # first pass, 15-16 ms on the second, the same on the code before issue 22).
-            read_latencies(worker, "/v1/search", queries, SEARCH_NAMESPACE, **search)
+            read_latencies(worker, "/v1/search", queries, SEARCH_NAMESPACE, **SEARCH)
             measured = read_latencies(worker, "/v1/search", queries, SEARCH_NAMESPACE,
-                                      **search)
+                                      **SEARCH)
             results["search_points"] = search_points
             results["search_p50_ms"] = percentile(measured, 50) * 1000
             results["search_p95_ms"] = percentile(measured, 95) * 1000
@@ -384,6 +421,7 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float,
                                       budget_tokens=2000)
             results["context_p50_ms"] = percentile(measured, 50) * 1000
             results["context_p95_ms"] = percentile(measured, 95) * 1000
+            results |= await reads_while_ingesting(stack, worker, rate / 2, queries)
             results |= knowledge_latencies(worker, queries)
             if on_corpus is not None:
                 results["on_corpus"] = await on_corpus(stack, worker, SEARCH_NAMESPACE,
@@ -395,19 +433,51 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float,
     return results
 
 
+async def reads_while_ingesting(stack: Stack, worker: Worker, rate: float,
+                                queries: Sequence[str]) -> dict[str, float]:
+    """Search and the pack on the search corpus while the worker ingests `rate` writes/s into
+    another namespace (agents read while others write), and those writes' latency."""
+    reading = asyncio.Event()
+
+    async def reads_done() -> bool:
+        return reading.is_set()
+
+    writes = asyncio.create_task(write_to_searchable(
+        stack, rate, 600.0, f"{NAMESPACE}-ingest", until=reads_done))
+    try:
+        await asyncio.sleep(3.0)  # the writes reach their pace
+        started = time.monotonic()
+        search = await asyncio.to_thread(read_latencies, worker, "/v1/search", queries,
+                                         SEARCH_NAMESPACE, **SEARCH)
+        context = await asyncio.to_thread(read_latencies, worker, "/v1/context", queries,
+                                          SEARCH_NAMESPACE, budget_tokens=2000)
+        reading_s = time.monotonic() - started
+    except BaseException:
+        writes.cancel()
+        raise
+    reading.set()
+    latencies = await writes
+    return {"loaded_rate_per_s": rate, "loaded_reading_s": reading_s,
+            "loaded_writes": len(latencies),
+            "loaded_search_p50_ms": percentile(search, 50) * 1000,
+            "loaded_search_p95_ms": percentile(search, 95) * 1000,
+            "loaded_context_p50_ms": percentile(context, 50) * 1000,
+            "loaded_context_p95_ms": percentile(context, 95) * 1000,
+            "loaded_write_p95_ms": percentile(latencies, 95) * 1000}
+
+
 def knowledge_latencies(worker: Worker, queries: Sequence[str]) -> dict[str, float]:
     """Issue 22's reads on the search corpus: search and the pack as of a moment after the
     load (the index and the records that left it since, then each candidate's versions),
     search following its hits' links one hop and the anchor profile's two, and a walk of two
     hops from a record."""
     as_of = datetime.now(UTC).isoformat()
-    search = {"limit": 10, "min_score": 0.3}
     found: dict[str, float] = {}
     for name, route, params in (
-            ("search_as_of", "/v1/search", {**search, "as_of": as_of}),
+            ("search_as_of", "/v1/search", {**SEARCH, "as_of": as_of}),
             ("context_as_of", "/v1/context", {"budget_tokens": 2000, "as_of": as_of}),
-            ("search_expand", "/v1/search", {**search, "expand": 1}),
-            ("search_anchor", "/v1/search", {**search, "profile": "anchor"})):
+            ("search_expand", "/v1/search", {**SEARCH, "expand": 1}),
+            ("search_anchor", "/v1/search", {**SEARCH, "profile": "anchor"})):
         measured = read_latencies(worker, route, queries, SEARCH_NAMESPACE, **params)
         found[f"{name}_p50_ms"] = percentile(measured, 50) * 1000
         found[f"{name}_p95_ms"] = percentile(measured, 95) * 1000
@@ -415,20 +485,23 @@ def knowledge_latencies(worker: Worker, queries: Sequence[str]) -> dict[str, flo
 
 
 def format_table(results: dict[str, Any]) -> str:
+    points = f"{results['search_points']:,}"
+    loaded = f"while ingesting {results['loaded_rate_per_s']:.0f}/s"
     rows = [
         ("raw int8 embedder (same texts, batch of the pipeline)",
          f"{results['embedder_int8_per_s']:.0f} texts/s", ""),
         ("  before and after the pipeline run",
          "{:.0f}-{:.0f} /s".format(*results["embedder_int8_range"]), ""),
-        ("pipeline memory.write", f"{results['pipeline_per_s']:.0f} events/s", ""),
+        ("pipeline memory.write (write-time twins on)",
+         f"{results['pipeline_per_s']:.0f} events/s", ""),
         ("pipeline / raw embedder", f"{results['ratio']:.2f}", ">= 0.85"),
         (f"write->searchable p50 at {results['latency_rate_per_s']:.0f}/s",
          f"{results['latency_p50_ms']:.0f} ms", ""),
         (f"write->searchable p95 at {results['latency_rate_per_s']:.0f}/s",
-         f"{results['latency_p95_ms']:.0f} ms", "<= 250 ms"),
+         f"{results['latency_p95_ms']:.0f} ms", "<= 150 ms"),
         (f"  during a consolidation of {results['consolidation_memories']:,} memories "
          f"({results['consolidation_s']:.0f} s)",
-         f"{results['during_consolidation_p95_ms']:.0f} ms", ""),
+         f"{results['during_consolidation_p95_ms']:.0f} ms", "<= 300 ms"),
         (f"  p50 during it ({results['during_consolidation_writes']} writes, "
          f"{results['consolidation_clusters']} clusters merged)",
          f"{results['during_consolidation_p50_ms']:.0f} ms", ""),
@@ -436,14 +509,21 @@ def format_table(results: dict[str, Any]) -> str:
          f"{results['one_worker_per_s']:.0f} events/s", ""),
         ("memory.write, two workers in one group (pgvector index)",
          f"{results['two_workers_per_s']:.0f} events/s", ""),
-        (f"GET /v1/search p50 at {results['search_points']:,} memories",
+        (f"GET /v1/search p50 at {points} memories, idle",
          f"{results['search_p50_ms']:.1f} ms", ""),
-        (f"GET /v1/search p95 at {results['search_points']:,} memories",
-         f"{results['search_p95_ms']:.1f} ms", "<= 20 ms"),
-        (f"GET /v1/context p50 at {results['search_points']:,} memories, 2,000 tokens",
+        (f"GET /v1/search p95 at {points} memories, idle",
+         f"{results['search_p95_ms']:.1f} ms", "<= 12 ms"),
+        (f"GET /v1/context p50 at {points} memories, 2,000 tokens, idle",
          f"{results['context_p50_ms']:.1f} ms", ""),
-        (f"GET /v1/context p95 at {results['search_points']:,} memories, 2,000 tokens",
-         f"{results['context_p95_ms']:.1f} ms", "<= 50 ms"),
+        (f"GET /v1/context p95 at {points} memories, 2,000 tokens, idle",
+         f"{results['context_p95_ms']:.1f} ms", ""),
+        (f"GET /v1/search p50 {loaded}", f"{results['loaded_search_p50_ms']:.1f} ms", ""),
+        (f"GET /v1/search p95 {loaded}", f"{results['loaded_search_p95_ms']:.1f} ms",
+         "<= 15 ms"),
+        (f"GET /v1/context p95 {loaded}", f"{results['loaded_context_p95_ms']:.1f} ms",
+         "<= 30 ms"),
+        (f"  those {results['loaded_writes']} writes' write->searchable p95",
+         f"{results['loaded_write_p95_ms']:.0f} ms", ""),
         ("  search p95 as_of (versions then; the records out of the index since)",
          f"{results['search_as_of_p95_ms']:.1f} ms", "<= 20 ms"),
         ("  context p95 as_of", f"{results['context_as_of_p95_ms']:.1f} ms", "<= 50 ms"),

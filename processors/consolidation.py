@@ -22,6 +22,7 @@ bench/data/README.md for the figures and the settings tried.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -693,7 +694,14 @@ def asks(text: str) -> bool:
 
 
 def _traits(candidate: ConsolidationCandidate) -> _Traits:
-    text = candidate.text
+    return _traits_of(candidate.text, candidate.created_at.date())
+
+
+# The write-time twin check compares each new memory with its stored neighbours and its
+# batch-mates, so one text meets the guard many times: reading it once took the guard from
+# 30% of the worker's event loop to (see docs/performance.md). Traits are immutable.
+@functools.lru_cache(maxsize=4096)
+def _traits_of(text: str, day: date) -> _Traits:
     speaker = SPEAKER.match(text)
     said = text[speaker.end(1) + 1:] if speaker else text
     return _Traits(
@@ -702,7 +710,7 @@ def _traits(candidate: ConsolidationCandidate) -> _Traits:
         words=frozenset(content_words(said)),
         polarity=polarity(said),
         asks=asks(text),
-        day=candidate.created_at.date(),
+        day=day,
         deictic=RELATIVE_TIME.search(text) is not None,
     )
 

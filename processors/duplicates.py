@@ -5,8 +5,7 @@ A twin is the nearest such memory at or above DUPLICATE_COSINE that the consolid
 lets through (values, speakers, questions and days must agree: processors/consolidation.py).
 The twin keeps its text; the write becomes a version of it that records the restatement
 (`restated`, processors/lifecycle.py): the provenance of both events, nothing lost. The
-worker looks for twins when MEMSTREAM_TWIN_COSINE is set (streams/plumbing/config.py says why not by
-default).
+worker looks for twins unless MEMSTREAM_TWIN_COSINE=off (streams/plumbing/config.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from client.kafka_security import KafkaSecurity
 from processors.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
 from processors.consolidation_plan import DerivedReview
 from processors.context_pack import DEFAULT_SHARES, shares_of
+from processors.duplicates import DUPLICATE_COSINE
 from processors.lifecycle import Protection
 from processors.retention import RetentionRules, parse_retention
 from processors.run_learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
@@ -128,11 +129,9 @@ class Settings:
     protect: tuple[Protection, ...] = ("approved",)
     # A new memory at least this close to a live one of its namespace that restates it (the
     # consolidation guard agrees) updates that one instead (processors/duplicates.py, which
-    # gives the measured threshold). Off by default: each write then costs a search of its
-    # namespace and the guard on every neighbour above the threshold, which took the pipeline
-    # from 577 to 318-344 events/s (make bench: one namespace of 3,000 memories made of shared
-    # sentences, the embedded index).
-    twin_cosine: float | None = None
+    # gives the measured threshold); MEMSTREAM_TWIN_COSINE=off adds every write as a new
+    # memory. What it costs the pipeline: docs/performance.md.
+    twin_cosine: float | None = DUPLICATE_COSINE
     # A new memory that restates a live one with another value invalidates it
     # (processors/invalidation.py; MEMSTREAM_INVALIDATION=off leaves both in force), found
     # this often off the write path (streams/stages/stale_facts.py).
@@ -217,7 +216,7 @@ class Settings:
             index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
                                          str(cls.index_optimize_after))),
             protect=_protection(get("PROTECT", ",".join(cls.protect))),
-            twin_cosine=_off_or_float(get("TWIN_COSINE", "off")),
+            twin_cosine=_off_or_float(get("TWIN_COSINE", str(cls.twin_cosine))),
             invalidation=_switch(get("INVALIDATION", "on")),
             stale_check_interval_s=float(get("STALE_CHECK_INTERVAL_S",
                                              str(cls.stale_check_interval_s))),

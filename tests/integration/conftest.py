@@ -35,8 +35,13 @@ def planning_checkout(stack: Stack, repo: str) -> Path:
 
 @pytest.fixture(scope="session")
 def worker(stack: Stack) -> Iterator[Worker]:
-    """The ingest worker, with its consolidator process beside it (as `make run` has)."""
-    running = stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1",
+    """The ingest worker, with its consolidator process beside it (as `make run` has).
+
+    Write-time twins off: the tests of consolidation, history and the browser write
+    restatements on purpose and need each stored as it comes. Twins at their default are
+    tested on a stack of their own (test_twins.py)."""
+    running = stack.worker(MEMSTREAM_TWIN_COSINE="off",
+                           MEMSTREAM_SESSION_TIMEOUT_S="6", MEMSTREAM_RETENTION_INTERVAL_S="1",
                            MEMSTREAM_GAP_INTERVAL_S="1", MEMORY_PLANNING="beads",
                            MEMSTREAM_PLANNING_REPOS=",".join(
                                f"{repo}={planning_checkout(stack, repo)}"

@@ -1,8 +1,8 @@
 """Write-time twins on the real stack: a write that restates a live memory of its namespace
 updates that memory (a version with both events' provenance) instead of adding a twin.
 
-Twins are off by default (each write would cost a search of its namespace): their own
-stack, with a worker that turns them on at the measured threshold."""
+Twins are on by default, at the measured threshold: their own stack, with a worker of the
+default settings (the session's worker turns them off, tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.duplicates import DUPLICATE_COSINE
 from tests.integration.conftest import event
 
 pytestmark = pytest.mark.integration
@@ -36,8 +35,7 @@ def twin_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def twin_worker(twin_stack: Stack) -> Iterator[Worker]:
-    running = twin_stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6",
-                                MEMSTREAM_TWIN_COSINE=str(DUPLICATE_COSINE))
+    running = twin_stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
     running.start()
     yield running
     running.stop()

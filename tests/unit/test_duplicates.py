@@ -9,6 +9,7 @@ from processors.duplicates import DUPLICATE_COSINE, Twin, twin_of
 from processors.lifecycle import Current, restated
 from schemas.events import Provenance
 from schemas.records import Record
+from streams.plumbing.config import Settings
 
 T0 = datetime(2026, 11, 23, tzinfo=UTC)
 
@@ -66,3 +67,22 @@ def test_a_folded_write_keeps_the_twins_text_and_adds_its_provenance_and_tags() 
         "event_id": "e2", "record_id": "mem_2", "text": write.text, "producer": "agent-7",
         "occurred_at": T0.isoformat(), "source": "memory.events/2/7", "cosine": 0.9312}]
     assert outcome.reason == "restated by e2 (cosine 0.93)"
+
+
+def test_twins_are_looked_for_by_default_at_the_measured_threshold() -> None:
+    assert Settings.from_env({}).twin_cosine == DUPLICATE_COSINE
+    assert Settings.from_env({"MEMSTREAM_TWIN_COSINE": "off"}).twin_cosine is None
+    assert Settings.from_env({"MEMSTREAM_TWIN_COSINE": "0.9"}).twin_cosine == 0.9
+
+
+def test_a_text_met_again_gets_the_same_verdict_from_the_guard() -> None:
+    # The guard's reading of a text is kept (processors/consolidation.py): a text met again,
+    # with another record id or on another day, is judged on its own day.
+    again = candidate("again", "Staging deploys need the office VPN.")
+    later = candidate("later", "Staging deploys need the office VPN today.",
+                      created_at=datetime(2026, 11, 24, tzinfo=UTC))
+    today = candidate("today", "Staging deploys need the office VPN today.")
+    assert twin_of(NEW, [(again, 0.93)]) == Twin("again", 0.93)
+    assert twin_of(NEW, [(again, 0.93)]) == Twin("again", 0.93)
+    assert twin_of(today, [(later, 0.95)]) is None
+    assert twin_of(candidate("today2", today.text), [(today, 0.99)]) == Twin("today", 0.99)
