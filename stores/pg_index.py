@@ -172,6 +172,21 @@ class PostgresIndex:
         )
         return _hits(rows)
 
+    async def nearest(self, vector: Vector, namespace: str, limit: int,
+                      min_score: float) -> list[IndexHit]:
+        rows = await self._open_pool().fetch(
+            f"""
+            SELECT payload, score FROM (
+                SELECT payload, 1 - (embedding <=> $1) AS score FROM {self._table}
+                WHERE namespace = $2
+                ORDER BY embedding <=> $1 LIMIT $3) AS nearest
+            WHERE score >= $4
+            ORDER BY score DESC
+            """,
+            as_vector(vector, self._dim), namespace, limit, min_score,
+        )
+        return _hits(rows)
+
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
         if not query:
             return []

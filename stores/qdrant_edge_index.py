@@ -192,6 +192,14 @@ class EdgeIndex:
             score_threshold=scope.min_score, with_payload=_HIT_PAYLOAD,
         ))
 
+    async def nearest(self, vector: Vector, namespace: str, limit: int,
+                      min_score: float) -> list[IndexHit]:
+        return self._query(qe.QueryRequest(
+            limit=limit, query=qe.Query.Nearest(as_vector(vector, self._dim).tolist()),
+            filter=_filter(namespace, None, ()), score_threshold=min_score,
+            with_payload=_HIT_PAYLOAD,
+        ))
+
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
         if not query:
             return []

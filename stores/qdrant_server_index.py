@@ -175,6 +175,18 @@ class QdrantClientIndex:
         )
         return [_hit(point.payload or {}, point.score) for point in response.points]
 
+    async def nearest(self, vector: Vector, namespace: str, limit: int,
+                      min_score: float) -> list[IndexHit]:
+        response = await self._client.query_points(
+            self._collection,
+            query=as_vector(vector, self._dim).tolist(),
+            query_filter=_filter(namespace, None, ()),
+            limit=limit,
+            score_threshold=min_score,
+            with_payload=_HIT_PAYLOAD,
+        )
+        return [_hit(point.payload or {}, point.score) for point in response.points]
+
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
         if not query:
             return []

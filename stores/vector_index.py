@@ -146,6 +146,28 @@ class SearchScope:
                 and (not self.repos or record.repo is None or record.repo in self.repos)
                 and (not self.security_scopes or record.security_scope in self.security_scopes))
 
+    def admits_point(self, payload: Mapping[str, Any], now: float) -> bool:
+        """Whether an index point's payload (stores.index_payload) is within this scope, by
+        the same rules as the index's filter: for a caller that searched its namespace alone
+        (`VectorIndex.nearest`)."""
+        created = payload["created_at"]
+        memory_type = payload.get("memory_type")
+        return ((not self.record_kinds or payload["record_kind"] in self.record_kinds)
+                and (not self.related_ids or bool(set(payload.get("related_ids") or ())
+                                                  & set(self.related_ids)))
+                and bool(set(payload["readers"]) & set(Visibility(self.agent_id, now).readers))
+                and payload["live_until"] > now
+                and (not self.tags or bool(set(payload.get("tags") or ()) & set(self.tags)))
+                and (not self.memory_types or payload["record_kind"] != "memory"
+                     or memory_type in self.memory_types)
+                and (not self.tiers or payload["tier"] in self.tiers)
+                and payload["review_state"] in self.review_states
+                and (self.since is None or created >= self.since)
+                and (self.until is None or created <= self.until)
+                and (not self.repos or payload["repo"] in self.repo_keys)
+                and (not self.security_scopes
+                     or payload.get("security_scope") in self.security_scopes))
+
     @property
     def repo_keys(self) -> tuple[str, ...]:
         """The index's `repo` values a search narrowed to `repos` reads: theirs and the
@@ -235,6 +257,14 @@ class VectorIndex(SearchIndex, Protocol):
     async def ensure_collection(self) -> None:
         """Create the collection (cosine, `dim`) and its payload indexes if missing; fail if
         an existing one has another dimension."""
+
+    async def nearest(self, vector: Vector, namespace: str, limit: int,
+                      min_score: float) -> list[IndexHit]:
+        """The `limit` points of `namespace` nearest to `vector` at cosine >= `min_score`,
+        whatever their kind, owner, state or expiry, best first, with their payloads: for a
+        caller that judges them itself (`SearchScope.admits_point`). On the embedded engine,
+        the namespace alone is what keeps a search of the points not yet in a graph cheap
+        (docs/performance.md)."""
 
     async def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or overwrite points. Each payload must carry a non-empty `namespace`."""

@@ -25,7 +25,7 @@ from processors.errors import MemstreamError
 from processors.invalidation import STALE_COSINE, Invalidation, may_invalidate, stale_among
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.vector_index import SearchIndex
+from stores.vector_index import VectorIndex
 from streams.plumbing.runtime import Runtime
 from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.neighbours import live_neighbours
@@ -41,7 +41,7 @@ TICK_BUDGET_S = 0.1
 
 
 class StaleFactFinder:
-    def __init__(self, runtime: Runtime, index: SearchIndex, lifecycle: LifecycleApplier,
+    def __init__(self, runtime: Runtime, index: VectorIndex, lifecycle: LifecycleApplier,
                  threshold: float = STALE_COSINE) -> None:
         self._runtime = runtime
         self._index = index

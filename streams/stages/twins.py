@@ -12,13 +12,13 @@ from processors.consolidation_plan import candidate_of
 from processors.duplicates import Twin, twin_of
 from schemas.records import Record
 from stores.pgvector import Vector
-from stores.vector_index import SearchIndex
+from stores.vector_index import VectorIndex
 from streams.plumbing.runtime import Runtime
 from streams.stages.neighbours import live_neighbours
 
 
 class TwinFinder:
-    def __init__(self, runtime: Runtime, index: SearchIndex, threshold: float) -> None:
+    def __init__(self, runtime: Runtime, index: VectorIndex, threshold: float) -> None:
         self._runtime = runtime
         self._index = index
         self._threshold = threshold

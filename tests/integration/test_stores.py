@@ -20,6 +20,8 @@ from numpy.typing import NDArray
 
 from processors.errors import IndexRefused
 from processors.lexical import NO_TERMS, document_vector, query_term_ids, query_vector
+from schemas.events import Provenance
+from schemas.records import Record
 from stores.index_factory import open_index
 from stores.index_payload import index_payload
 from stores.local_postgres import LocalPostgres, throwaway_postgres
@@ -28,6 +30,7 @@ from stores.qdrant_edge_index import EdgeIndex
 from stores.records_search import RecordsSearch
 from stores.reindex import connect_with_vectors, reindex
 from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, point_id
+from streams.stages.neighbours import NAMESPACE_NEAREST, partition_nearest
 
 pytestmark = pytest.mark.integration
 
@@ -294,6 +297,76 @@ async def test_personal_records_reach_their_owner_only_and_expired_ones_nobody(
     assert await visible("ann") == ["shared", "ann-private", "expiring-later"]
     assert await visible("bob") == ["shared", "bob-private", "expiring-later"]
     assert await index.count("ns") == 5, "hidden is not deleted"
+
+
+async def test_the_namespaces_nearest_judged_on_their_payloads_are_the_scopes_search(
+    index: VectorIndex,
+) -> None:
+    """`nearest` reads the namespace alone and `SearchScope.admits_point` judges each point
+    (streams/stages/neighbours.py): together they answer what each scope's filtered search
+    answers, in every backend."""
+    [query] = unit_vectors(1)
+    now = datetime.now(UTC).timestamp()
+    kinds = ("memory", "run_digest", "fix_pattern")
+    states = ("approved", "draft", "rejected")
+    points = [
+        IndexPoint(f"p{n}", near(query, 0.95 - n * 0.02), payload(
+            "ns", record_id=f"p{n}", record_kind=kinds[n % 3], review_state=states[n % 4 % 3],
+            scope="personal" if n % 5 == 0 else "shared",
+            agent_id=("ann", "bob")[n % 2] if n % 5 == 0 else None,
+            memory_type=("fact", "preference")[n % 2], tags=["ops"] if n % 3 == 1 else [],
+            related_ids=["err-1"] if n % 4 == 0 else [], tier=("active", "long_term")[n % 2],
+            created_at=1000.0 + n, repo="acme/api" if n % 6 == 0 else None,
+            security_scope="internal" if n % 7 == 0 else None,
+            expires_at=now - 60 if n % 11 == 3 else None))
+        for n in range(30)]
+    await index.upsert([*points, IndexPoint("elsewhere", query, payload("other"))])
+    scopes = [
+        SearchScope("ns", limit=5, min_score=0.5),
+        SearchScope("ns", limit=4, min_score=0.3, record_kinds=("memory",), agent_id="ann",
+                    memory_types=("fact",), review_states=("approved", "draft")),
+        SearchScope("ns", limit=10, min_score=0.0, agent_id="bob", tags=("ops",),
+                    review_states=("approved", "draft", "rejected")),
+        SearchScope("ns", limit=10, min_score=0.0, tiers=("active",),
+                    related_ids=("err-1",), review_states=states),
+        SearchScope("ns", limit=10, min_score=0.0, since=1005.0, until=1020.0,
+                    repos=("acme/api",), review_states=states),
+        SearchScope("ns", limit=10, min_score=0.0, security_scopes=("internal",),
+                    review_states=states),
+    ]
+    for scope in scopes:
+        nearest = await index.nearest(query, "ns", 100, scope.min_score)
+        judged = [hit.record_id for hit in nearest if scope.admits_point(hit.payload, now)]
+        searched = [hit.record_id for hit in await index.search(query, scope)]
+        assert judged[:scope.limit] == searched, scope
+        assert searched, scope
+    assert "elsewhere" not in [hit.record_id for hit in await index.nearest(query, "ns", 100,
+                                                                             -1.0)]
+
+
+async def test_a_partitions_nearest_behind_a_crowd_of_others_are_found(
+    index: VectorIndex,
+) -> None:
+    """When the namespace's nearest points are all outside the memory's partition (another
+    agent's personal memories), the partition's own search finds its neighbours."""
+    [query] = unit_vectors(1)
+    crowd = [IndexPoint(f"bob-{n}", near(query, 0.99 - n * 0.001),
+                        payload("ns", record_id=f"bob-{n}", scope="personal", agent_id="bob"))
+             for n in range(NAMESPACE_NEAREST + 4)]
+    await index.upsert([*crowd, IndexPoint("shared", near(query, 0.9), payload("ns")),
+                        IndexPoint("ann-draft", near(query, 0.85),
+                                   payload("ns", scope="personal", agent_id="ann",
+                                           review_state="draft"))])
+    ann = Record(record_id="new", namespace="ns", record_kind="memory", text="x",
+                 memory_type="fact", scope="personal", agent_id="ann",
+                 provenance=Provenance(source_event_id="e", source_topic="memory.events",
+                                       source_partition=0, source_offset=0, producer="tests"),
+                 created_at=datetime.now(UTC))
+    found = await partition_nearest(index, ann, query, 0.8)
+    assert [hit.record_id for hit in found] == ["shared", "ann-draft"]
+    bob = ann.model_copy(update={"agent_id": "bob"})
+    found = await partition_nearest(index, bob, query, 0.8)
+    assert [hit.record_id for hit in found] == ["bob-0", "bob-1", "bob-2", "bob-3"]
 
 
 async def test_postgres_fallback_search_keeps_the_index_rules(migrated_dsn: str) -> None:
