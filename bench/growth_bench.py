@@ -4,12 +4,13 @@ that namespace (the write-time twin check searches it), each beside the rate at 
 
     python -m bench.growth_bench [--sizes 10000,100000,1000000] [--events 2000]
 
-Not in `make bench`: loading a million memories takes most of an hour on 2 cores. The
-memories are loaded as bench/pipeline_bench.py loads its search corpus (straight to Postgres
-and the index, with their entities; then the index's optimization and fresh planner
-statistics, as a rebuild ends), the worker is stopped while they load and started after, and
-the search is timed on its second pass over 300 queries (the first reads pages from disk).
-Resident memory is the worker process's VmRSS after the searches and after the writes.
+Not in `make bench`: the whole run takes about 25 minutes on 2 cores, 17 of them loading the
+million memories. The memories are loaded as bench/pipeline_bench.py loads its search corpus
+(straight to Postgres and the index, with their entities; then the index's optimization and
+fresh planner statistics, as a rebuild ends), the worker is stopped while they load and
+started after, and the search is timed on its second pass over 300 queries (the first reads
+pages from disk). Resident memory is the worker process's VmRSS after the searches and after
+the writes.
 """
 
 from __future__ import annotations

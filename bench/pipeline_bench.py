@@ -387,6 +387,8 @@ async def run_pipeline_bench(events: int, search_points: int, latency_s: float,
             results["embedder_int8_per_s"] = (before + after) / 2
             results["pipeline_per_s"] = rate
             results["ratio"] = rate / results["embedder_int8_per_s"]
+            # The worker's own setting (MEMSTREAM_TWIN_COSINE reaches it from this process).
+            results["twin_cosine"] = Settings.from_env().twin_cosine
 
             latencies = await write_to_searchable(stack, rate / 2, latency_s)
             results["latency_rate_per_s"] = rate / 2
@@ -492,7 +494,8 @@ def format_table(results: dict[str, Any]) -> str:
          f"{results['embedder_int8_per_s']:.0f} texts/s", ""),
         ("  before and after the pipeline run",
          "{:.0f}-{:.0f} /s".format(*results["embedder_int8_range"]), ""),
-        ("pipeline memory.write (write-time twins on)",
+        ("pipeline memory.write (write-time twins "
+         + ("off)" if results["twin_cosine"] is None else f"at {results['twin_cosine']:.2f})"),
          f"{results['pipeline_per_s']:.0f} events/s", ""),
         ("pipeline / raw embedder", f"{results['ratio']:.2f}", ">= 0.85"),
         (f"write->searchable p50 at {results['latency_rate_per_s']:.0f}/s",

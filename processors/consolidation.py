@@ -698,8 +698,9 @@ def _traits(candidate: ConsolidationCandidate) -> _Traits:
 
 
 # The write-time twin check compares each new memory with its stored neighbours and its
-# batch-mates, so one text meets the guard many times: reading it once took the guard from
-# 30% of the worker's event loop to (see docs/performance.md). Traits are immutable.
+# batch-mates, so one text meets the guard many times: read again at each meeting, the texts
+# took 30% of the worker's event loop with twins on (docs/performance.md). Traits are
+# immutable, so a reading is kept.
 @functools.lru_cache(maxsize=4096)
 def _traits_of(text: str, day: date) -> _Traits:
     speaker = SPEAKER.match(text)
