@@ -18,7 +18,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -150,29 +150,65 @@ class SearchScope:
         """Whether an index point's payload (stores.index_payload) is within this scope, by
         the same rules as the index's filter: for a caller that searched its namespace alone
         (`VectorIndex.nearest`)."""
-        created = payload["created_at"]
-        memory_type = payload.get("memory_type")
-        return ((not self.record_kinds or payload["record_kind"] in self.record_kinds)
-                and (not self.related_ids or bool(set(payload.get("related_ids") or ())
-                                                  & set(self.related_ids)))
-                and bool(set(payload["readers"]) & set(Visibility(self.agent_id, now).readers))
-                and payload["live_until"] > now
-                and (not self.tags or bool(set(payload.get("tags") or ()) & set(self.tags)))
-                and (not self.memory_types or payload["record_kind"] != "memory"
-                     or memory_type in self.memory_types)
-                and (not self.tiers or payload["tier"] in self.tiers)
-                and payload["review_state"] in self.review_states
-                and (self.since is None or created >= self.since)
-                and (self.until is None or created <= self.until)
-                and (not self.repos or payload["repo"] in self.repo_keys)
-                and (not self.security_scopes
-                     or payload.get("security_scope") in self.security_scopes))
+        return payload["live_until"] > now and self.admits(_PayloadRecord(payload))
 
     @property
     def repo_keys(self) -> tuple[str, ...]:
         """The index's `repo` values a search narrowed to `repos` reads: theirs and the
         namespace-wide records' (none: no narrowing)."""
         return (*self.repos, NAMESPACE_WIDE) if self.repos else ()
+
+
+@dataclass(frozen=True)
+class _PayloadRecord:
+    """An index point's payload as the record it was made from, for `SearchScope.admits`."""
+
+    payload: Mapping[str, Any]
+
+    @property
+    def record_kind(self) -> str:
+        return str(self.payload["record_kind"])
+
+    @property
+    def related_ids(self) -> tuple[str, ...]:
+        return tuple(self.payload.get("related_ids") or ())
+
+    @property
+    def scope(self) -> str:
+        return str(self.payload["scope"])
+
+    @property
+    def agent_id(self) -> str | None:
+        return self.payload.get("agent_id")
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(self.payload.get("tags") or ())
+
+    @property
+    def memory_type(self) -> str | None:
+        return self.payload.get("memory_type")
+
+    @property
+    def tier(self) -> str:
+        return str(self.payload["tier"])
+
+    @property
+    def review_state(self) -> str:
+        return str(self.payload["review_state"])
+
+    @property
+    def created_at(self) -> datetime:
+        return datetime.fromtimestamp(self.payload["created_at"], UTC)
+
+    @property
+    def repo(self) -> str | None:
+        repo = self.payload.get("repo")
+        return None if repo in (None, NAMESPACE_WIDE) else str(repo)
+
+    @property
+    def security_scope(self) -> str | None:
+        return self.payload.get("security_scope")
 
 
 @dataclass(frozen=True)
