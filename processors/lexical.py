@@ -251,8 +251,16 @@ def context_texts(body: Mapping[str, Any]) -> list[str]:
 
 def record_vector(record: Record) -> SparseVector:
     """A record's lexical vector: its title and text, its contexts, its date."""
-    return document_vector(record.text, record.title, context_texts(record.body),
-                           record.created_at)
+    return _record_vector(record.text, record.title, tuple(context_texts(record.body)),
+                          record.created_at)
+
+
+# A new record's vector is asked for three times (its row, its first version, its index
+# point), each a tokenizing of its texts; vectors are immutable, so a recent one is kept.
+@lru_cache(maxsize=1024)
+def _record_vector(text: str, title: str | None, contexts: tuple[str, ...],
+                   created_at: datetime) -> SparseVector:
+    return document_vector(text, title, contexts, created_at)
 
 
 def query_term_ids(query: str) -> list[int]:
