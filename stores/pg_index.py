@@ -25,6 +25,7 @@ import asyncpg
 
 from processors.lexical import SparseVector
 from stores.pgvector import register_codecs
+from stores.postgres_rows import keep_session
 from stores.vector_index import (
     DEFAULT_COLLECTION,
     DIM,
@@ -77,7 +78,7 @@ class PostgresIndex:
             raise PostgresIndexError(
                 f"{self._table} holds {stored}, not vector({self._dim}): another dimension")
         self._pool = await asyncpg.create_pool(
-            self._dsn, min_size=1, max_size=4, init=register_codecs,
+            self._dsn, min_size=1, max_size=4, init=register_codecs, reset=keep_session,
             # Keep scanning the graph until `limit` rows pass the filters; a wider beam than
             # the default 40 for recall at 100k points.
             server_settings={"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"})
@@ -161,8 +162,8 @@ class PostgresIndex:
     async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
         rows = await self._open_pool().fetch(
             f"""
-            SELECT payload, score FROM (
-                SELECT payload, 1 - (embedding <=> $1) AS score FROM {self._table}
+            SELECT record_id, score FROM (
+                SELECT record_id, 1 - (embedding <=> $1) AS score FROM {self._table}
                 WHERE {_SCOPE}
                 ORDER BY embedding <=> $1 LIMIT $15) AS nearest
             WHERE score >= $16
@@ -170,7 +171,7 @@ class PostgresIndex:
             """,
             as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
         )
-        return _hits(rows)
+        return search_hits(rows)
 
     async def nearest(self, vector: Vector, namespace: str, limit: int,
                       min_score: float) -> list[IndexHit]:
@@ -193,13 +194,13 @@ class PostgresIndex:
         # Exact: the namespace's rows holding a query term (the GIN index), scored in full.
         rows = await self._open_pool().fetch(
             f"""
-            SELECT payload, -(lexical <#> $1) AS score FROM {self._table}
+            SELECT record_id, -(lexical <#> $1) AS score FROM {self._table}
             WHERE {_SCOPE} AND terms && $15::integer[]
             ORDER BY lexical <#> $1, record_id LIMIT $16
             """,
             query, *scope_args(scope), list(query.indices), scope.limit,
         )
-        return _hits(rows)
+        return search_hits(rows)
 
     async def maintain(self, min_changes: int) -> bool:
         # Postgres keeps the HNSW graph up to date on every write, and vacuums by itself.
@@ -277,4 +278,10 @@ def scope_args(scope: SearchScope) -> tuple[Any, ...]:
 
 def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
     return [IndexHit(str(row["payload"]["record_id"]), float(row["score"]), row["payload"])
+            for row in rows]
+
+
+def search_hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
+    """Rows of `record_id` and `score` as search hits (SearchIndex.search)."""
+    return [IndexHit(row["record_id"], float(row["score"]), {"record_id": row["record_id"]})
             for row in rows]

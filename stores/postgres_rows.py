@@ -19,10 +19,18 @@ from stores.pgvector import Vector, register_codecs
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 4) -> asyncpg.Pool:
     """A pool whose connections read and write `vector` as numpy arrays and `jsonb` as dicts."""
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=register_codecs
+        dsn, min_size=min_size, max_size=max_size, init=register_codecs, reset=keep_session
     )
     assert pool is not None  # create_pool only returns None when awaited without a loop
     return pool
+
+
+async def keep_session(connection: asyncpg.Connection) -> None:
+    """What a pooled connection needs on its way back to the pool beyond the rollback of a
+    transaction left open (which asyncpg always does): nothing. The stores leave no session
+    state behind (no SET, LISTEN, cursor or session advisory lock: their locks are
+    transaction-scoped), and asyncpg's default reset (`RESET ALL`, `UNLISTEN *`, ...) was one
+    more round trip on every use: 3% of the event loop's time in a context pack."""
 
 
 RECORD_COLUMNS = (

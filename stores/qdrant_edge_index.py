@@ -50,8 +50,11 @@ from stores.vector_index import (
 
 log = logging.getLogger(__name__)
 
-# A hit's payload without its term ids: a hundred hits' lists of them cost a search 3 ms.
-_HIT_PAYLOAD = qe.PayloadSelector.Exclude(["terms"])
+# A nearest point's payload without its term ids: a hundred hits' lists of them cost a
+# search 3 ms.
+_NEAREST_PAYLOAD = qe.PayloadSelector.Exclude(["terms"])
+# A search hit's: its record id (SearchIndex.search).
+_HIT_PAYLOAD = qe.PayloadSelector.Include(["record_id"])
 
 
 class EdgeIndexError(RuntimeError):
@@ -197,7 +200,7 @@ class EdgeIndex:
         return self._query(qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(as_vector(vector, self._dim).tolist()),
             filter=_filter(namespace, None, ()), score_threshold=min_score,
-            with_payload=_HIT_PAYLOAD,
+            with_payload=_NEAREST_PAYLOAD,
         ))
 
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:

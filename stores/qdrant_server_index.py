@@ -35,7 +35,9 @@ from stores.vector_index import (
 )
 
 # A hit's payload without its term ids (a hundred hits' lists of them are heavy).
-_HIT_PAYLOAD = models.PayloadSelectorExclude(exclude=["terms"])
+# A nearest point's payload without its term ids; a search hit's, its record id alone.
+_NEAREST_PAYLOAD = models.PayloadSelectorExclude(exclude=["terms"])
+_HIT_PAYLOAD = models.PayloadSelectorInclude(include=["record_id"])
 # Points per request: bounds a request's size (a 384-d point is ~4 kB of JSON).
 _UPSERT_CHUNK = 512
 
@@ -183,7 +185,7 @@ class QdrantClientIndex:
             query_filter=_filter(namespace, None, ()),
             limit=limit,
             score_threshold=min_score,
-            with_payload=_HIT_PAYLOAD,
+            with_payload=_NEAREST_PAYLOAD,
         )
         return [_hit(point.payload or {}, point.score) for point in response.points]
 

@@ -17,7 +17,7 @@ import asyncpg
 
 from processors.lexical import SparseVector
 from schemas.events import ReviewState
-from stores.pg_index import scope_args
+from stores.pg_index import scope_args, search_hits
 from stores.postgres_rows import create_pool
 from stores.vector_index import (
     DIM,
@@ -103,7 +103,7 @@ class RecordsSearch:
             as_vector(vector, self._dim), *scope_args(scope), scope.limit, scope.min_score,
             *self._moment,
         )
-        return _hits(rows)
+        return search_hits(rows)
 
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
         if not query:
@@ -116,7 +116,7 @@ class RecordsSearch:
             """,
             query, *scope_args(scope), list(query.indices), scope.limit, *self._moment,
         )
-        return _hits(rows)
+        return search_hits(rows)
 
     async def term_counts(self, namespace: str, term_ids: Sequence[int]) -> TermCounts:
         documents: int = await self._pool.fetchval(
@@ -131,11 +131,6 @@ class RecordsSearch:
             namespace, list(term_ids))
         counted = {int(row["term"]): int(row["n"]) for row in rows}
         return TermCounts(documents, {term: counted.get(term, 0) for term in term_ids})
-
-
-def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
-    return [IndexHit(row["record_id"], float(row["score"]), {"record_id": row["record_id"]})
-            for row in rows]
 
 
 # Every review state: a search as of a moment asks the index for all of them, since the

@@ -271,7 +271,12 @@ async def plan(runtime: Runtime, flags: MemoryFlags, namespace: str, repo: str, 
 async def retrieve(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                    flags: MemoryFlags, query: ContextQuery, gathered: Gathered) -> None:
     """The candidates of the retrieved sections: history, long-term memories, documents."""
-    vector = (await runtime.embed([query.query]))[0]
+    # The fix patterns of an error are searched by its pattern's title: both texts are
+    # embedded in one call, side by side on the model's lanes.
+    patterns_like = fix_pattern_title(error_signature(query.error)) \
+        if query.error is not None and flags.history else query.query
+    texts = [query.query] if patterns_like == query.query else [query.query, patterns_like]
+    vector, *like_error = await runtime.embed(texts)
 
     async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
         try:
@@ -294,7 +299,8 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch
     sections = []
     if flags.history:
         sections.append(section("history", lambda: history(
-            runtime, index, fallback, query, vector, searched)))
+            runtime, index, fallback, query, vector,
+            (patterns_like, like_error[0] if like_error else vector), searched)))
     if flags.long_term:
         memories = replace(query.scope, record_kinds=("memory",), limit=MEMORIES)
         sections.append(section("long_term", lambda: searched(linked_memories(
@@ -350,10 +356,12 @@ def core_view(agent: str | None, core: CorePack, failed: bool) -> dict[str, Any]
 
 
 async def history(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
-                  query: ContextQuery, vector: Any,
+                  query: ContextQuery, vector: Any, patterns_like: tuple[str, Any],
                   searched: Callable[[Awaitable[Found]], Awaitable[list[Hit]]]) -> list[Hit]:
     """Fix patterns of the error (given, or met by the run), most successful first, then the
-    fix patterns and run digests most like the query."""
+    fix patterns and run digests most like the query. The fix patterns are searched by
+    `patterns_like`: the error's pattern title when an error is given, else the query, with
+    its embedding."""
     namespace = query.scope.namespace
     if query.error is not None:
         signatures = [error_signature(query.error).signature_id]
@@ -369,13 +377,11 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
         (Hit(record, Fused(record.record_id, 1.0, None, None), 1.0, 1.0, 1.0)
          for record in exact.values() if record.review_state in query.scope.review_states),
         key=lambda hit: (-int(hit.record.body.get("success_count", 0)), hit.record.record_id))
-    patterns_like = fix_pattern_title(error_signature(query.error)) if query.error \
-        else query.query
     similar, digests = await asyncio.gather(
         searched(hybrid_search(
-            runtime, index, fallback, patterns_like,
+            runtime, index, fallback, patterns_like[0],
             replace(query.scope, record_kinds=("fix_pattern",), limit=FIX_PATTERNS),
-            PROFILES["incident"], viewpoint=query.viewpoint)),
+            PROFILES["incident"], patterns_like[1], query.viewpoint)),
         searched(hybrid_search(
             runtime, index, fallback, query.query,
             replace(query.scope, record_kinds=("run_digest",), limit=DIGESTS),

@@ -219,10 +219,11 @@ async def test_upserting_a_record_twice_keeps_one_point(index: VectorIndex) -> N
     await index.upsert([IndexPoint("rec-1", second, payload("ns-a", tags=["v2"]))])
     assert await index.count() == 1
     [hit] = await index.search(second, SearchScope("ns-a", limit=5, min_score=0.9))
-    assert hit.record_id == "rec-1"
-    assert hit.payload["tags"] == ["v2"]
-    assert hit.payload["record_id"] == "rec-1"
+    # A search hit carries its record id alone; the nearest points carry their payloads.
+    assert (hit.record_id, hit.payload) == ("rec-1", {"record_id": "rec-1"})
     assert hit.score == pytest.approx(1.0, abs=1e-4)
+    [point] = await index.nearest(second, "ns-a", 5, 0.9)
+    assert (point.payload["record_id"], point.payload["tags"]) == ("rec-1", ["v2"])
 
 
 async def test_namespaces_never_mix(index: VectorIndex) -> None:
@@ -527,10 +528,9 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     # were stored without it).
     assert (report.entities_indexed, report.confidence_filled) == (4, 4)
     assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
-    [personal] = await index.search(vectors[2], SearchScope(
-        "ns-b", limit=1, min_score=0.99, agent_id="zed"))
+    [personal] = await index.nearest(vectors[2], "ns-b", 1, 0.99)
     assert (personal.record_id, personal.payload["agent_id"]) == ("m-3", "zed")
-    [hit] = await index.search(vectors[0], SearchScope("ns-a", limit=1, min_score=0.99))
+    [hit] = await index.nearest(vectors[0], "ns-a", 1, 0.99)
     assert hit.record_id == "m-1"
     assert hit.payload == {
         "record_id": "m-1", "namespace": "ns-a", "record_kind": "memory", "scope": "shared",
@@ -725,11 +725,12 @@ async def test_lexical_search_and_term_counts_agree_in_every_backend_and_in_post
             assert counted == exact, query
             vector = query_vector(term_ids, exact.frequencies, exact.documents)
             scope = SearchScope("ns", limit=10, min_score=0.0)
-            # Backends order equal scores their own way: compare by score, then id.
-            live = sorted(((h.record_id, round(h.score, 4))
+            # Backends order equal scores their own way: compare by score, then id. Each hit
+            # carries its record id alone (SearchIndex.search_lexical).
+            live = sorted(((h.record_id, round(h.score, 4), h.payload)
                            for h in await index.search_lexical(vector, scope)),
                           key=lambda hit: (-hit[1], hit[0]))
-            degraded = sorted(((h.record_id, round(h.score, 4))
+            degraded = sorted(((h.record_id, round(h.score, 4), h.payload)
                                for h in await fallback.search_lexical(vector, scope)),
                               key=lambda hit: (-hit[1], hit[0]))
             assert live == degraded, query
