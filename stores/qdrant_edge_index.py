@@ -21,9 +21,10 @@ One process at a time: the shard locks its log, and a second open fails.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import qdrant_edge as qe
@@ -53,8 +54,46 @@ log = logging.getLogger(__name__)
 # A nearest point's payload without its term ids: a hundred hits' lists of them cost a
 # search 3 ms.
 _NEAREST_PAYLOAD = qe.PayloadSelector.Exclude(["terms"])
-# A search hit's: its record id (SearchIndex.search).
-_HIT_PAYLOAD = qe.PayloadSelector.Include(["record_id"])
+_RECORD_ID = qe.PayloadSelector.Include(["record_id"])
+# The record ids of points met before, kept for searches (RecordIds): 100 MB at most.
+RECORD_IDS_KEPT = 500_000
+
+
+class RecordIds:
+    """The record id of each point id met, the oldest forgotten past `max_entries`. A point
+    id is a UUIDv5 of its record id (stores.vector_index.point_id), which cannot be undone,
+    and reading even that one field of a hit's payload was most of a search's time in the
+    engine (at 30k points: a dense search of 50 hits 0.48 ms without payloads, 0.88 ms with
+    the record id; a lexical one of 100, 0.16 against 0.65 ms). What a point id names never
+    changes, so nothing kept goes stale."""
+
+    def __init__(self, max_entries: int = RECORD_IDS_KEPT) -> None:
+        self._max_entries = max_entries
+        self._known: dict[qe.PointId, str] = {}
+
+    def note(self, pairs: Iterable[tuple[qe.PointId, str]]) -> None:
+        self._known.update(pairs)
+        if len(self._known) > self._max_entries:
+            # Dicts keep insertion order: the first tenth are the oldest.
+            for stale in list(itertools.islice(self._known, self._max_entries // 10)):
+                del self._known[stale]
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    @property
+    def room(self) -> int:
+        return self._max_entries - len(self._known)
+
+    def of(self, shard: qe.EdgeShard, ids: Sequence[qe.PointId]) -> list[str | None]:
+        """Each id's record id; those not known are read from their payloads in one call
+        (None: a point without one)."""
+        missing = [i for i in ids if i not in self._known]
+        if missing:
+            self.note((point.id, str(point.payload["record_id"]))
+                      for point in shard.retrieve(missing, _RECORD_ID, False)
+                      if point.payload and "record_id" in point.payload)
+        return [self._known.get(i) for i in ids]
 
 
 class EdgeIndexError(RuntimeError):
@@ -69,6 +108,7 @@ class EdgeIndex:
         collection: str = DEFAULT_COLLECTION,
         dim: int = DIM,
         flush_interval_s: float = 5.0,
+        record_ids_kept: int = RECORD_IDS_KEPT,
     ) -> None:
         self._path = Path(path) / collection
         self._dim = dim
@@ -76,6 +116,7 @@ class EdgeIndex:
         self._shard: qe.EdgeShard | None = None
         self._dirty_since: float | None = None
         self._counts = CountCache()
+        self._record_ids = RecordIds(record_ids_kept)
         # Points written since the segments were last optimized (see `maintain`).
         self._changes = 0
         # Writes are applied in call order: upserts of the same record must not overtake
@@ -133,6 +174,12 @@ class EdgeIndex:
             if name not in existing:
                 shard.update(qe.UpdateOperation.create_field_index(name, params))
         self._shard = shard
+        # Met at open, the points already stored are named without a read: the first
+        # searches after a restart are as quick as the rest (0.5 s at 100k points).
+        started = time.perf_counter()
+        self._record_ids.note(self._stored_record_ids())
+        log.info("edge index: the record ids of %d points read in %.2f s",
+                 len(self._record_ids), time.perf_counter() - started)
 
     def _open_or_create(self, config: qe.EdgeConfig) -> qe.EdgeShard:
         if not (self._path / "edge_config.json").exists():
@@ -169,6 +216,8 @@ class EdgeIndex:
             for p in prepared
         ])
         await self._write(operation, len(prepared))
+        # What was just written is what the next searches find.
+        self._record_ids.note((p.id, str(p.payload["record_id"])) for p in prepared)
 
     async def delete(self, record_ids: Sequence[str]) -> None:
         if not record_ids:
@@ -190,9 +239,9 @@ class EdgeIndex:
 
     async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
         query = as_vector(vector, self._dim).tolist()
-        return self._query(qe.QueryRequest(
+        return self._search(qe.QueryRequest(
             limit=scope.limit, query=qe.Query.Nearest(query), filter=_scope_filter(scope),
-            score_threshold=scope.min_score, with_payload=_HIT_PAYLOAD,
+            score_threshold=scope.min_score, with_payload=False,
         ))
 
     async def nearest(self, vector: Vector, namespace: str, limit: int,
@@ -206,12 +255,22 @@ class EdgeIndex:
     async def search_lexical(self, query: SparseVector, scope: SearchScope) -> list[IndexHit]:
         if not query:
             return []
-        return self._query(qe.QueryRequest(
+        return self._search(qe.QueryRequest(
             limit=scope.limit,
             query=qe.Query.Nearest(qe.SparseVector(list(query.indices), list(query.values)),
                                    using=LEXICAL),
-            filter=_scope_filter(scope), with_payload=_HIT_PAYLOAD,
+            filter=_scope_filter(scope), with_payload=False,
         ))
+
+    def _search(self, request: qe.QueryRequest) -> list[IndexHit]:
+        """A search's hits, their record ids from RecordIds (SearchIndex.search)."""
+        shard = self._open_shard()
+        points = shard.query(request)
+        return [IndexHit(record_id, point.score, {"record_id": record_id})
+                for point, record_id in zip(
+                    points, self._record_ids.of(shard, [point.id for point in points]),
+                    strict=True)
+                if record_id is not None]
 
     def _query(self, request: qe.QueryRequest) -> list[IndexHit]:
         hits: list[IndexHit] = []
@@ -238,6 +297,21 @@ class EdgeIndex:
     async def count(self, namespace: str | None = None) -> int:
         flt = _filter(namespace, None, ()) if namespace else None
         return self._open_shard().count(qe.CountRequest(exact=True, filter=flt))
+
+    def _stored_record_ids(self) -> Iterator[tuple[qe.PointId, str]]:
+        """Point ids and record ids of the points stored, as many as RecordIds has room for."""
+        offset: qe.PointId | None = None
+        room = self._record_ids.room
+        while room > 0:
+            points, offset = self._open_shard().scroll(qe.ScrollRequest(
+                offset=offset, limit=min(room, 4096), with_payload=["record_id"],
+                with_vector=False))
+            for point in points:
+                if point.payload and "record_id" in point.payload:
+                    room -= 1
+                    yield point.id, str(point.payload["record_id"])
+            if offset is None:
+                return
 
     async def iter_record_ids(
         self, namespace: str | None = None, batch_size: int = 1024

@@ -429,6 +429,37 @@ async def test_edge_reopen_keeps_data(tmp_path: Path) -> None:
         await again.close()
 
 
+async def test_edge_search_names_points_another_opener_wrote(tmp_path: Path) -> None:
+    """Searches read point ids alone and name their records from what the index met before
+    (qdrant_edge_index.RecordIds): it reads the stored points' record ids at open as far as
+    it keeps them (5 here), names the others from their payloads, and forgets the oldest."""
+    vectors = unit_vectors(20)
+    texts = [f"note {i} about {'paint' if i % 2 else 'hiking'}" for i in range(20)]
+    first = EdgeIndex(tmp_path)
+    await first.ensure_collection()
+    await first.upsert([IndexPoint(f"r{i}", v, payload("ns"), document_vector(texts[i]))
+                        for i, v in enumerate(vectors)])
+    await first.close()
+
+    again = EdgeIndex(tmp_path, record_ids_kept=5)
+    await again.ensure_collection()
+    try:
+        for _ in range(2):
+            for i, vector in enumerate(vectors):
+                [hit] = await again.search(vector, SearchScope("ns", limit=1, min_score=0.99))
+                assert (hit.record_id, hit.payload) == (f"r{i}", {"record_id": f"r{i}"})
+            every = await again.search(vectors[0], SearchScope("ns", limit=20, min_score=-1))
+            assert {hit.record_id for hit in every} == {f"r{i}" for i in range(20)}
+            paint = query_term_ids("paint")
+            counts = await again.term_counts("ns", paint)
+            found = await again.search_lexical(
+                query_vector(paint, counts.frequencies, counts.documents),
+                SearchScope("ns", limit=20, min_score=0.0))
+            assert {hit.record_id for hit in found} == {f"r{i}" for i in range(1, 20, 2)}
+    finally:
+        await again.close()
+
+
 def test_edge_survives_a_kill_without_flush_or_close(tmp_path: Path) -> None:
     # The write-ahead log is replayed on open: a killed worker loses no indexed point.
     script = (
