@@ -37,6 +37,7 @@ from stores.vector_index import (
     as_vector,
     point_id,
     prepare_points,
+    search_hit,
 )
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
@@ -283,5 +284,4 @@ def _hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
 
 def search_hits(rows: Sequence[asyncpg.Record]) -> list[IndexHit]:
     """Rows of `record_id` and `score` as search hits (SearchIndex.search)."""
-    return [IndexHit(row["record_id"], float(row["score"]), {"record_id": row["record_id"]})
-            for row in rows]
+    return [search_hit(row["record_id"], float(row["score"])) for row in rows]

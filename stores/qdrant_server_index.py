@@ -34,8 +34,8 @@ from stores.vector_index import (
     prepare_points,
 )
 
-# A hit's payload without its term ids (a hundred hits' lists of them are heavy).
-# A nearest point's payload without its term ids; a search hit's, its record id alone.
+# A nearest point's payload without its term ids (a hundred hits' lists of them are heavy);
+# a search hit's, its record id alone.
 _NEAREST_PAYLOAD = models.PayloadSelectorExclude(exclude=["terms"])
 _HIT_PAYLOAD = models.PayloadSelectorInclude(include=["record_id"])
 # Points per request: bounds a request's size (a 384-d point is ~4 kB of JSON).

@@ -66,6 +66,11 @@ class IndexHit:
     payload: dict[str, Any]
 
 
+def search_hit(record_id: str, score: float) -> IndexHit:
+    """A hit as SearchIndex.search answers it: its record id alone for a payload."""
+    return IndexHit(record_id, score, {"record_id": record_id})
+
+
 class ScopedRecord(Protocol):
     """What a scope looks at in a record (stores.records.FoundRecord has it)."""
 

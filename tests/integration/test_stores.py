@@ -559,6 +559,12 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     # were stored without it).
     assert (report.entities_indexed, report.confidence_filled) == (4, 4)
     assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
+    [personal] = await index.search(vectors[2], SearchScope(
+        "ns-b", limit=1, min_score=0.99, agent_id="zed"))
+    assert personal.record_id == "m-3"
+    [hit] = await index.search(vectors[0], SearchScope("ns-a", limit=1, min_score=0.99))
+    assert hit.record_id == "m-1"
+    # The payloads rebuilt, as the nearest points carry them (a search hit carries its id).
     [personal] = await index.nearest(vectors[2], "ns-b", 1, 0.99)
     assert (personal.record_id, personal.payload["agent_id"]) == ("m-3", "zed")
     [hit] = await index.nearest(vectors[0], "ns-a", 1, 0.99)
