@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import faust
+import uvloop
 from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
@@ -178,7 +179,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         # first (the write->searchable latency), the consolidation a little later.
         lower_priority(settings.consolidator_nice)
     faust_dir(settings, role).mkdir(parents=True, exist_ok=True)
-    loop = asyncio.new_event_loop()
+    # uvloop: the loop's own work (its iterations, sockets, callbacks) was a third of a
+    # pack's time on the stock loop; the same packs on uvloop measured 49 ms p95 against 56
+    # (docs/performance.md).
+    loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     app = create_app(settings, role)
     producer = KafkaProducer(settings.kafka_bootstrap, security=settings.kafka_security,
