@@ -179,9 +179,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         # first (the write->searchable latency), the consolidation a little later.
         lower_priority(settings.consolidator_nice)
     faust_dir(settings, role).mkdir(parents=True, exist_ok=True)
-    # uvloop: the loop's own work (its iterations, sockets, callbacks) was a third of a
-    # pack's time on the stock loop; the same packs on uvloop measured 49 ms p95 against 56
-    # (docs/performance.md).
+    # uvloop: on the stock loop, the loop's own work (its iterations, sockets, callbacks)
+    # was a third of the loop thread's profile samples during packs; the same packs on
+    # uvloop measured 49 ms p95 against 56 (docs/performance.md).
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     app = create_app(settings, role)
