@@ -229,15 +229,21 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str,
 async def store_directly(stack: Stack, index_url: str, n: int,
                          record: Callable[[int], tuple[Record, Vector]],
                          first: int = 0) -> None:
-    """Records first..n-1 (each with its vector) straight to Postgres and the index, as a
-    rebuild stores them; no worker may hold the index meanwhile."""
+    """Records first..n-1 (each with its vector) straight to Postgres and the index, with what
+    the record sink keeps beside them; no worker may hold the index meanwhile."""
     stores = await PostgresStores.connect(stack.pg_dsn)
     index = open_index(index_url)
     await index.ensure_collection()
+    counter = Embedder.load(MODEL_DIR)
     try:
         for start in range(first, n, 1000):
             rows = [record(i) for i in range(start, min(n, start + 1000))]
             await stores.records.insert_records(rows)
+            # The texts' token counts the sink keeps before it indexes (record_sink.py).
+            texts = [stored.text for stored, _ in rows]
+            await stores.records.store_text_tokens(list(zip(
+                [stored.record_id for stored, _ in rows], texts, counter.token_costs(texts),
+                strict=True)))
             await index.upsert([
                 IndexPoint(stored.record_id, vector, index_payload(stored.model_dump()),
                            record_vector(stored))
@@ -261,6 +267,7 @@ async def store_directly(stack: Stack, index_url: str, n: int,
         finally:
             await connection.close()
     finally:
+        counter.close()
         await index.close()
         await stores.close()
 

@@ -235,6 +235,7 @@ class PostgresFixPatternSession:
             await self._connection.execute(
                 """
                 UPDATE records SET title = $2, text = $3, body = $4, tags = $5,
+                       text_tokens = CASE WHEN text = $3 THEN text_tokens END,
                        related_ids = $6, provenance = $7, source_event_id = $8,
                        embedding = $9, version = $10, updated_at = now(), announced_at = NULL,
                        lexical = $11, lexical_terms = $12

@@ -514,6 +514,7 @@ async def _store_version(connection: asyncpg.Connection, record: Record, version
     await connection.execute(
         """
         UPDATE records SET title = $2, text = $3, body = $4, memory_type = $5, tags = $6,
+               text_tokens = CASE WHEN text = $3 THEN text_tokens END,
                related_ids = $7, review_state = $8, trust_class = $9, tier = $10,
                embedding = COALESCE($11, embedding), lexical = $12, lexical_terms = $13,
                version = $14, valid_until = $15, invalidated_by = $16, updated_at = now(),

@@ -41,7 +41,7 @@ FOUND_COLUMNS = (
     "record_id, record_kind, title, text, body, source_ref, created_at, related_ids, tags,"
     " scope, agent_id, review_state, trust_class, tier, run_ref, version, memory_type, thread,"
     " provenance, expires_at, embedding, repo, security_scope, valid_until, invalidated_by,"
-    " confidence, stored_at"
+    " confidence, stored_at, text_tokens"
 )
 
 
@@ -80,6 +80,8 @@ class FoundRecord:
     confidence: float = 1.0
     # When memory learned it (its first version was stored); None in hand-made records.
     recorded_at: datetime | None = None
+    # Its text in the model's tokens, as the record sink counted it; None: not counted yet.
+    text_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -243,6 +245,10 @@ class Records(Protocol):
 
     async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         """Keep vectors computed again for records that had none."""
+
+    async def store_text_tokens(self, counts: Sequence[tuple[str, str, int]]) -> None:
+        """Keep each record's text in the model's tokens, given as (record id, the text
+        counted, its tokens): a record whose text is no longer the one counted keeps none."""
 
     async def record_counts(self, namespace: str) -> dict[str, int]:
         """Live records of the namespace by kind."""
@@ -501,6 +507,15 @@ class PostgresRecords:
             "UPDATE records SET embedding = $2 WHERE record_id = $1", list(vectors)
         )
 
+    async def store_text_tokens(self, counts: Sequence[tuple[str, str, int]]) -> None:
+        ids, texts, tokens = zip(*counts, strict=True) if counts else ((), (), ())
+        await self._pool.execute(
+            "UPDATE records SET text_tokens = counted.tokens"
+            " FROM unnest($1::text[], $2::text[], $3::int[]) AS counted (id, text, tokens)"
+            " WHERE records.record_id = counted.id AND records.text = counted.text"
+            " AND records.text_tokens IS DISTINCT FROM counted.tokens",
+            list(ids), list(texts), list(tokens))
+
     async def record_counts(self, namespace: str) -> dict[str, int]:
         rows = await self._pool.fetch(
             "SELECT record_kind, count(*) AS n FROM records"
@@ -650,6 +665,7 @@ def _found_record(row: Mapping[str, Any]) -> FoundRecord:
         embedding=row["embedding"], repo=row["repo"], security_scope=row["security_scope"],
         valid_until=row["valid_until"], invalidated_by=row["invalidated_by"],
         confidence=stored_confidence(row), recorded_at=row["stored_at"],
+        text_tokens=row["text_tokens"],
     )
 
 
@@ -669,6 +685,7 @@ def as_it_stood(record: FoundRecord, version: RecordVersion) -> FoundRecord:
     fields = version.fields
     return replace(
         record, text=version.text, body=dict(version.body), version=version.version,
+        text_tokens=record.text_tokens if version.text == record.text else None,
         title=fields.get("title", record.title),
         memory_type=fields.get("memory_type", record.memory_type),
         tags=tuple(fields.get("tags", record.tags)),

@@ -391,11 +391,16 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
 
 
 async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> list[Candidate]:
-    """Hits as pack candidates, each with its cost in the model's tokens."""
+    """Hits as pack candidates, each with its cost in the model's tokens: as the record sink
+    counted it, or counted here for a record it has not (stored before counts were kept, or
+    read as of an earlier version)."""
     if not hits:
         return []
-    costs = await asyncio.to_thread(runtime.embedder.token_costs,
-                                    [hit.record.text for hit in hits])
+    uncounted = [hit.record.text for hit in hits if hit.record.text_tokens is None]
+    counted = iter(await asyncio.to_thread(runtime.embedder.token_costs, uncounted)
+                   if uncounted else ())
+    costs = [hit.record.text_tokens if hit.record.text_tokens is not None else next(counted)
+             for hit in hits]
     now = datetime.now(UTC)
     return [
         Candidate(

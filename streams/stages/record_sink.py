@@ -1,4 +1,5 @@
-"""The one path every record change takes: store → index → announce → mark announced.
+"""The one path every record change takes: store → count tokens → index → announce → mark
+announced.
 
 Memories, run digests, fix patterns, consolidations and refused writes (announced, not
 stored as records) all go through here, so the error
@@ -16,6 +17,7 @@ is first looked up in the announcement log.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -89,13 +91,16 @@ class RecordSink:
 
     async def publish(self, changes: Sequence[RecordChange],
                       attempts: Attempts) -> Isolated[RecordChange]:
-        """Index, announce and mark announced changes that Postgres already holds."""
-        indexed = await attempts.isolating(changes, self._update_index, what="indexing records")
+        """Count, index, announce and mark announced changes that Postgres already holds."""
+        counted = await attempts.isolating(changes, self._store_text_tokens,
+                                           what="counting records' tokens")
+        indexed = await attempts.isolating(counted.done, self._update_index,
+                                           what="indexing records")
         announced = await attempts.isolating(
             indexed.done, _Announce(self._runtime, self._runtime.stores.records.mark_announced),
             what="announcing records")
         self._count(announced.done)
-        return Isolated(announced.done, indexed.failed + announced.failed)
+        return Isolated(announced.done, counted.failed + indexed.failed + announced.failed)
 
     async def store_refused(self, changes: Sequence[RecordChange],
                             attempts: Attempts) -> Isolated[RecordChange]:
@@ -128,6 +133,19 @@ class RecordSink:
         stored = await attempts.isolating(changes, step, what=what)
         return Isolated([_maybe_announced(change, before.get(change.record_id))
                          for change in stored.done], stored.failed)
+
+    async def _store_text_tokens(self, changes: Sequence[RecordChange]) -> None:
+        """Keep the text of each record the index will hold in the model's tokens, before it
+        is searchable: a pack prices what it reads by this count (streams/api/context.py)."""
+        kept = [change for change in changes if change.vector is not None]
+        if not kept:
+            return
+        costs = await asyncio.to_thread(self._runtime.embedder.token_costs,
+                                        [change.record.text for change in kept])
+        with self._runtime.stage("postgres"):
+            await self._runtime.stores.records.store_text_tokens(
+                [(change.record_id, change.record.text, cost)
+                 for change, cost in zip(kept, costs, strict=True)])
 
     async def _update_index(self, changes: Sequence[RecordChange]) -> None:
         index = self._index

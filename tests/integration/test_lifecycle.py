@@ -9,12 +9,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from client.publisher import Publisher
+from embedder.model import Embedder
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
-from harness.stack import Stack, Worker
+from harness.stack import MODEL_DIR, Stack, Worker
 
 pytestmark = pytest.mark.integration
 
@@ -173,6 +175,59 @@ async def test_a_draft_is_updated_freely_and_injected_once_approved(
     assert await search_ids(http, namespace, "billing deploys") == [record_id]
     shown = (await http.get(f"/v1/records/{record_id}", params={"namespace": namespace})).json()
     assert (shown["record"]["text"], shown["record"]["trust_class"]) == (NEW_TEXT, "approved")
+
+
+async def stored_tokens(stack: Stack, record_id: str) -> int | None:
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        tokens: int | None = await connection.fetchval(
+            "SELECT text_tokens FROM records WHERE record_id = $1", record_id)
+    finally:
+        await connection.close()
+    return tokens
+
+
+async def keep_tokens(stack: Stack, record_id: str, tokens: int | None) -> None:
+    connection = await asyncpg.connect(stack.pg_dsn)
+    try:
+        await connection.execute("UPDATE records SET text_tokens = $2 WHERE record_id = $1",
+                                 record_id, tokens)
+    finally:
+        await connection.close()
+
+
+async def test_a_records_text_is_priced_once_and_the_price_follows_its_text(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    namespace: str,
+) -> None:
+    """The record sink keeps a record's text in the model's tokens before the record is
+    searchable; the count follows the text through an update, and the pack charges it (or
+    counts the text itself where none is kept: a record stored before counts were)."""
+    with Embedder.load(MODEL_DIR) as embedder:
+        cost = dict(zip([TEXT, NEW_TEXT], embedder.token_costs([TEXT, NEW_TEXT]), strict=True))
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        record_id = await publisher.write_memory(namespace, TEXT, review_state="draft",
+                                                 trust_class="derived")
+        await announced(updates, record_id, [("created", 1)])
+        assert await stored_tokens(stack, record_id) == cost[TEXT]
+        await publisher.update_memory(namespace, record_id, expected_version=1, text=NEW_TEXT)
+        await announced(updates, record_id, [("created", 1), ("updated", 2)])
+        assert await stored_tokens(stack, record_id) == cost[NEW_TEXT]
+        await publisher.review_memory(namespace, record_id, decision="approve", reviewer="ana")
+        await announced(updates, record_id, [("created", 1), ("updated", 2), ("approved", 3)])
+        assert await stored_tokens(stack, record_id) == cost[NEW_TEXT]
+
+    async def charged() -> int:
+        pack = (await http.get("/v1/context", params={
+            "namespace": namespace, "query": "billing deploys", "min_score": "0"})).json()
+        costs = {item["record_id"]: item["token_cost"] for item in pack["sections"]["long_term"]}
+        return int(costs[record_id])
+
+    assert await charged() == cost[NEW_TEXT]
+    await keep_tokens(stack, record_id, 777)
+    assert await charged() == 777, "the pack charges the count kept, it does not count again"
+    await keep_tokens(stack, record_id, None)
+    assert await charged() == cost[NEW_TEXT], "with no count kept, the pack counts the text"
 
 
 async def test_replayed_lifecycle_events_change_nothing(

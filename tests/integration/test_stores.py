@@ -618,6 +618,31 @@ async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn
         "created_at"] == index_payload(dumped)["created_at"] + 1
 
 
+async def test_a_token_count_is_kept_only_for_the_text_it_counted(migrated_dsn: str) -> None:
+    from schemas.events import Provenance
+    from schemas.records import Record
+    from stores.postgres_stores import PostgresStores
+
+    record = Record(record_id="t1", namespace="ns", record_kind="memory",
+                    text="Deploys need the VPN.", created_at=datetime.now(UTC),
+                    provenance=Provenance(source_event_id="e-t1", source_topic="memory.events",
+                                          source_partition=0, source_offset=0,
+                                          producer="tests"))
+    stores = await PostgresStores.connect(migrated_dsn)
+    try:
+        await stores.records.insert_records([(record, unit_vectors(1)[0])])
+        assert (await stores.records.records_by_id("ns", ["t1"]))["t1"].text_tokens is None
+
+        # Counted from a text the record no longer holds (changed since): nothing is kept.
+        await stores.records.store_text_tokens([("t1", "Deploys needed the VPN.", 9)])
+        assert (await stores.records.records_by_id("ns", ["t1"]))["t1"].text_tokens is None
+
+        await stores.records.store_text_tokens([("t1", record.text, 6), ("absent", "x", 1)])
+        assert (await stores.records.records_by_id("ns", ["t1"]))["t1"].text_tokens == 6
+    finally:
+        await stores.close()
+
+
 async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: str) -> None:
     from schemas.events import Provenance
     from schemas.records import Record

@@ -25,6 +25,13 @@ from stores.records import FoundRecord, RecordLineage, StoredRecord
 from stores.retrievals import RetrievalRow
 
 
+class WordCounter:
+    """The embedder's tokenizer as the record sink uses it, one token a word."""
+
+    def token_costs(self, texts: Sequence[str]) -> list[int]:
+        return [len(text.split()) for text in texts]
+
+
 class InMemoryRecords:
     def __init__(self) -> None:
         self.records: dict[str, tuple[Record, datetime]] = {}
@@ -34,6 +41,7 @@ class InMemoryRecords:
         self.announced: set[str] = set()
         self.refused: dict[str, tuple[str, datetime]] = {}
         self.refusals_announced: set[str] = set()
+        self.text_tokens: dict[str, int] = {}
 
     async def insert_records(self, rows: Sequence[tuple[Record, Vector]]) -> dict[str, datetime]:
         before = {r.record_id: self.records[r.record_id][1] for r, _ in rows
@@ -81,6 +89,11 @@ class InMemoryRecords:
 
     async def store_vectors(self, vectors: Sequence[tuple[str, Vector]]) -> None:
         self.vectors.update(vectors)
+
+    async def store_text_tokens(self, counts: Sequence[tuple[str, str, int]]) -> None:
+        self.text_tokens.update((record_id, tokens) for record_id, text, tokens in counts
+                                if record_id in self.records
+                                and self.records[record_id][0].text == text)
 
     async def record_counts(self, namespace: str) -> dict[str, int]:
         raise NotImplementedError

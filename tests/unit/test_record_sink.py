@@ -23,7 +23,7 @@ from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
 from streams.stages.announcements import event_id_of
 from streams.stages.record_sink import RecordChange, RecordSink
-from tests.unit.store_fakes import InMemoryRecords, InMemoryStores
+from tests.unit.store_fakes import InMemoryRecords, InMemoryStores, WordCounter
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)
 
@@ -67,7 +67,7 @@ class Topic:
 
 def runtime(records: InMemoryRecords, topic: Topic) -> Runtime:
     return Runtime(stores=InMemoryStores(records=records),
-                   embedder=None,  # type: ignore[arg-type]
+                   embedder=WordCounter(),  # type: ignore[arg-type]
                    metrics=Metrics(), producer=topic, announcements=topic, max_event_bytes=1024,
                    retry_policy=FAST)
 
@@ -92,6 +92,38 @@ async def test_new_records_are_stored_indexed_announced_and_marked() -> None:
     assert set(records.records) == set(index.points) == records.announced == {
         "mem_0", "mem_1", "mem_2"}
     assert len(topic.event_ids()) == len(set(topic.event_ids())) == 3
+
+
+class CountsSeen(Index):
+    """An index that notes which of its points arrived with their text's tokens kept."""
+
+    def __init__(self, records: InMemoryRecords) -> None:
+        super().__init__()
+        self.records = records
+        self.counted_first: set[str] = set()
+
+    async def upsert(self, points: Sequence[IndexPoint]) -> None:
+        self.counted_first |= {point.record_id for point in points
+                               if point.record_id in self.records.text_tokens}
+        await super().upsert(points)
+
+
+async def test_a_records_tokens_are_kept_before_it_is_indexed_and_not_for_one_leaving(
+) -> None:
+    records, topic = InMemoryRecords(), Topic()
+    index = CountsSeen(records)
+    live = runtime(records, topic)
+    sink = RecordSink(live, index)
+    await sink.store_new([change(0), replace(change(1), record=change(1).record.model_copy(
+        update={"text": "a memory of five words"}))], live.attempts("memory.events"))
+    assert records.text_tokens == {"mem_0": 2, "mem_1": 5}
+    assert index.counted_first == {"mem_0", "mem_1"}, "priced before it is searchable"
+
+    records.text_tokens.clear()
+    gone = RecordChange(change(0).record, "superseded", 2, None,
+                        maybe_announced_since=datetime.now(UTC) - timedelta(seconds=1))
+    await sink.publish([gone], live.attempts("memory.consolidate"))
+    assert records.text_tokens == {}, "a record leaving the index is not priced"
 
 
 async def test_a_record_the_index_refuses_is_set_apart_and_the_others_go_on() -> None:

@@ -21,7 +21,7 @@ from streams.plumbing.runtime import Runtime
 from streams.stages.announcements import event_id_of
 from streams.stages.record_sink import RecordSink
 from streams.stages.report_relay import ReportRelay
-from tests.unit.store_fakes import InMemoryStores
+from tests.unit.store_fakes import InMemoryStores, WordCounter
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -77,7 +77,7 @@ async def consolidated(stores: InMemoryStores) -> None:
 
 
 def relay(stores: InMemoryStores, index: Index, topic: Topic) -> ReportRelay:
-    runtime = Runtime(stores=stores, embedder=None,  # type: ignore[arg-type]
+    runtime = Runtime(stores=stores, embedder=WordCounter(),  # type: ignore[arg-type]
                       metrics=Metrics(), producer=topic, announcements=topic,
                       max_event_bytes=1024, retry_policy=FAST)
     return ReportRelay(runtime, RecordSink(runtime, index))
