@@ -196,10 +196,18 @@ def pack(candidates: Sequence[Candidate], budget_tokens: int,
     taken: list[tuple[int, Candidate]] = []
     set_aside: list[tuple[int, Candidate]] = []
     dropped = {"budget": 0, "duplicate": 0}
+    # The vectors of the items taken, a row each in taking order: one product a candidate,
+    # not one a pair.
+    kept = np.empty((len(candidates), len(candidates[0].vector) if candidates else 0),
+                    dtype=np.float32)
 
     def duplicate(candidate: Candidate) -> bool:
-        return any(float(np.dot(candidate.vector, kept.vector)) >= duplicate_similarity
-                   for _, kept in taken)
+        return bool(taken) and \
+            float(np.max(kept[:len(taken)] @ candidate.vector)) >= duplicate_similarity
+
+    def take(position: int, candidate: Candidate) -> None:
+        kept[len(taken)] = candidate.vector
+        taken.append((position, candidate))
 
     carried = 0
     for section in SECTIONS:
@@ -212,7 +220,7 @@ def pack(candidates: Sequence[Candidate], budget_tokens: int,
             elif candidate.token_cost > room:
                 set_aside.append((position, candidate))
             else:
-                taken.append((position, candidate))
+                take(position, candidate)
                 room -= candidate.token_cost
         carried = room
     set_aside += [(position, candidate) for position, candidate in ordered
@@ -224,7 +232,7 @@ def pack(candidates: Sequence[Candidate], budget_tokens: int,
         elif candidate.token_cost > left:
             dropped["budget"] += 1
         else:
-            taken.append((position, candidate))
+            take(position, candidate)
             left -= candidate.token_cost
     items = [item for _, item in sorted(
         taken, key=lambda kept: (order.get(kept[1].section, len(order)), kept[0]))]

@@ -266,6 +266,13 @@ def _record_vector(text: str, title: str | None, contexts: tuple[str, ...],
     return document_vector(text, title, contexts, created_at)
 
 
+def record_presence(record: Record) -> SparseVector:
+    """How fully a record holds each of its terms (`term_presence`), kept with it so that a
+    search reads it instead of tokenizing every candidate's texts again."""
+    return SparseVector.of(term_presence(record.text, record.title, context_texts(record.body),
+                                         record.created_at))
+
+
 def query_term_ids(query: str) -> list[int]:
     """The distinct term ids of a query, dates included, in order."""
     return list(dict.fromkeys(term_id(term)

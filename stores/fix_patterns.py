@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from processors.fix_patterns import ErrorOccurrence, RunFacts
-from processors.lexical import record_vector
+from processors.lexical import record_presence, record_vector
 from processors.lifecycle import version_fields
 from processors.signatures import ErrorSignature
 from schemas.events import Provenance
@@ -238,13 +238,13 @@ class PostgresFixPatternSession:
                        text_tokens = CASE WHEN text = $3 THEN text_tokens END,
                        related_ids = $6, provenance = $7, source_event_id = $8,
                        embedding = $9, version = $10, updated_at = now(), announced_at = NULL,
-                       lexical = $11, lexical_terms = $12
+                       lexical = $11, lexical_terms = $12, term_presence = $13
                 WHERE record_id = $1
                 """,
                 record.record_id, record.title, record.text, record.body, list(record.tags),
                 list(record.related_ids), record.provenance.model_dump(),
                 record.provenance.source_event_id, vector, version, lexical,
-                list(lexical.indices),
+                list(lexical.indices), record_presence(record),
             )
         await self._connection.execute(
             INSERT_VERSION, record.record_id, version, record.text, record.body,

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 
 from processors.confidence import NO_VOTES, Votes, confidence_of, votes_of
-from processors.lexical import record_vector
+from processors.lexical import record_presence, record_vector
 from processors.lifecycle import version_fields
 from schemas.events import Provenance
 from schemas.records import Record
@@ -39,10 +39,10 @@ RECORD_COLUMNS = (
     " source_event_id, created_at, expires_at, embedding, thread, lexical, lexical_terms, repo,"
     " security_scope, valid_until, invalidated_by, confidence"
 )
+# A new record's row: its columns, and how fully it holds each of its terms (search reads it).
 INSERT_RECORD = (
-    f"INSERT INTO records ({RECORD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-    " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,"
-    " $28, $29)"
+    f"INSERT INTO records ({RECORD_COLUMNS}, term_presence) VALUES"
+    f" ({', '.join(f'${n}' for n in range(1, 31))})"
 )
 # A memory still in force: not merged into another, deprecated, invalidated or past its
 # expiry.
@@ -81,6 +81,7 @@ def record_args(record: Record, vector: Vector) -> tuple[Any, ...]:
         record.provenance.source_event_id, record.created_at, record.expires_at, vector,
         record.thread, lexical, list(lexical.indices), record.repo, record.security_scope,
         record.valid_until, record.invalidated_by, record_confidence(record),
+        record_presence(record),
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol, cast
 import asyncpg
 
 from processors.errors import MemstreamError
-from processors.lexical import record_vector
+from processors.lexical import record_presence, record_vector
 from processors.lifecycle import (
     CONTENT_FIELDS,
     Current,
@@ -518,13 +518,13 @@ async def _store_version(connection: asyncpg.Connection, record: Record, version
                related_ids = $7, review_state = $8, trust_class = $9, tier = $10,
                embedding = COALESCE($11, embedding), lexical = $12, lexical_terms = $13,
                version = $14, valid_until = $15, invalidated_by = $16, updated_at = now(),
-               announced_at = NULL
+               announced_at = NULL, term_presence = $17
         WHERE record_id = $1
         """,
         record.record_id, record.title, record.text, record.body, record.memory_type,
         list(record.tags), list(record.related_ids), record.review_state, record.trust_class,
         record.tier, vector, lexical, list(lexical.indices), version, record.valid_until,
-        record.invalidated_by)
+        record.invalidated_by, record_presence(record))
     await refresh_confidence(connection, record.namespace, [record.record_id])
     await connection.execute(
         f"INSERT INTO record_versions ({_INSERTED_COLUMNS})"

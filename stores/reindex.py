@@ -32,7 +32,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from processors.embedding_text import embedding_text
 from processors.entities import entities_in
-from processors.lexical import SparseVector, context_texts, document_vector
+from processors.lexical import SparseVector, context_texts, document_vector, term_presence
 from stores.entities import index_record_entities
 from stores.index_factory import DEFAULT_INDEX_URL, open_index
 from stores.index_payload import index_payload
@@ -47,7 +47,7 @@ INDEX_URL_ENV = "MEMSTREAM_INDEX_URL"
 Embed = Callable[[list[str]], NDArray[np.floating[Any]]]
 
 _SELECT_LIVE = f"""
-SELECT {RECORD_COLUMNS}, version
+SELECT {RECORD_COLUMNS}, version, term_presence IS NULL AS presence_missing
 FROM records
 WHERE {INDEXED} AND ($1::text IS NULL OR namespace = $1) AND record_id > $2
 ORDER BY record_id
@@ -55,6 +55,9 @@ LIMIT $3
 """
 _STILL_LIVE = f"SELECT record_id FROM records WHERE record_id = ANY($1::text[]) AND {INDEXED}"
 _WRITE_BACK = "UPDATE records SET embedding = $2 WHERE record_id = $1 AND embedding IS NULL"
+_WRITE_BACK_PRESENCE = (
+    "UPDATE records SET term_presence = $2 WHERE record_id = $1 AND term_presence IS NULL"
+)
 _WRITE_BACK_LEXICAL = (
     "UPDATE records SET lexical = $2, lexical_terms = $3 WHERE record_id = $1 AND lexical IS NULL"
 )
@@ -70,6 +73,8 @@ class ReindexReport:
     # computed for the first time (stored before it was kept).
     entities_indexed: int = 0
     confidence_filled: int = 0
+    # Records stored before their term presence was kept (migration 0026), given it.
+    presence_filled: int = 0
     seconds: float = 0.0
 
 
@@ -119,6 +124,7 @@ async def reindex(
                     for row in rows])
                 for namespace_of_rows, ids in _unscored(rows).items():
                     await refresh_confidence(connection, namespace_of_rows, ids)
+                report.presence_filled += await _fill_presence(connection, rows)
             report.entities_indexed += len(rows)
             report.confidence_filled += sum(row["confidence"] is None for row in rows)
         if prune:
@@ -136,6 +142,18 @@ def _unscored(rows: Sequence[asyncpg.Record]) -> dict[str, list[str]]:
         if row["confidence"] is None:
             found.setdefault(row["namespace"], []).append(row["record_id"])
     return found
+
+
+async def _fill_presence(connection: asyncpg.Connection,
+                         rows: Sequence[asyncpg.Record]) -> int:
+    """Keep the term presence of the records stored before it was kept: what search reads
+    instead of tokenizing their texts at every query."""
+    missing = [row for row in rows if row["presence_missing"]]
+    await connection.executemany(_WRITE_BACK_PRESENCE, [
+        (row["record_id"], SparseVector.of(term_presence(
+            row["text"], row["title"], context_texts(row["body"] or {}), row["created_at"])))
+        for row in missing])
+    return len(missing)
 
 
 async def _lexical_vectors(connection: asyncpg.Connection,

@@ -397,7 +397,10 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
     # best support only grows as more are read, so what was shown stays shown. The blends
     # of all candidates are read at once, beside the first records (a few small rows): the
     # bound on what is left is then each one's own, not the largest blend there could be.
-    step = max(2 * scope.limit, 20)
+    # A quarter more than the limit (at least 5): on the pack bench's 100k memories no
+    # search needed a second read, with an agent's scores one in six did; reading twice the
+    # limit first cost a pack 2-3 ms (p50) of rows it never showed (docs/performance.md).
+    step = scope.limit + max(scope.limit // 4, 5)
     first_records, blends = await asyncio.gather(
         read_records([item.record_id for item in fused[:step]]),
         blends_of(runtime, scoring, scope.namespace, [item.record_id for item in fused], now))
@@ -420,11 +423,13 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
                                             viewpoint.min_confidence, thresholds):
                 continue
             similarity = float(np.dot(record.embedding, vector))
+            # Kept with the record when it was written; read from its texts if it was written
+            # before that (or is read as an earlier version).
+            held = record.held_terms if record.held_terms is not None else term_presence(
+                record.text, record.title, context_texts(record.body), record.created_at)
             own = support(dense_support(similarity), coverage(
-                query_terms.term_ids,
-                term_presence(record.text, record.title, context_texts(record.body),
-                              record.created_at),
-                query_terms.counts.frequencies, query_terms.counts.documents))
+                query_terms.term_ids, held, query_terms.counts.frequencies,
+                query_terms.counts.documents))
             best = max(best, own)
             weight = profile.weight(record.record_kind, record.memory_type,
                                     age_in_days(record.created_at, now))

@@ -230,6 +230,41 @@ async def test_a_records_text_is_priced_once_and_the_price_follows_its_text(
     assert await charged() == cost[NEW_TEXT], "with no count kept, the pack counts the text"
 
 
+async def test_a_search_reads_the_term_presence_kept_with_a_record(
+    stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
+    namespace: str,
+) -> None:
+    """A record's coverage of the query's terms is weighed by how fully it holds each, as
+    kept with it when it was written (migration 0026), not by tokenizing its texts at every
+    search; a record written before that is read from its texts, to the same support."""
+    async with Publisher(stack.broker.bootstrap, producer="agent-7") as publisher:
+        record_id = await publisher.write_memory(namespace, NEW_TEXT)
+        await announced(updates, record_id, [("created", 1)])
+
+    async def support() -> float:
+        answer = await http.get("/v1/search", params={
+            "namespace": namespace, "query": "bastion host deploys", "min_score": "0",
+            "explain": "true"})
+        assert answer.status_code == 200, answer.text
+        return float({hit["record_id"]: hit["explain"]["support"]
+                      for hit in answer.json()["hits"]}[record_id])
+
+    async def keep_presence(presence: str | None) -> None:
+        connection = await asyncpg.connect(stack.pg_dsn)
+        try:
+            await connection.execute(
+                "UPDATE records SET term_presence = $2::text::sparsevec WHERE record_id = $1",
+                record_id, presence)
+        finally:
+            await connection.close()
+
+    kept = await support()
+    await keep_presence(None)
+    assert await support() == kept, "read from its texts: the same"
+    await keep_presence("{}/536870912")
+    assert await support() < kept, "kept as holding none of its terms: covers none"
+
+
 async def test_replayed_lifecycle_events_change_nothing(
     stack: Stack, worker: Worker, updates: TopicReader, memory_dlq: TopicReader,
     http: httpx.AsyncClient, namespace: str,

@@ -19,7 +19,14 @@ import pytest
 from numpy.typing import NDArray
 
 from processors.errors import IndexRefused
-from processors.lexical import NO_TERMS, document_vector, query_term_ids, query_vector
+from processors.lexical import (
+    NO_TERMS,
+    SparseVector,
+    document_vector,
+    query_term_ids,
+    query_vector,
+    term_presence,
+)
 from schemas.events import Provenance
 from schemas.records import Record
 from stores.index_factory import open_index
@@ -555,9 +562,18 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
 
     assert (report.indexed, report.missing_embedding, report.embedded, report.pruned) == (
         3, 1, 0, 1)
-    # Every live record's entities are read again, and its confidence computed (the rows
-    # were stored without it).
-    assert (report.entities_indexed, report.confidence_filled) == (4, 4)
+    # Every live record's entities are read again, and its confidence and term presence
+    # computed (the rows were stored without them).
+    assert (report.entities_indexed, report.confidence_filled, report.presence_filled) == (
+        4, 4, 4)
+    connection = await connect_with_vectors(migrated_dsn)
+    try:
+        kept = await connection.fetchval(
+            "SELECT term_presence FROM records WHERE record_id = 'm-1'")
+    finally:
+        await connection.close()
+    assert kept == SparseVector.of(term_presence(
+        "text of m-1", occurred_at=datetime(2026, 11, 1, 12, 0, tzinfo=UTC)))
     assert (await index.count("ns-a"), await index.count("ns-b")) == (2, 1)
     [personal] = await index.search(vectors[2], SearchScope(
         "ns-b", limit=1, min_score=0.99, agent_id="zed"))
@@ -592,9 +608,9 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     assert embedded_texts == ["Title\ntext of no-vector"]
     [hit] = await index.search(vectors[5], SearchScope("ns-a", limit=1, min_score=0.99))
     assert hit.record_id == "no-vector"
-    # Written back: the next rebuild needs no model.
+    # Written back: the next rebuild needs no model, and has no presence to fill.
     report = await reindex(migrated_dsn, index, namespace="ns-a")
-    assert (report.indexed, report.missing_embedding) == (3, 0)
+    assert (report.indexed, report.missing_embedding, report.presence_filled) == (3, 0, 0)
 
 
 async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn: str) -> None:
@@ -618,7 +634,9 @@ async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn
         "created_at"] == index_payload(dumped)["created_at"] + 1
 
 
-async def test_a_token_count_is_kept_only_for_the_text_it_counted(migrated_dsn: str) -> None:
+async def test_a_records_term_presence_is_kept_and_a_token_count_only_for_its_text(
+    migrated_dsn: str,
+) -> None:
     from schemas.events import Provenance
     from schemas.records import Record
     from stores.postgres_stores import PostgresStores
@@ -631,7 +649,10 @@ async def test_a_token_count_is_kept_only_for_the_text_it_counted(migrated_dsn: 
     stores = await PostgresStores.connect(migrated_dsn)
     try:
         await stores.records.insert_records([(record, unit_vectors(1)[0])])
-        assert (await stores.records.records_by_id("ns", ["t1"]))["t1"].text_tokens is None
+        found = (await stores.records.records_by_id("ns", ["t1"]))["t1"]
+        assert found.text_tokens is None
+        # Kept by the store at the write, as search would read it from the texts.
+        assert found.held_terms == term_presence(record.text, occurred_at=record.created_at)
 
         # Counted from a text the record no longer holds (changed since): nothing is kept.
         await stores.records.store_text_tokens([("t1", "Deploys needed the VPN.", 9)])

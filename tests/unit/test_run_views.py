@@ -4,7 +4,6 @@ feed of changes starts, and which records a run view shows to which key."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -175,7 +174,7 @@ async def test_the_patterns_a_run_fixed_name_the_runs_it_came_after() -> None:
     fixed = record("fix_other", "fix_pattern", {
         "signature_id": "sig_x", "fixes": [{"run_id": "r1", "after_runs": ["r0"]}]})
     # Rebuilt since it was found: the run is no longer among its fixes.
-    dropped = replace(fixed, record_id="fix_dropped", body={"fixes": [{"run_id": "r5"}]})
+    dropped = fixed._replace(record_id="fix_dropped", body={"fixes": [{"run_id": "r5"}]})
     shown = await run_history(runtime([fixed, dropped], ["fix_other", "fix_dropped"]),
                               caller(), NAMESPACE, "r1")
     assert shown is not None

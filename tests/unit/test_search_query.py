@@ -1,4 +1,3 @@
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -121,7 +120,7 @@ def _found(**fields: Any) -> FoundRecord:
         related_ids=(), tags=(), scope="shared", agent_id=None, review_state="approved",
         trust_class="derived", tier="active", run_ref=None, version=1, memory_type="fact",
         thread=None, provenance={}, expires_at=None, embedding=None)
-    return replace(base, **fields)
+    return base._replace(**fields)
 
 
 def test_a_merged_hit_shows_its_members_source_refs() -> None:
