@@ -399,7 +399,7 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
     # bound on what is left is then each one's own, not the largest blend there could be.
     # A quarter more than the limit (at least 5): on the pack bench's 100k memories no
     # search needed a second read, with an agent's scores one in six did; reading twice the
-    # limit first cost a pack 2-3 ms (p50) of rows it never showed (docs/performance.md).
+    # limit first cost a pack 2 ms or more (p50) in rows it never showed (docs/performance.md).
     step = scope.limit + max(scope.limit // 4, 5)
     first_records, blends = await asyncio.gather(
         read_records([item.record_id for item in fused[:step]]),
