@@ -84,7 +84,7 @@ class FoundRecord(NamedTuple):
     # Its text in the model's tokens, as the record sink counted it; None: not counted yet.
     text_tokens: int | None = None
     # How fully it holds each of its terms, by term id (processors/lexical.py, as stored);
-    # None: stored before it was kept.
+    # None: stored before it was kept, or read as an earlier version.
     held_terms: Mapping[int, float] | None = None
 
 
