@@ -198,15 +198,15 @@ def pack(candidates: Sequence[Candidate], budget_tokens: int,
     dropped = {"budget": 0, "duplicate": 0}
     # The vectors of the items taken, a row each in taking order: one product a candidate,
     # not one a pair.
-    kept = np.empty((len(candidates), len(candidates[0].vector) if candidates else 0),
-                    dtype=np.float32)
+    taken_vectors = np.empty((len(candidates), len(candidates[0].vector) if candidates else 0),
+                             dtype=np.float32)
 
     def duplicate(candidate: Candidate) -> bool:
         return bool(taken) and \
-            float(np.max(kept[:len(taken)] @ candidate.vector)) >= duplicate_similarity
+            float(np.max(taken_vectors[:len(taken)] @ candidate.vector)) >= duplicate_similarity
 
     def take(position: int, candidate: Candidate) -> None:
-        kept[len(taken)] = candidate.vector
+        taken_vectors[len(taken)] = candidate.vector
         taken.append((position, candidate))
 
     carried = 0
