@@ -178,8 +178,12 @@ class SparseVector:
     def __bool__(self) -> bool:
         return bool(self.indices)
 
+    def weights(self) -> dict[int, float]:
+        """Its values by dimension."""
+        return dict(zip(self.indices, self.values, strict=True))
+
     def dot(self, other: SparseVector) -> float:
-        theirs = dict(zip(other.indices, other.values, strict=True))
+        theirs = other.weights()
         return sum(value * theirs.get(index, 0.0)
                    for index, value in zip(self.indices, self.values, strict=True))
 

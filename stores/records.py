@@ -669,13 +669,12 @@ def _found_record(row: Mapping[str, Any]) -> FoundRecord:
         embedding=row["embedding"], repo=row["repo"], security_scope=row["security_scope"],
         valid_until=row["valid_until"], invalidated_by=row["invalidated_by"],
         confidence=stored_confidence(row), recorded_at=row["stored_at"],
-        text_tokens=row["text_tokens"], held_terms=_held_terms(row["term_presence"]),
+        text_tokens=row["text_tokens"], held_terms=_weights(row["term_presence"]),
     )
 
 
-def _held_terms(presence: SparseVector | None) -> dict[int, float] | None:
-    return None if presence is None else dict(zip(presence.indices, presence.values,
-                                                  strict=True))
+def _weights(vector: SparseVector | None) -> dict[int, float] | None:
+    return None if vector is None else vector.weights()
 
 
 def stored_confidence(row: Mapping[str, Any]) -> float:
