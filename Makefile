@@ -36,9 +36,9 @@ schemas:
 	$(VENV)/python -m schemas.export
 
 reindex:
-	$(VENV)/python -m stores.reindex
+	$(VENV)/python -m stores.index.reindex
 
 clean:
 	-infra/kafka/broker.sh stop
-	-$(VENV)/python -m stores.local_postgres stop
+	-$(VENV)/python -m stores.postgres.local_server stop
 	rm -rf var

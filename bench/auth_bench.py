@@ -25,7 +25,7 @@ from pathlib import Path
 from bench.pipeline_bench import load_memories, percentile, read_latencies
 from embedder.sentences import SENTENCES
 from harness.stack import Stack, Worker
-from processors.access import PERMISSIONS
+from processors.api.access import PERMISSIONS
 from stores.api_keys import KeyGrant, PostgresApiKeys
 from streams.api.auth import Authenticator
 

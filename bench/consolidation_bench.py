@@ -28,11 +28,8 @@ import numpy.typing as npt
 from bench.consolidation_eval import EVAL_SET
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
-from processors.consolidation import (
-    ConsolidationCandidate,
-    find_clusters,
-    merge_cluster,
-)
+from processors.consolidation.candidates import ConsolidationCandidate
+from processors.consolidation.clusters import find_clusters, merge_cluster
 from schemas.events import MemoryType
 
 # Frozen, so that rewriting the docs does not change the benchmark's input.

@@ -26,12 +26,8 @@ from pathlib import Path
 from bench.retrieval_eval import DATA_FILE, Conversation, load_conversations
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
-from processors.consolidation import (
-    ConsolidationCandidate,
-    ConsolidationSettings,
-    find_clusters,
-    merge_cluster,
-)
+from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
+from processors.consolidation.clusters import find_clusters, merge_cluster
 
 TARGET_FRACTION = 0.02
 

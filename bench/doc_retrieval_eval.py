@@ -11,7 +11,7 @@ into several chunks has several chunks that answer): the figures are about findi
 section, whichever of its chunks comes first.
 
 Ingest is what the document stage does, without Kafka or Postgres: each document chunked
-(processors/document_chunks.py, tokens counted by the model's tokenizer), every chunk embedded
+(processors/documents/chunking.py, tokens counted by the model's tokenizer), every chunk embedded
 (heading path and text, as the record sink embeds its record) and upserted into the embedded
 index engine (the worker's default) with its lexical vector and payload, one document at a
 time; chunks per second is over the whole of it.
@@ -47,16 +47,16 @@ from typing import Any
 from bench.retrieval_eval import BM25Okapi, ranking, word_tokens
 from embedder.model import Embedder
 from harness.stack import MODEL_DIR
-from processors.document_chunks import chunk_document
-from processors.documents import chunk_record
-from processors.embedding_text import embedding_text
-from processors.lexical import record_vector
-from processors.retrieval import PROFILES
+from processors.documents.chunk_records import chunk_record
+from processors.documents.chunking import chunk_document
+from processors.recall.ranking import PROFILES
+from processors.text.embedding import embedding_text
+from processors.text.lexical import record_vector
 from schemas.events import DocUpsert, Provenance
 from schemas.records import Record
-from stores.index_factory import open_index
-from stores.index_payload import index_payload
-from stores.vector_index import IndexPoint, SearchScope, VectorIndex
+from stores.index.factory import open_index
+from stores.index.payload import index_payload
+from stores.index.protocol import IndexPoint, SearchScope, VectorIndex
 from streams.api.search import ranked
 
 DATA = Path(__file__).resolve().parent / "data" / "docs"

@@ -20,8 +20,8 @@ import numpy as np
 
 from bench.consolidation_eval import _embed, _true_pairs, candidates_of, load_eval_set
 from embedder.build import DEFAULT_OUT
-from processors.consolidation import restates
-from processors.duplicates import DUPLICATE_COSINE
+from processors.consolidation.restatements import restates
+from processors.memory.twins import DUPLICATE_COSINE
 
 TARGET_PRECISION = 0.97
 THRESHOLDS = tuple(round(0.60 + 0.01 * step, 2) for step in range(40))

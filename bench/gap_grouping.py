@@ -1,4 +1,4 @@
-"""The cosine from which two gaps ask the same question (processors/gaps.py), measured on
+"""The cosine from which two gaps ask the same question (processors/recall/gaps.py), measured on
 the labelled pairs of bench/data/gap_questions.jsonl.
 
     python -m bench.gap_grouping
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
-from processors.gaps import SAME_QUESTION_COSINE, terms_key
+from processors.recall.gaps import SAME_QUESTION_COSINE, terms_key
 
 DATA = Path(__file__).resolve().parent / "data" / "gap_questions.jsonl"
 THRESHOLDS = tuple(round(0.50 + 0.01 * step, 2) for step in range(46))

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from processors.digests import build_digest
-from processors.fix_patterns import (
+from processors.runs.digests import build_digest
+from processors.runs.fix_patterns import (
     ErrorOccurrence,
     RunFacts,
     build_fix_pattern,

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from stores.index_factory import open_index
-from stores.qdrant_edge_index import EdgeIndex
-from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex
+from stores.index.factory import open_index
+from stores.index.protocol import DIM, IndexPoint, SearchScope, VectorIndex
+from stores.index.qdrant_edge import EdgeIndex
 
 BATCH = 512
 KINDS = ("memory", "run_digest", "fix_pattern")

@@ -1,5 +1,5 @@
-"""Precision and recall of stale-fact invalidation (processors/invalidation.py) on a labelled
-set of pairs of memories.
+"""Precision and recall of stale-fact invalidation (processors/knowledge/stale_facts.py) on a
+labelled set of pairs of memories.
 
     python -m bench.invalidation_eval [--sweep] [--json PATH]
 
@@ -32,8 +32,8 @@ import numpy as np
 
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
-from processors.consolidation import ConsolidationCandidate
-from processors.invalidation import STALE_COSINE, Invalidation, invalidation_of
+from processors.consolidation.candidates import ConsolidationCandidate
+from processors.knowledge.stale_facts import STALE_COSINE, Invalidation, invalidation_of
 
 DATA = Path(__file__).resolve().parent / "data" / "invalidation_eval.jsonl"
 NAMESPACE = "eval"

@@ -33,9 +33,9 @@ import httpx
 from bench.retrieval_eval import search
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack
-from processors.entities import entity_key
-from processors.ids import memory_record_id
-from processors.memories import wiki_links
+from processors.events.ids import memory_record_id
+from processors.knowledge.entities import entity_key
+from processors.memory.writes import wiki_links
 from schemas.events import MemoryType
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 

@@ -45,12 +45,12 @@ from client.publisher import Publisher
 from embedder.model import Embedder
 from embedder.sentences import SENTENCES
 from harness.stack import MODEL_DIR, Stack, Worker
-from processors.context_pack import SECTIONS
-from processors.document_chunks import chunk_document
-from processors.documents import chunk_record
+from processors.documents.chunk_records import chunk_record
+from processors.documents.chunking import chunk_document
+from processors.recall.context_pack import SECTIONS
+from processors.text.embedding import Vector
 from schemas.events import DocUpsert, Provenance
 from schemas.records import Record
-from stores.pgvector import Vector
 
 BEADS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "beads" / \
     "beads-2025-12" / "issues.jsonl"

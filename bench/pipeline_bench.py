@@ -61,17 +61,17 @@ from embedder.model import Embedder
 from embedder.sentences import SENTENCES
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import MODEL_DIR, Stack, Worker
-from processors.entities import record_entities
-from processors.ids import memory_record_id
-from processors.lexical import record_vector
+from processors.events.ids import memory_record_id
+from processors.knowledge.entities import record_entities
+from processors.text.embedding import Vector
+from processors.text.lexical import record_vector
 from schemas.events import Provenance
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
-from stores.index_factory import open_index
-from stores.index_payload import index_payload
-from stores.pgvector import Vector
-from stores.postgres_stores import PostgresStores
-from stores.vector_index import IndexPoint
+from stores.index.factory import open_index
+from stores.index.payload import index_payload
+from stores.index.protocol import IndexPoint
+from stores.postgres.stores import PostgresStores
 from streams.plumbing.config import Settings
 
 NAMESPACE = "bench"
@@ -252,7 +252,7 @@ async def store_directly(stack: Stack, index_url: str, n: int,
             # The entities the sink indexes beside the vectors (stores/entities.py).
             await stores.entities.index_entities(
                 [record_entities(stored, 1) for stored, _ in rows])
-        # As a rebuild does (stores.reindex): a bulk load is followed by the engine's
+        # As a rebuild does (stores.index.reindex): a bulk load is followed by the engine's
         # optimization, which builds the namespace's graph.
         await index.maintain(min_changes=1)
         # And by fresh planner statistics, which autovacuum would otherwise gather in the

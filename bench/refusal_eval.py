@@ -1,4 +1,4 @@
-"""Precision and recall of the refusal rules (processors/refusal.py) on a labelled set, and
+"""Precision and recall of the refusal rules (processors/memory/refusal.py) on a labelled set, and
 what they would refuse of LoCoMo's development conversations.
 
     python -m bench.refusal_eval [--data bench/data/refusal_eval.jsonl] [--examples 12]
@@ -25,8 +25,8 @@ from typing import Any, get_args
 
 from bench.retrieval_eval import DATA_FILE as LOCOMO_DEV
 from bench.retrieval_eval import memory_text
-from processors.redaction import redact_secrets
-from processors.refusal import RefusalReason, refusal_of
+from processors.memory.refusal import RefusalReason, refusal_of
+from processors.text.redaction import redact_secrets
 
 DATA = Path(__file__).resolve().parent / "data" / "refusal_eval.jsonl"
 

@@ -81,7 +81,7 @@ DEFAULT_MIN_SCORE = 0.5
 
 PRODUCT = "product (/v1/search)"
 # The same search by a key bound to an agent that rated nothing: the adaptive scores blended
-# in, from the accesses its own earlier questions logged (processors/adaptive_scoring.py).
+# in, from the accesses its own earlier questions logged (processors/recall/adaptive_scoring.py).
 PRODUCT_SCORED = "product, agent scoring"
 # The same search following the best hits' links and shared entities (processors/
 # memory_graph.py): one hop, and the anchor profile's two.

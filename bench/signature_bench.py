@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from processors.signatures import signature_of
+from processors.runs.signatures import signature_of
 
 # Shaped like real log lines: ids, addresses, paths, sizes and timestamps among plain words.
 LINE_TEMPLATES = (

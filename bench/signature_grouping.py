@@ -39,7 +39,7 @@ Results on the samples (16 systems, 5,647 messages; one configuration for all):
     Zookeeper      0.994       0.994         1.000
     mean           0.981       0.991         0.827
 
-What each rule of processors/masking.py buys: mean GA without it, minus mean GA with all
+What each rule of processors/runs/masking.py buys: mean GA without it, minus mean GA with all
 (Loghub / corrected). The two ground truths disagree only on word values: Loghub keeps
 "user=root" and "ret:false" apart from "user=guest" and "ret:true", the corrected one (and
 Loghub-2.0) does not; the masking follows the latter.
@@ -68,7 +68,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from processors.signatures import signature_of
+from processors.runs.signatures import signature_of
 
 
 def grouping_accuracy(truth: Sequence[str], predicted: Sequence[str]) -> float:

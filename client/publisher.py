@@ -21,7 +21,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
-from processors.ids import memory_record_id
+from processors.events.ids import memory_record_id
 from schemas.events import (
     EVENT_TYPES,
     ConsolidateRequest,

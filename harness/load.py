@@ -21,7 +21,7 @@ from aiokafka.errors import KafkaError
 
 from client.kafka_security import PLAINTEXT, KafkaSecurity
 from harness.kafka_io import Received
-from processors.ids import memory_record_id
+from processors.events.ids import memory_record_id
 from schemas.topics import MEMORY_EVENTS
 
 

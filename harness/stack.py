@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stores.local_postgres import LocalPostgres
+from stores.postgres.local_server import LocalPostgres
 from streams.app import group_id
 from streams.plumbing.config import REPO_ROOT
 from streams.wiring import Role

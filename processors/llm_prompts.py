@@ -10,9 +10,9 @@ import json
 import re
 from collections.abc import Sequence
 
-from processors.condense import approx_tokens
-from processors.digests import DIGEST_TOKEN_CAP, RunDigest
-from processors.redaction import redact_secrets
+from processors.runs.digests import DIGEST_TOKEN_CAP, RunDigest
+from processors.text.condense import approx_tokens
+from processors.text.redaction import redact_secrets
 
 ChatMessage = dict[str, str]
 
@@ -77,7 +77,7 @@ _SUMMARY_SYSTEM = (
 
 def summary_rewrite_request(query: str, summary: str, budget_tokens: int) -> list[ChatMessage]:
     """The question and the deterministic summary of the memories found for it
-    (processors/memory_summary.py)."""
+    (processors/recall/summary.py)."""
     return [
         {"role": "system", "content": _SUMMARY_SYSTEM.format(chars=budget_tokens * 3)},
         {"role": "user", "content": f"Question: {query}\n\n{summary}"},

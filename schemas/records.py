@@ -49,6 +49,7 @@ class Record(BaseModel):
     created_at: datetime
     expires_at: datetime | None = None
     # When the fact stopped holding, and the memory that restated it with another value
-    # (processors/invalidation.py): an invalidated memory leaves recall and stays in history.
+    # (processors/knowledge/stale_facts.py): an invalidated memory leaves recall and stays in
+    # history.
     valid_until: datetime | None = None
     invalidated_by: str | None = None

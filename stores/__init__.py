@@ -1,2 +1,3 @@
-"""I/O adapters: the stores by aggregate (each a Protocol and its Postgres implementation) and
-the migrations, the vector index, the local servers."""
+"""I/O adapters: one module per aggregate (a Protocol and its Postgres implementation),
+recall's bookkeeping in `recall/`, the retrieval index in `index/`, Postgres's own tools
+(the pool, codecs, migrations, the local server) in `postgres/`."""

@@ -10,8 +10,8 @@ from typing import Protocol, cast
 
 import asyncpg
 
-from processors.access import Caller, Permission, hash_token, token_of
-from stores.postgres_rows import create_pool
+from processors.api.access import Caller, Permission, hash_token, token_of
+from stores.postgres.rows import create_pool
 
 
 @dataclass(frozen=True)

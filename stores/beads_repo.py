@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from processors.beads import BeadsFile, BeadsFormatError, parse, serialize
+from processors.planning.beads import BeadsFile, BeadsFormatError, parse, serialize
 
 ISSUES = Path(".beads") / "issues.jsonl"
 BD_TIMEOUT_S = 30.0

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from processors.lifecycle import version_fields
+from processors.memory.lifecycle import version_fields
+from processors.text.embedding import Vector
 from schemas.records import Record
-from stores.pgvector import Vector
-from stores.postgres_rows import (
+from stores.postgres.rows import (
     INSERT_VERSION,
     LIVE_MEMORY,
     RECORD_COLUMNS,

@@ -10,8 +10,8 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 
-from processors.blocks import Block, BlockDiff, BlockEdit, FieldValue
-from processors.errors import MemstreamError
+from processors.events.errors import MemstreamError
+from processors.memory.blocks import Block, BlockDiff, BlockEdit, FieldValue
 from schemas.events import MemoryBlockPayload, RotationStrategy
 from stores.record_versions import PersonalReader
 

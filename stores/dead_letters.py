@@ -1,5 +1,5 @@
 """Dead letters in Postgres, as read back from the dead-letter topics: what is kept of each
-(processors/dead_letters.py) and the listing of them, newest first. `DeadLetters` is the
+(processors/events/dead_letters.py) and the listing of them, newest first. `DeadLetters` is the
 contract the dead-letter stage and the HTTP face use."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from processors.dead_letters import DeadLetterEntry
+from processors.events.dead_letters import DeadLetterEntry
 
 
 @dataclass(frozen=True)

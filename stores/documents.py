@@ -15,10 +15,10 @@ from typing import Any, Literal, Protocol
 
 import asyncpg
 
-from processors.lifecycle import version_fields
+from processors.memory.lifecycle import version_fields
+from processors.text.embedding import Vector
 from schemas.records import Record
-from stores.pgvector import Vector
-from stores.postgres_rows import record_of
+from stores.postgres.rows import record_of
 
 DocumentChange = Literal["upserted", "deleted"]
 

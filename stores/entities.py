@@ -1,6 +1,6 @@
-"""The entities records mention (processors/entities.py), and the links a graph walk follows:
-between records (related ids, wiki-links), from a record to the entities it mentions, from
-an entity to the records that mention it and to the entities a sentence relates it to.
+"""The entities records mention (processors/knowledge/entities.py), and the links a graph walk
+follows: between records (related ids, wiki-links), from a record to the entities it mentions,
+from an entity to the records that mention it and to the entities a sentence relates it to.
 `Entities` is the contract the entity indexer (streams/stages/entity_index.py) and the reads
 use; `PostgresEntities` keeps it.
 
@@ -23,17 +23,17 @@ from typing import Protocol
 
 import asyncpg
 
-from processors.entities import (
+from processors.knowledge.entities import (
     NOT_CO_MENTIONED,
     Mention,
     RecordEntities,
     co_mention_confidence,
 )
-from processors.memory_graph import ENTITY_PREFIX, Link
+from processors.knowledge.graph import ENTITY_PREFIX, Link
 from schemas.records import Record
-from stores.postgres_rows import RECORD_COLUMNS, record_of
+from stores.index.postgres_search import in_index
+from stores.postgres.rows import RECORD_COLUMNS, record_of
 from stores.record_versions import PersonalReader
-from stores.records_search import in_index
 
 # A record the reader may see and that is in force ($1 namespace, $2 agent, $3 every agent),
 # now or, when $4 is a moment, then: stored by then, and in the index or out of it since.
@@ -60,7 +60,7 @@ class EntityRelation:
     """A relation of an entity: stated in sentences (`origin` pattern, wiki_link, llm) or
     read from the records that name both (`co_mention`), with the records that show it and a
     confidence (a stated one's highest; a co-mention's from how many records,
-    processors/entities.py `co_mention_confidence`)."""
+    processors/knowledge/entities.py `co_mention_confidence`)."""
 
     source: str
     target: str

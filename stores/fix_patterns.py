@@ -13,14 +13,14 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from processors.fix_patterns import ErrorOccurrence, RunFacts
-from processors.lexical import record_presence, record_vector
-from processors.lifecycle import version_fields
-from processors.signatures import ErrorSignature
+from processors.memory.lifecycle import version_fields
+from processors.runs.fix_patterns import ErrorOccurrence, RunFacts
+from processors.runs.signatures import ErrorSignature
+from processors.text.embedding import Vector
+from processors.text.lexical import record_presence, record_vector
 from schemas.events import Provenance
 from schemas.records import Record
-from stores.pgvector import Vector
-from stores.postgres_rows import INSERT_RECORD, INSERT_VERSION, record_args
+from stores.postgres.rows import INSERT_RECORD, INSERT_VERSION, record_args
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class FixPatterns(Protocol):
         """The (namespace, signature_id) pairs that these runs, if they succeeded, may have
         fixed: met before they finished in the same run, a run of the same task_key, or one
         without a task_key in the same repo within `window`. A superset; the fix rules of
-        processors.fix_patterns decide."""
+        processors.runs.fix_patterns decide."""
 
     def session(self, namespace: str,
                 signature_id: str) -> AbstractAsyncContextManager[FixPatternSession]:

@@ -12,9 +12,8 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 
-from processors.errors import MemstreamError
-from processors.lexical import record_presence, record_vector
-from processors.lifecycle import (
+from processors.events.errors import MemstreamError
+from processors.memory.lifecycle import (
     CONTENT_FIELDS,
     Current,
     Outcome,
@@ -22,10 +21,11 @@ from processors.lifecycle import (
     RecordVersion,
     version_fields,
 )
+from processors.text.embedding import Vector
+from processors.text.lexical import record_presence, record_vector
 from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
-from stores.pgvector import Vector
-from stores.postgres_rows import LIVE_MEMORY, record_of, refresh_confidence
+from stores.postgres.rows import LIVE_MEMORY, record_of, refresh_confidence
 
 VERSION_COLUMNS = "record_id, version, text, body, fields, change, actor, event_id," \
     " changed_at, changed, reason"
@@ -178,7 +178,7 @@ class DraftMerge:
 
 @dataclass(frozen=True)
 class ProposedLearningDraft:
-    """A lesson or pattern the system derived (from runs: processors/run_learnings.py),
+    """A lesson or pattern the system derived (from runs: processors/runs/learnings.py),
     waiting for a reviewer: live, a draft."""
 
     record_id: str

@@ -16,16 +16,18 @@ from typing import Any, NamedTuple, Protocol
 
 import asyncpg
 
-from processors.as_of import in_force_at
-from processors.confidence import confidence_of
-from processors.lexical import SparseVector
-from processors.lifecycle import RecordVersion
-from processors.listing import ListingPosition
-from processors.memory_graph import GraphRecord
+from processors.api.listing import ListingPosition
+from processors.knowledge.graph import GraphRecord
+from processors.memory.lifecycle import RecordVersion
+from processors.recall.as_of import in_force_at
+from processors.recall.confidence import confidence_of
+from processors.text.embedding import Vector
+from processors.text.lexical import SparseVector
 from schemas.records import Record
-from stores.pg_index import scope_args
-from stores.pgvector import Vector
-from stores.postgres_rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
+from stores.index.pgvector import scope_args
+from stores.index.postgres_search import INDEXED, RECORD_SCOPE
+from stores.index.protocol import SearchScope
+from stores.postgres.rows import LIVE_MEMORY, RECORD_COLUMNS, insert_new_records, record_of
 from stores.record_versions import (
     EXCERPT_CHARS,
     VERSION_COLUMNS,
@@ -34,8 +36,6 @@ from stores.record_versions import (
     merge_members,
     version_of,
 )
-from stores.records_search import INDEXED, RECORD_SCOPE
-from stores.vector_index import SearchScope
 
 # The columns of a FoundRecord.
 FOUND_COLUMNS = (
@@ -74,16 +74,17 @@ class FoundRecord(NamedTuple):
     embedding: Vector | None
     repo: str | None = None
     security_scope: str | None = None
-    # When the fact stopped holding and the memory that said so (processors/invalidation.py).
+    # When the fact stopped holding and the memory that said so
+    # (processors/knowledge/stale_facts.py).
     valid_until: datetime | None = None
     invalidated_by: str | None = None
-    # processors/confidence.py; as stored, or from its fields for a record stored before.
+    # processors/recall/confidence.py; as stored, or from its fields for a record stored before.
     confidence: float = 1.0
     # When memory learned it (its first version was stored); None in hand-made records.
     recorded_at: datetime | None = None
     # Its text in the model's tokens, as the record sink counted it; None: not counted yet.
     text_tokens: int | None = None
-    # How fully it holds each of its terms, by term id (processors/lexical.py, as stored);
+    # How fully it holds each of its terms, by term id (processors/text/lexical.py, as stored);
     # None: stored before it was kept, or read as an earlier version.
     held_terms: Mapping[int, float] | None = None
 
@@ -168,7 +169,7 @@ class RecordSummary:
     updated_at: datetime
 
 
-# Enough of a text for its first sentence, cut to a description (processors/listing.py).
+# Enough of a text for its first sentence, cut to a description (processors/api/listing.py).
 SUMMARY_CHARS = 400
 
 
@@ -184,7 +185,7 @@ class RecordLineage:
     versions: list[LineageVersion]
     supersedes: list[SupersededMember]
     members: list[MergeMember]
-    # processors/confidence.py; when memory learned it.
+    # processors/recall/confidence.py; when memory learned it.
     confidence: float = 1.0
     recorded_at: datetime | None = None
 
@@ -213,7 +214,7 @@ class Records(Protocol):
 
     async def records_as_of(self, namespace: str, record_ids: Sequence[str],
                             moment: datetime) -> dict[str, FoundRecord]:
-        """Those of these records that were in force at `moment` (processors/as_of.py), each
+        """Those of these records that were in force at `moment` (processors/recall/as_of.py), each
         with the text and fields of its version current then; its vector and confidence
         are today's."""
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import faust
 
-from processors.tiers import TierRules
+from processors.memory.tiers import TierRules
 from schemas.topics import (
     DEAD_LETTER_TOPICS,
     DOCUMENTS_EVENTS,
@@ -29,8 +29,8 @@ from schemas.topics import (
     SESSIONS_EVENTS,
     source_of_dead_letters,
 )
-from stores.records_search import RecordsSearch
-from stores.vector_index import VectorIndex
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import VectorIndex
 from streams.api.browser import wire_browser
 from streams.api.changes import wire_changes
 from streams.api.consolidation import wire_consolidation

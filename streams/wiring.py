@@ -11,7 +11,7 @@ import faust
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from processors.errors import Unexpected
+from processors.events.errors import Unexpected
 from schemas.topics import (
     DEAD_LETTER_TOPICS,
     DOCUMENTS_EVENTS,
@@ -21,7 +21,7 @@ from schemas.topics import (
     RUNS_EVENTS,
     SESSIONS_EVENTS,
 )
-from stores.vector_index import VectorIndex
+from stores.index.protocol import VectorIndex
 from streams.api.auth import Authenticator
 from streams.api.pages import Pages
 from streams.api.status import wire_status

@@ -32,16 +32,16 @@ import uvloop
 from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
-from processors.access import PERMISSIONS
-from processors.consolidation_trigger import TriggerRules
-from processors.run_learnings import LearningThresholds
+from processors.api.access import PERMISSIONS
+from processors.consolidation.trigger import TriggerRules
+from processors.runs.learnings import LearningThresholds
 from stores.api_keys import ApiKeys, KeyGrant, MadeKey
 from stores.beads_repo import BeadsRepos
-from stores.index_factory import open_index
-from stores.migrate import apply_migrations
-from stores.postgres_stores import PostgresStores
-from stores.records_search import RecordsSearch
-from stores.vector_index import VectorIndex
+from stores.index.factory import open_index
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import VectorIndex
+from stores.postgres.migrate import apply_migrations
+from stores.postgres.stores import PostgresStores
 from streams.app import create_app, faust_dir, group_id, wire_consolidator, wire_ingest
 from streams.plumbing.config import Settings
 from streams.plumbing.consumer_lag import ConsumerLagProbe

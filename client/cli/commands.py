@@ -40,8 +40,8 @@ from client.sdk.models import (
     SearchAnswer,
     SearchHit,
 )
-from processors.documents import content_hash
-from processors.redaction import redact_secrets
+from processors.documents.chunk_records import content_hash
+from processors.text.redaction import redact_secrets
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0

@@ -1,5 +1,5 @@
 """What a call of the API raises: one base class, as in the worker's own taxonomy
-(processors/errors.py), with whether the same call may succeed later (`retriable`), the HTTP
+(processors/events/errors.py), with whether the same call may succeed later (`retriable`), the HTTP
 status (None when no answer came) and, for a body the worker's intake refuses, the reason
 its dead letter would carry (`reason`: `invalid_event`, `missing_namespace`, …;
 docs/bad-input.md).

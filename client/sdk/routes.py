@@ -69,8 +69,8 @@ from client.sdk.models import (
     Stats,
     Woke,
 )
-from processors.errors import DeadLetterReason
-from processors.memories import linked_text
+from processors.events.errors import DeadLetterReason
+from processors.memory.writes import linked_text
 from schemas.events import (
     MemoryType,
     RecordKind,

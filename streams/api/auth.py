@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Mapping
 
-from processors.access import (
+from processors.api.access import (
     NOBODY_CHECKED,
     Caller,
     KeysUnavailable,
@@ -21,7 +21,7 @@ from processors.access import (
     parse_token,
     same_hash,
 )
-from processors.parameters import IDENTIFIER, NAMESPACE
+from processors.api.parameters import IDENTIFIER, NAMESPACE
 from stores.api_keys import ApiKeys
 from stores.record_versions import PersonalReader
 from stores.records import Records

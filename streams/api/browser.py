@@ -12,7 +12,7 @@ from pathlib import Path
 
 from faust.web import Request, Response, View
 
-from processors.parameters import opaque
+from processors.api.parameters import opaque
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS, Param
 

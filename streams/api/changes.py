@@ -12,9 +12,9 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors import cursors
-from processors.access import Caller
-from processors.parameters import IDENTIFIER, VERSION, instant, integer, opaque
+from processors.api import cursors
+from processors.api.access import Caller
+from processors.api.parameters import IDENTIFIER, VERSION, instant, integer, opaque
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages

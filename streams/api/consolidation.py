@@ -10,9 +10,9 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.consolidation_trigger import skip_reason, window_start
-from processors.parameters import integer
+from processors.api.access import Caller
+from processors.api.parameters import integer
+from processors.consolidation.trigger import skip_reason, window_start
 from stores.consolidations import MaintenanceReport
 from stores.records import Records
 from streams.api.auth import granted_namespace

@@ -11,7 +11,7 @@ given, or those the run met, the fix patterns of its signature, most successful 
 similar ones; run digests like the query), then long-term memories, then documents (the
 chunks of indexed documents most like the query, docs/documents.md). Each retrieved section
 is searched hybrid, like /v1/search, and everything is packed into the token budget, core
-first within its share (processors/context_pack.py). Fail-open per section: a section whose
+first within its share (processors/recall/context_pack.py). Fail-open per section: a section whose
 store is down (or, for planning, whose file is missing or corrupt) contributes nothing and
 is named in `degraded` (`index` when the index failed and Postgres answered). Flags:
 MEMORY_ENABLED, MEMORY_HISTORY, MEMORY_LONG_TERM, MEMORY_DOCUMENTS, MEMORY_FAIL_OPEN,
@@ -29,22 +29,8 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.blocks import field_lines
-from processors.context_pack import (
-    SECTIONS,
-    Candidate,
-    CoreBlock,
-    CoreField,
-    CorePack,
-    Pack,
-    pack,
-    shares_of,
-)
-from processors.fix_patterns import error_signature, fix_pattern_title
-from processors.gaps import unanswered
-from processors.ids import fix_pattern_record_id
-from processors.parameters import (
+from processors.api.access import Caller
+from processors.api.parameters import (
     BOOLEAN,
     IDENTIFIER,
     NAMESPACE,
@@ -54,11 +40,25 @@ from processors.parameters import (
     Rule,
     integer,
 )
-from processors.retrieval import PROFILES, Fused, Profile, age_in_days
+from processors.events.ids import fix_pattern_record_id
+from processors.memory.blocks import field_lines
+from processors.recall.context_pack import (
+    SECTIONS,
+    Candidate,
+    CoreBlock,
+    CoreField,
+    CorePack,
+    Pack,
+    pack,
+    shares_of,
+)
+from processors.recall.gaps import unanswered
+from processors.recall.ranking import PROFILES, Fused, Profile, age_in_days
+from processors.runs.fix_patterns import error_signature, fix_pattern_title
 from stores.core_blocks import CoreBlocks
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchIndex, SearchScope
 from stores.records import FoundRecord
-from stores.records_search import RecordsSearch
-from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.fix_patterns import ERROR
 from streams.api.pages import Pages
@@ -445,7 +445,7 @@ def item_view(item: Candidate) -> dict[str, Any]:
 def note_gap(retrievals: RetrievalLog, flags: MemoryFlags, query: ContextQuery,
              pack: Mapping[str, Any], given: Iterable[str]) -> None:
     """Queue the pack's question as a gap if its retrieved sections found nothing, packed
-    or left out, and the parameters `given` did not narrow them (processors/gaps.py). A pack
+    or left out, and the parameters `given` did not narrow them (processors/recall/gaps.py). A pack
     that searched no section (both turned off), or whose section failed, does not say what
     memory holds."""
     searched = (flags.history or flags.long_term) and \

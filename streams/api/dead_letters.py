@@ -2,7 +2,7 @@
 stage keeps them (streams/stages/dead_letter_log.py), each with the command that replays it,
 and how many there are in all and by reason; `GET /v1/dead-letters/{id}`: one of them.
 
-Only admin keys bound to no agent read them (processors/dead_letters.py): a namespace's, its
+Only admin keys bound to no agent read them (processors/events/dead_letters.py): a namespace's, its
 dead letters; an operator's, every namespace's and those of none. One the key may not see is
 answered as a missing one."""
 
@@ -12,22 +12,15 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors import cursors
-from processors.access import Caller
-from processors.dead_letters import (
+from processors.api import cursors
+from processors.api.access import Caller
+from processors.api.parameters import IDENTIFIER, NAMESPACE, instant, integer, one_of, opaque
+from processors.events.dead_letters import (
     ERROR_CLASSES,
     REASONS,
     DeadLetterEntry,
     dead_letter_scope,
     may_see,
-)
-from processors.parameters import (
-    IDENTIFIER,
-    NAMESPACE,
-    instant,
-    integer,
-    one_of,
-    opaque,
 )
 from schemas.topics import INPUT_TOPICS, dead_letter_topic
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, DeadLetters

@@ -20,11 +20,11 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.errors import Rejected
-from processors.intake import json_object
-from processors.openapi import payload_body
-from processors.parameters import BOOLEAN, DOC_ID, REPO
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import BOOLEAN, DOC_ID, REPO
+from processors.events.errors import Rejected
+from processors.events.intake import json_object
 from schemas.events import DocDelete, DocUpsert
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace

@@ -12,14 +12,14 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.fix_patterns import error_signature, fix_pattern_title
-from processors.ids import fix_pattern_record_id
-from processors.parameters import NAMESPACE, text
-from processors.retrieval import PROFILES
+from processors.api.access import Caller
+from processors.api.parameters import NAMESPACE, text
+from processors.events.ids import fix_pattern_record_id
+from processors.recall.ranking import PROFILES
+from processors.runs.fix_patterns import error_signature, fix_pattern_title
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchIndex, SearchScope
 from stores.records import FoundRecord
-from stores.records_search import RecordsSearch
-from stores.vector_index import SearchIndex, SearchScope
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, Param, Params, required

@@ -1,6 +1,6 @@
 """The gap keeper: a timer of the worker that owns the index (`MEMSTREAM_GAP_INTERVAL_S`),
 which groups new gaps and resolves the open ones whose question a later memory answers
-(processors/gaps.py; docs/retrieval.md#gaps).
+(processors/recall/gaps.py; docs/retrieval.md#gaps).
 
 Each pass, bounded:
 
@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import logging
 
-from processors.gaps import SAME_QUESTION_COSINE
-from processors.retrieval import PROFILES
-from stores.gaps import Answer, DueCheck
-from stores.records_search import RecordsSearch
-from stores.vector_index import SearchIndex, SearchScope
+from processors.recall.gaps import SAME_QUESTION_COSINE
+from processors.recall.ranking import PROFILES
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchIndex, SearchScope
+from stores.recall.gaps import Answer, DueCheck
 from streams.api.search import DEFAULT_MIN_SCORE, hybrid_search
 from streams.plumbing.runtime import Runtime
 

@@ -1,4 +1,4 @@
-"""`GET /v1/gaps`: what agents needed and memory did not hold (processors/gaps.py), a page of
+"""`GET /v1/gaps`: what agents needed and memory did not hold (processors/recall/gaps.py), a page of
 groups at a time, the most recently met first.
 
     namespace, status? (open | resolved | all; open), agent_id?, limit?, cursor?
@@ -21,10 +21,10 @@ from typing import Any, cast, get_args
 
 from faust.web import Request, Response, View
 
-from processors import cursors
-from processors.access import Caller
-from processors.parameters import integer, one_of, opaque
-from stores.gaps import GapFilter, GapGroup, GapRow, Gaps, GapStatus, GroupPosition
+from processors.api import cursors
+from processors.api.access import Caller
+from processors.api.parameters import integer, one_of, opaque
+from stores.recall.gaps import GapFilter, GapGroup, GapRow, Gaps, GapStatus, GroupPosition
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
 from streams.api.params import READER_PARAMS, Param, Params, optional, value

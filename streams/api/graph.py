@@ -1,12 +1,12 @@
 """The graph of a namespace's memories: `GET /v1/graph` draws its memories and the links between
-them for the memory browser (processors/memory_graph.py says how links resolve), with the
+them for the memory browser (processors/knowledge/graph.py says how links resolve), with the
 entities they mention when asked; `GET /v1/graph/neighbours` walks from a record or an entity
 along links and shared entities, a few hops out; `GET /v1/entities` lists the entities.
 
 A walk counts hops between records: a related id or a wiki-link is one, and so is an entity
 two records share (record, entity, record). Each hop reads the links around its frontier in
 two queries (stores/entities.py) and keeps each node's strongest links
-(processors/memory_graph.py `step`), so a walk of three hops costs six small queries however
+(processors/knowledge/graph.py `step`), so a walk of three hops costs six small queries however
 large the namespace.
 """
 
@@ -19,9 +19,10 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.entities import entity_key
-from processors.memory_graph import (
+from processors.api.access import Caller
+from processors.api.parameters import BOOLEAN, IDENTIFIER, InvalidValue, Rule, integer, text
+from processors.knowledge.entities import entity_key
+from processors.knowledge.graph import (
     ENTITY_PREFIX,
     FAN_OUT,
     MAX_REACHED,
@@ -31,7 +32,6 @@ from processors.memory_graph import (
     memory_graph,
     step,
 )
-from processors.parameters import BOOLEAN, IDENTIFIER, InvalidValue, Rule, integer, text
 from stores.entities import Entities, EntitySummary
 from stores.record_versions import PersonalReader
 from stores.records import FoundRecord, Records
@@ -89,7 +89,7 @@ class Walk:
 async def walk(entities: Entities, namespace: str, starts: Sequence[str], depth: int,
                reader: PersonalReader, as_of: datetime | None = None, fan_out: int = FAN_OUT,
                max_reached: int = MAX_REACHED) -> Walk:
-    """The nodes within `depth` record hops of `starts` (processors/memory_graph.py), among
+    """The nodes within `depth` record hops of `starts` (processors/knowledge/graph.py), among
     the records in force now, or at `as_of`."""
     reached = {node: Reached.start(node) for node in starts}
     followed: list[Link] = []

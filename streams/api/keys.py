@@ -8,10 +8,10 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import PERMISSIONS, Caller, Forbidden, parse_permissions
-from processors.intake import json_object
-from processors.openapi import Body
-from processors.parameters import IDENTIFIER, NAMESPACE, api_key_id, text
+from processors.api.access import PERMISSIONS, Caller, Forbidden, parse_permissions
+from processors.api.openapi import Body
+from processors.api.parameters import IDENTIFIER, NAMESPACE, api_key_id, text
+from processors.events.intake import json_object
 from stores.api_keys import ApiKeys, KeyGrant, StoredKey
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, BadQuery, Param, Params, optional, parsed

@@ -1,5 +1,5 @@
 """`GET /v1/openapi.json`: the OpenAPI 3.1 document of the HTTP API, built from the routes as
-the app registered them (processors/openapi.py), so that clients in other languages can be
+the app registered them (processors/api/openapi.py), so that clients in other languages can be
 generated from it (docs/http-api.md). Public, as /healthz is: it is the API's shape, which
 tells nothing of any namespace."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from faust.web import Request, Response, View
 
-from processors.openapi import openapi_document
+from processors.api.openapi import openapi_document
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS
 

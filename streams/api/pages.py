@@ -12,9 +12,9 @@ from typing import Any
 import faust
 from faust.web import Request, Response, View
 
-from processors.access import AccessDenied
-from processors.errors import Refused, Rejected
-from processors.openapi import Body, Parameter, Route
+from processors.api.access import AccessDenied
+from processors.api.openapi import Body, Parameter, Route
+from processors.events.errors import Refused, Rejected
 from streams.api.auth import Authenticator
 from streams.api.params import BadQuery, Params, check, path_names
 from streams.plumbing.failures import classify

@@ -1,5 +1,5 @@
 """A request's path segments and query parameters: each route declares the parameters it
-takes and the rule of each (processors/parameters.py), and the page frame checks them all
+takes and the rule of each (processors/api/parameters.py), and the page frame checks them all
 before its view runs (streams/api/pages.py). A parameter the route does not take, one given
 twice that takes one value, a value its rule refuses, or a required one missing is a
 `BadQuery`, which every view answers 400 with its message.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from processors.parameters import (
+from processors.api.parameters import (
     IDENTIFIER,
     NAMESPACE,
     InvalidValue,
@@ -114,7 +114,7 @@ def at_most(params: Any, name: str, rule: Parser[T], most: int) -> list[T]:
 
 
 def moment(params: Mapping[str, str], name: str) -> float | None:
-    """An ISO 8601 time (`processors.parameters.instant`), as epoch seconds."""
+    """An ISO 8601 time (`processors.api.parameters.instant`), as epoch seconds."""
     found = optional(params, name, instant)
     return None if found is None else found.timestamp()
 

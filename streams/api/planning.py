@@ -24,8 +24,11 @@ from typing import Any
 import numpy as np
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.beads import (
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import NAMESPACE, PLANNING_ITEM, REPO
+from processors.events.intake import json_object
+from processors.planning.beads import (
     BeadsFile,
     UnknownItem,
     WorkItem,
@@ -34,12 +37,9 @@ from processors.beads import (
     listing,
     planning_context,
 )
-from processors.context_pack import Candidate
-from processors.intake import json_object
-from processors.openapi import payload_body
-from processors.parameters import NAMESPACE, PLANNING_ITEM, REPO
-from processors.planning import pack_entries
-from processors.retrieval import age_in_days
+from processors.planning.write_backs import pack_entries
+from processors.recall.context_pack import Candidate
+from processors.recall.ranking import age_in_days
 from schemas.events import PlanningSyncRequested
 from stores.beads_repo import PlanningUnavailable, UnknownRepo
 from streams.api.auth import granted_namespace

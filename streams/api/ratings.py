@@ -24,14 +24,14 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.adaptive_scoring import MemoryUse
-from processors.intake import json_object
-from processors.openapi import payload_body
-from processors.parameters import IDENTIFIER
-from processors.ratings import Owner, not_rateable, unrateable, visible_to
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import IDENTIFIER
+from processors.events.intake import json_object
+from processors.recall.adaptive_scoring import MemoryUse
+from processors.recall.ratings import Owner, not_rateable, unrateable, visible_to
 from schemas.events import MemoryRate
-from stores.scoring_configs import CurrentScoring
+from stores.recall.scoring_configs import CurrentScoring
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages, no_record
 from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required

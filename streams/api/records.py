@@ -10,19 +10,19 @@ from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.as_of import standing_at, version_at
-from processors.blocks import BlockDiff, usage
-from processors.lifecycle import PendingDiff, RecordVersion, superseded_note, version_diff
-from processors.listing import ListingPosition, cursor_position, description, encode_cursor
-from processors.openapi import payload_body
-from processors.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer, one_of, opaque
+from processors.api.access import Caller
+from processors.api.listing import ListingPosition, cursor_position, description, encode_cursor
+from processors.api.openapi import payload_body
+from processors.api.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer, one_of, opaque
+from processors.memory.blocks import BlockDiff, usage
+from processors.memory.lifecycle import PendingDiff, RecordVersion, superseded_note, version_diff
+from processors.recall.as_of import standing_at, version_at
 from schemas.events import MemoryBlock, Scope
 from schemas.records import Record
 from stores.core_blocks import CoreBlocks
+from stores.index.protocol import VectorIndex
 from stores.record_versions import PersonalReader, RecordVersions
 from stores.records import RecordFilter, Records, RecordSummary, StoredRecord
-from stores.vector_index import VectorIndex
 from streams.api.auth import granted_namespace, may_see, personal_reader, reader_of
 from streams.api.pages import Pages, ViewHandler, no_record
 from streams.api.params import (

@@ -1,6 +1,6 @@
 """The retrieval log (seed 003's memory_retrieval_log): every record that search or context
 surfaced, with its rank, for the scoring that learns from use; and beside it the recalls that
-showed nothing, each an implicit gap (processors/gaps.py) with its question.
+showed nothing, each an implicit gap (processors/recall/gaps.py) with its question.
 
 Reads must not wait for it: a read only queues (no I/O), and a timer writes what is queued,
 the log in one COPY, the gaps in one transaction. While Postgres is away each queue holds up to
@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from stores.gaps import Gaps, GapSighting
-from stores.retrievals import RetrievalRow, Retrievals
+from stores.recall.gaps import Gaps, GapSighting
+from stores.recall.retrievals import RetrievalRow, Retrievals
 from streams.plumbing.metrics import Metrics
 
 log = logging.getLogger(__name__)

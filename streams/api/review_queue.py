@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.blocks import BlockDiff
-from processors.lifecycle import PendingDiff
-from processors.parameters import IDENTIFIER, integer
+from processors.api.access import Caller
+from processors.api.parameters import IDENTIFIER, integer
+from processors.memory.blocks import BlockDiff
+from processors.memory.lifecycle import PendingDiff
 from stores.record_versions import DraftMerge, ProposedLearningDraft
 from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, personal_reader

@@ -15,10 +15,10 @@ from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.fix_patterns import RunError, run_errors
-from processors.ids import digest_record_id, fix_pattern_record_id
-from processors.parameters import IDENTIFIER, instant, integer, one_of
+from processors.api.access import Caller
+from processors.api.parameters import IDENTIFIER, instant, integer, one_of
+from processors.events.ids import digest_record_id, fix_pattern_record_id
+from processors.runs.fix_patterns import RunError, run_errors
 from schemas.events import RunStatus
 from stores.records import FoundRecord
 from stores.runs import UNFINISHED, LedgerEntry, RunQuery

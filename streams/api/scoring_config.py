@@ -6,7 +6,7 @@
     GET /v1/memory-scoring/config/history?namespace=[&limit=]
 
 The GET answers the config in effect on the worker that answers (its recalls use it; every
-worker reads a change within `stores.scoring_configs.DEFAULT_MAX_AGE_S`), its version, who
+worker reads a change within `stores.recall.scoring_configs.DEFAULT_MAX_AGE_S`), its version, who
 changed it last and when, and each parameter with its default and range, for a form to show.
 Any key that reads the namespace reads its config and history: the scoring shapes what every
 reader gets, and tells nothing of any memory.
@@ -25,18 +25,18 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.intake import json_object
-from processors.openapi import payload_body
-from processors.parameters import integer
-from processors.scoring_changes import (
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import integer
+from processors.events.intake import json_object
+from processors.recall.scoring_changes import (
     CONSTRAINTS,
     RefusedScoringChange,
     changed_config,
     parameters_view,
 )
 from schemas.events import MemoryScoring
-from stores.scoring_configs import ScoringVersion
+from stores.recall.scoring_configs import ScoringVersion
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, Param, Params, value

@@ -2,12 +2,12 @@
 
 Two ranked lists, a dense one (the query's embedding, cosine) and a lexical one (BM25 over
 stemmed terms, IDF from the namespace's own records), fused by weighted min-max scores and
-weighed by the recall profile (processors/retrieval.py). Both lists come from the index; if
+weighed by the recall profile (processors/recall/ranking.py). Both lists come from the index; if
 any part of that fails, the same algorithm runs over the records in Postgres
-(stores.records_search) and the answer says `degraded`.
+(stores.index.postgres_search) and the answer says `degraded`.
 
 A hit shows when it is relevant enough: `min_score` is a floor on its relevance
-(processors/retrieval.py `relevance`), which both signals feed: its own support (the
+(processors/recall/ranking.py `relevance`), which both signals feed: its own support (the
 embedding's cosine, and the share of the query's information its words hold) beside the
 best support among the query's candidates, so that 0.5 means "worth showing" and a question
 the namespace knows nothing about finds nothing.
@@ -30,25 +30,8 @@ from typing import Any, get_args
 import numpy as np
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.adaptive_scoring import (
-    AdaptiveScore,
-    MemoryUse,
-    adaptive_score,
-    blend_factor,
-    rerank,
-)
-from processors.confidence import confident_enough
-from processors.gaps import unanswered
-from processors.lexical import (
-    context_texts,
-    coverage,
-    query_term_ids,
-    query_vector,
-    term_presence,
-)
-from processors.memory_graph import EXPANDED_FROM, Reached, is_entity, reached_score
-from processors.parameters import (
+from processors.api.access import Caller
+from processors.api.parameters import (
     BOOLEAN,
     IDENTIFIER,
     NAMESPACE,
@@ -61,7 +44,17 @@ from processors.parameters import (
     one_of,
     text,
 )
-from processors.retrieval import (
+from processors.knowledge.graph import EXPANDED_FROM, Reached, is_entity, reached_score
+from processors.recall.adaptive_scoring import (
+    AdaptiveScore,
+    MemoryUse,
+    adaptive_score,
+    blend_factor,
+    rerank,
+)
+from processors.recall.confidence import confident_enough
+from processors.recall.gaps import unanswered
+from processors.recall.ranking import (
     PROFILES,
     Fused,
     Profile,
@@ -71,13 +64,20 @@ from processors.retrieval import (
     relevance,
     support,
 )
+from processors.text.embedding import Vector
+from processors.text.lexical import (
+    context_texts,
+    coverage,
+    query_term_ids,
+    query_vector,
+    term_presence,
+)
 from schemas.events import MemoryType, RecordKind, ReviewState, Tier
-from stores.pgvector import Vector
+from stores.index.postgres_search import AsOfSearch, RecordsSearch
+from stores.index.protocol import SearchIndex, SearchScope, TermCounts
+from stores.recall.scoring_configs import CurrentScoring
 from stores.record_versions import PersonalReader
 from stores.records import FoundRecord, RelatedRecord
-from stores.records_search import AsOfSearch, RecordsSearch
-from stores.scoring_configs import CurrentScoring
-from stores.vector_index import SearchIndex, SearchScope, TermCounts
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.graph import MAX_DEPTH, walk
 from streams.api.pages import Pages
@@ -164,7 +164,7 @@ def wire_search(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: Re
 class Viewpoint:
     """Which memory a read looks at: memory as it stood at `as_of` (None: now), and the
     confidence a record needs to be shown (None: its tier's threshold,
-    processors/confidence.py)."""
+    processors/recall/confidence.py)."""
 
     as_of: datetime | None = None
     min_confidence: float | None = None
@@ -270,7 +270,7 @@ class Hit:
     weight: float = 1.0
     support: float = 1.0
     blend: Blend | None = None
-    # How a record reached from a hit's links was reached (processors/memory_graph.py).
+    # How a record reached from a hit's links was reached (processors/knowledge/graph.py).
     via: Reached | None = None
 
 
@@ -462,7 +462,7 @@ async def recall(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
 async def with_links(runtime: Runtime, found: Found, scope: SearchScope, hops: int,
                      viewpoint: Viewpoint) -> Found:
     """`found` with the records its best hits reach within `hops` along links and shared
-    entities (the anchor pattern, processors/memory_graph.py), each scored below the hit it
+    entities (the anchor pattern, processors/knowledge/graph.py), each scored below the hit it
     was reached from and kept only within `scope` and the viewpoint's confidence (a hit
     reached so scores the more of its own and that); the best `scope.limit` of all. A walk
     that fails leaves the hits as they are (fail open)."""
@@ -632,7 +632,7 @@ def record_view(record: FoundRecord) -> dict[str, Any]:
         "repo": record.repo,
         "security_scope": record.security_scope,
         "confidence": round(record.confidence, 4),
-        # When the fact held, and when memory learned it (processors/as_of.py).
+        # When the fact held, and when memory learned it (processors/recall/as_of.py).
         "valid_from": record.created_at.isoformat(),
         "valid_until": None if record.valid_until is None else record.valid_until.isoformat(),
         "invalidated_by": record.invalidated_by,

@@ -23,19 +23,15 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.intake import json_object
-from processors.openapi import payload_body
-from processors.parameters import IDENTIFIER
-from processors.sessions import (
-    checkpoint_record_ids,
-    handoff_record_id,
-    memory_writes,
-)
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import IDENTIFIER
+from processors.events.intake import json_object
+from processors.memory.sessions import checkpoint_record_ids, handoff_record_id, memory_writes
 from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
-from stores.records_search import RecordsSearch
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchIndex
 from stores.sessions import SessionEntry
-from stores.vector_index import SearchIndex
 from streams.api.auth import granted_namespace
 from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context, note_gap
 from streams.api.pages import Pages, ViewHandler

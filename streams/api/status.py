@@ -8,7 +8,7 @@ from typing import Any
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from stores.vector_index import VectorIndex
+from stores.index.protocol import VectorIndex
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS
 from streams.plumbing.health import Health

@@ -7,7 +7,7 @@ topic without spending its context on the records whole.
 
 The hits are those of `/v1/search` with the same parameters, the same key rules and the same
 run budget (a summary is one search of the run). The summary is deterministic
-(processors/memory_summary.py), counted in the model's tokens as the context pack counts them;
+(processors/recall/summary.py), counted in the model's tokens as the context pack counts them;
 with the LLM hook configured it asks the hook to rewrite it, and keeps the rewrite only when
 it cites exactly the same memories within the same budget (`rewritten` says which): a hook
 that fails, is slow or strays answers the deterministic summary (fail open).
@@ -20,12 +20,12 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller
-from processors.gaps import unanswered
-from processors.memory_summary import MIN_BUDGET_TOKENS, SummaryHit, summarize
-from processors.parameters import integer
-from stores.records_search import RecordsSearch
-from stores.vector_index import SearchIndex
+from processors.api.access import Caller
+from processors.api.parameters import integer
+from processors.recall.gaps import unanswered
+from processors.recall.summary import MIN_BUDGET_TOKENS, SummaryHit, summarize
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchIndex
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.params import Param, Params, value

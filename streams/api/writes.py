@@ -1,7 +1,7 @@
 """Writes over HTTP, for callers that would rather POST than speak Kafka.
 
 Each request becomes the event a Kafka producer would publish: checked by the worker's own
-intake parsing (processors/intake.py), published with the bytes so checked to the topic and
+intake parsing (processors/events/intake.py), published with the bytes so checked to the topic and
 key the client's publisher uses (schemas/topics.py `destination`), and applied by the worker
 like any other event. So every write takes one path, and the answer is 202: accepted, not
 applied yet.
@@ -30,12 +30,12 @@ from typing import Any, TypeVar
 
 from faust.web import Request, Response, View
 
-from processors.access import Caller, Permission
-from processors.errors import Unavailable
-from processors.ids import memory_record_id
-from processors.intake import Parsed, json_object, parse_event
-from processors.openapi import event_body, payload_body
-from processors.parameters import IDENTIFIER
+from processors.api.access import Caller, Permission
+from processors.api.openapi import event_body, payload_body
+from processors.api.parameters import IDENTIFIER
+from processors.events.errors import Unavailable
+from processors.events.ids import memory_record_id
+from processors.events.intake import Parsed, json_object, parse_event
 from schemas.events import (
     RUN_EVENT_TYPES,
     DocumentEvent,

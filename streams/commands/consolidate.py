@@ -23,10 +23,10 @@ from typing import Any
 
 from client.publisher import Publisher
 from embedder.model import Embedder
-from processors.consolidation import ConsolidationSettings
+from processors.consolidation.candidates import ConsolidationSettings
+from processors.text.embedding import Vector
 from stores.consolidations import MaintenanceReport
-from stores.pgvector import Vector
-from stores.postgres_stores import PostgresStores
+from stores.postgres.stores import PostgresStores
 from streams.plumbing.config import Settings
 from streams.plumbing.json_values import jsonable
 from streams.stages.consolidator import PlannedConsolidation, plan_namespace

@@ -1,4 +1,4 @@
-"""Make, list and revoke API keys (processors/access.py), straight in Postgres.
+"""Make, list and revoke API keys (processors/api/access.py), straight in Postgres.
 
     python -m streams.commands.keys create --namespace team-a --perm read,write [--agent finn]
     python -m streams.commands.keys create --all-namespaces --perm admin --label ops
@@ -17,9 +17,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from processors.access import PERMISSIONS, parse_permissions
+from processors.api.access import PERMISSIONS, parse_permissions
 from stores.api_keys import KeyGrant, PostgresApiKeys
-from stores.migrate import apply_migrations
+from stores.postgres.migrate import apply_migrations
 from streams.api.keys import key_json
 from streams.plumbing.config import Settings
 

@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 import faust
 
-from processors.errors import Unexpected
+from processors.events.errors import Unexpected
 from streams.plumbing.failures import RetryPolicy
 from streams.plumbing.health import Health
 from streams.plumbing.messages import InboundMessage

@@ -15,15 +15,15 @@ from typing import cast, get_args
 from pydantic import TypeAdapter
 
 from client.kafka_security import KafkaSecurity
-from processors.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
-from processors.consolidation_plan import DerivedReview
-from processors.context_pack import DEFAULT_SHARES, shares_of
-from processors.duplicates import DUPLICATE_COSINE
-from processors.lifecycle import Protection
-from processors.retention import RetentionRules, parse_retention
-from processors.run_learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
+from processors.consolidation.plan import DerivedReview
+from processors.memory.lifecycle import Protection
+from processors.memory.retention import RetentionRules, parse_retention
+from processors.memory.twins import DUPLICATE_COSINE
+from processors.recall.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
+from processors.recall.context_pack import DEFAULT_SHARES, shares_of
+from processors.runs.learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
 from schemas.events import Repo
-from stores.index_factory import DEFAULT_INDEX_URL
+from stores.index.factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ class MemoryFlags:
     # The planning plane (MEMORY_PLANNING=off|beads): off, no planning section and nothing
     # written back; it reads and writes repositories' files, so it is asked for.
     planning: bool = False
-    # Each pack section's share of what the core blocks leave (processors/context_pack.py).
+    # Each pack section's share of what the core blocks leave (processors/recall/context_pack.py).
     context_shares: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
 
     @classmethod
@@ -82,7 +82,7 @@ class Settings:
     session_timeout_s: float = 30.0
     # A run without a task_key fixes an error met in the same repo at most this long before.
     fix_window_h: float = 24.0
-    # Run learnings (processors/run_learnings.py): a fix pattern proposes a draft lesson once
+    # Run learnings (processors/runs/learnings.py): a fix pattern proposes a draft lesson once
     # this many distinct runs fixed its error; a decision or gotcha proposes a draft pattern
     # once it recurs in this many runs of one task key.
     lesson_min_fixes: int = DEFAULT_LESSON_MIN_FIXES
@@ -128,12 +128,12 @@ class Settings:
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
     # A new memory at least this close to a live one of its namespace that restates it (the
-    # consolidation guard agrees) updates that one instead (processors/duplicates.py, which
+    # consolidation guard agrees) updates that one instead (processors/memory/twins.py, which
     # gives the measured threshold); MEMSTREAM_TWIN_COSINE=off adds every write as a new
     # memory. What it costs the pipeline: docs/performance.md.
     twin_cosine: float | None = DUPLICATE_COSINE
     # A new memory that restates a live one with another value invalidates it
-    # (processors/invalidation.py; MEMSTREAM_INVALIDATION=off leaves both in force), found
+    # (processors/knowledge/stale_facts.py; MEMSTREAM_INVALIDATION=off leaves both in force), found
     # this often off the write path (streams/stages/stale_facts.py).
     invalidation: bool = True
     stale_check_interval_s: float = 0.5
@@ -151,10 +151,10 @@ class Settings:
     retention_interval_s: float = 60.0
     # Merges the consolidator makes: drafts until a reviewer approves them, or approved.
     derived_review: DerivedReview = "draft"
-    # Refuse memory writes not worth retaining (processors/refusal.py): announced as
+    # Refuse memory writes not worth retaining (processors/memory/refusal.py): announced as
     # `refused` with the rule's reason, not stored.
     refuse_low_value: bool = True
-    # Every HTTP route but /healthz and /metrics wants an API key (processors/access.py);
+    # Every HTTP route but /healthz and /metrics wants an API key (processors/api/access.py);
     # MEMSTREAM_AUTH=off lets every request do everything, for local use.
     auth: bool = True
     memory: MemoryFlags = field(default_factory=MemoryFlags)
@@ -314,6 +314,6 @@ def local_kafka_address(env: Mapping[str, str]) -> str | None:
 
 
 def _local_pg_dsn() -> str:
-    from stores.local_postgres import local_dsn
+    from stores.postgres.local_server import local_dsn
 
     return local_dsn()

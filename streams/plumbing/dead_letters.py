@@ -9,8 +9,8 @@ import shlex
 from collections.abc import Sequence
 from datetime import UTC
 
-from processors.dead_letters import REASONS, DeadLetterEntry, DeadLetterHeaders
-from processors.errors import Rejection
+from processors.events.dead_letters import REASONS, DeadLetterEntry, DeadLetterHeaders
+from processors.events.errors import Rejection
 from schemas.topics import dead_letter_topic, source_of_dead_letters
 from streams.plumbing.messages import InboundMessage, Outbound
 from streams.plumbing.runtime import Runtime

@@ -2,7 +2,7 @@
 isolate the events at fault, and never retry forever what will not pass.
 
 `classify` maps the exceptions of the drivers (asyncpg, aiokafka, qdrant-client, httpx,
-sockets) onto the taxonomy of processors/errors.py. `Attempts` runs a step under the policy:
+sockets) onto the taxonomy of processors/events/errors.py. `Attempts` runs a step under the policy:
 
 - `Unavailable` (Postgres, the index or the broker cannot answer): retried with backoff for
   as long as it lasts; the partition waits and nothing is skipped.
@@ -35,7 +35,7 @@ from aiokafka.errors import (
 )
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from processors.errors import (
+from processors.events.errors import (
     BrokerRefused,
     BrokerUnavailable,
     IndexRefused,

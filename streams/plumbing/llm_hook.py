@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 
-from processors.digests import RunDigest
 from processors.llm_prompts import (
     HANDOFF_TOKEN_CAP,
     MERGE_TOKEN_CAP,
@@ -27,7 +26,8 @@ from processors.llm_prompts import (
     merge_rewrite_request,
     summary_rewrite_request,
 )
-from processors.memory_summary import Summary, TokenCount, grounded_rewrite
+from processors.recall.summary import Summary, TokenCount, grounded_rewrite
+from processors.runs.digests import RunDigest
 from streams.plumbing.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ async def summary_prose(llm: ChatEndpoint | None, query: str, summary: Summary,
                         budget_tokens: int, count_tokens: TokenCount,
                         metrics: Metrics) -> str | None:
     """The hook's rewrite of a memory summary, grounded in the same memories and within the
-    same budget (processors/memory_summary.py `grounded_rewrite`), or None to keep the
+    same budget (processors/recall/summary.py `grounded_rewrite`), or None to keep the
     deterministic summary."""
     if llm is None:
         return None

@@ -9,11 +9,11 @@ from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from processors.access import Failure
-from processors.consolidation_trigger import RunOutcome
-from processors.errors import DeadLetterReason
-from processors.refusal import RefusalReason
-from processors.stack_traces import Dialect
+from processors.api.access import Failure
+from processors.consolidation.trigger import RunOutcome
+from processors.events.errors import DeadLetterReason
+from processors.memory.refusal import RefusalReason
+from processors.runs.stack_traces import Dialect
 from schemas.events import ConsolidateReason, RecordKind
 from schemas.topics import DEAD_LETTER_TOPICS, INPUT_TOPICS
 

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from processors.beads import BeadsFile, WorkItem
-from processors.planning import change_of, content_hash, settle, upserted
+from processors.planning.beads import BeadsFile, WorkItem
+from processors.planning.write_backs import change_of, content_hash, settle, upserted
 from schemas.topics import PLANNING_EVENTS, destination
 from stores.beads_repo import PlanningUnavailable, UnknownRepo
 from streams.plumbing.messages import Outbound

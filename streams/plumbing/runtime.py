@@ -13,12 +13,13 @@ from typing import Protocol
 import numpy as np
 
 from embedder.model import Embedder
-from processors.confidence import DEFAULT_TIER_THRESHOLDS
-from processors.consolidation import ConsolidationSettings
-from processors.consolidation_plan import DerivedReview
-from processors.consolidation_trigger import TriggerRules
-from processors.fix_patterns import DEFAULT_FIX_WINDOW
-from processors.run_learnings import LearningThresholds
+from processors.consolidation.candidates import ConsolidationSettings
+from processors.consolidation.plan import DerivedReview
+from processors.consolidation.trigger import TriggerRules
+from processors.recall.confidence import DEFAULT_TIER_THRESHOLDS
+from processors.runs.fix_patterns import DEFAULT_FIX_WINDOW
+from processors.runs.learnings import LearningThresholds
+from processors.text.embedding import Vector
 from stores.api_keys import ApiKeys
 from stores.beads_repo import BeadsRepos
 from stores.consolidations import Consolidations
@@ -27,15 +28,14 @@ from stores.dead_letters import DeadLetters
 from stores.documents import Documents
 from stores.entities import Entities
 from stores.fix_patterns import FixPatterns
-from stores.gaps import Gaps
-from stores.pgvector import Vector
 from stores.planning import Planning
-from stores.ratings import Ratings
+from stores.recall.gaps import Gaps
+from stores.recall.ratings import Ratings
+from stores.recall.retrievals import Retrievals
+from stores.recall.scoring_configs import ScoringConfigs
 from stores.record_versions import RecordVersions
 from stores.records import Records
-from stores.retrievals import Retrievals
 from stores.runs import Runs
-from stores.scoring_configs import ScoringConfigs
 from stores.sessions import Sessions
 from streams.plumbing.failures import Attempts, RetryPolicy
 from streams.plumbing.llm_hook import ChatEndpoint
@@ -54,7 +54,7 @@ class AnnouncementLog(Protocol):
 
 
 class Stores(Protocol):
-    """The stores the stages use, each by its contract (stores.postgres_stores opens them on
+    """The stores the stages use, each by its contract (stores.postgres.stores opens them on
     one pool; the unit tests, in memory)."""
 
     @property
@@ -130,7 +130,7 @@ class Runtime:
     derived_review: DerivedReview = "draft"
     # The repositories' planning files (MEMORY_PLANNING=beads); None: planning is off.
     planning: BeadsRepos | None = None
-    # The confidence each tier's records need to be shown (processors/confidence.py).
+    # The confidence each tier's records need to be shown (processors/recall/confidence.py).
     confidence_thresholds: Mapping[str, float] = field(
         default_factory=lambda: dict(DEFAULT_TIER_THRESHOLDS))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from client.kafka_security import KafkaSecurity
-from processors.ids import change_event_id
+from processors.events.ids import change_event_id
 from schemas.events import ChangeKind, MemoryUpdated
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED

@@ -1,5 +1,5 @@
 """After a batch of memories is stored: ask for the consolidation of each namespace that the
-trigger rules say is due, once per basis (processors/consolidation_trigger.py)."""
+trigger rules say is due, once per basis (processors/consolidation/trigger.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import partial
 
-from processors.consolidation_trigger import request_basis, skip_reason
-from processors.errors import MemstreamError
-from processors.ids import consolidate_request_id
+from processors.consolidation.trigger import request_basis, skip_reason
+from processors.events.errors import MemstreamError
+from processors.events.ids import consolidate_request_id
 from schemas.events import ConsolidatePayload, ConsolidateRequest
 from schemas.topics import MEMORY_CONSOLIDATE
 from streams.plumbing.failures import Attempts

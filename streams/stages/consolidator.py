@@ -22,22 +22,21 @@ from functools import partial
 
 import numpy as np
 
-from processors.consolidation import ConsolidationSettings
-from processors.consolidation_plan import (
+from processors.consolidation.candidates import ConsolidationSettings
+from processors.consolidation.plan import (
     ConsolidationPlan,
     merged_record,
     plan_consolidation,
     report_clusters,
 )
-from processors.consolidation_trigger import RunOutcome, skip_reason
-from processors.embedding_text import embedding_text
-from processors.errors import MemstreamError, Rejected, Rejection
-from processors.intake import parse_event
+from processors.consolidation.trigger import RunOutcome, skip_reason
+from processors.events.errors import MemstreamError, Rejected, Rejection
+from processors.events.intake import parse_event
+from processors.text.embedding import Vector, embedding_text
 from schemas.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
 from schemas.records import Record
 from schemas.topics import MEMORY_CONSOLIDATE
 from stores.consolidations import Consolidations, NewReport
-from stores.pgvector import Vector
 from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.llm_hook import merge_prose
 from streams.plumbing.messages import InboundMessage

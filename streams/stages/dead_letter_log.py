@@ -1,4 +1,4 @@
-"""`<topic>.dlq` → what is kept of each dead letter (processors/dead_letters.py: where, when,
+"""`<topic>.dlq` → what is kept of each dead letter (processors/events/dead_letters.py: where, when,
 why, the redacted first bytes, the namespace) → Postgres, for `GET /v1/dead-letters`.
 
 Kept once by its id, which is where its event was read: the same event dead-lettered twice (a
@@ -15,8 +15,8 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from processors.dead_letters import DeadLetterEntry, dead_letter_entry
-from processors.errors import Unexpected
+from processors.events.dead_letters import DeadLetterEntry, dead_letter_entry
+from processors.events.errors import Unexpected
 from streams.plumbing.batches import GiveUp
 from streams.plumbing.dead_letters import headers_of
 from streams.plumbing.messages import InboundMessage

@@ -1,7 +1,7 @@
 """`documents.events` → redact → chunk → embed the chunks that changed → the record sink →
 the documents ledger (docs/documents.md).
 
-A doc.upsert is chunked (processors/document_chunks.py, tokens counted by the model's own
+A doc.upsert is chunked (processors/documents/chunking.py, tokens counted by the model's own
 tokenizer) and compared with the chunks the document holds now: a chunk is named by its
 content, so an unchanged one keeps its record and is not embedded again; a new one is
 embedded and stored through the record sink like every record; then the version is applied
@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from processors.document_chunks import chunk_document
-from processors.documents import chunk_record, content_hash, plan_chunks
-from processors.errors import MemstreamError, Rejected, Rejection
-from processors.intake import Parsed, parse_event
-from processors.redaction import redact_secrets
+from processors.documents.chunk_records import chunk_record, content_hash, plan_chunks
+from processors.documents.chunking import chunk_document
+from processors.events.errors import MemstreamError, Rejected, Rejection
+from processors.events.intake import Parsed, parse_event
+from processors.text.redaction import redact_secrets
 from schemas.events import DOCUMENT_EVENT_TYPES, DocDelete, DocumentEvent, DocUpsert
 from schemas.topics import DOCUMENTS_EVENTS
 from stores.documents import Applied, ChunkPlace, DocumentVersion

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from processors.embedding_text import embedding_text
-from processors.errors import Rejection
+from processors.events.errors import Rejection
+from processors.text.embedding import Vector, embedding_text
 from schemas.records import Record
-from stores.pgvector import Vector
 from streams.plumbing.failures import Attempts
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime

@@ -1,12 +1,13 @@
-"""What the optional LLM hook adds to the entities the rules found (processors/entities.py):
-on a timer, the live records whose current version it was not asked about yet, a few at a
-time, the latest first; what it names and the record's text writes is kept as mentions of
-origin `llm`, so that a reader can tell them from the rules'. Nothing waits for it: the rules'
-entities are indexed with every record by the sink, and the hook only adds to them."""
+"""What the optional LLM hook adds to the entities the rules found
+(processors/knowledge/entities.py): on a timer, the live records whose current version it was
+not asked about yet, a few at a time, the latest first; what it names and the record's text
+writes is kept as mentions of origin `llm`, so that a reader can tell them from the rules'.
+Nothing waits for it: the rules' entities are indexed with every record by the sink, and the
+hook only adds to them."""
 
 from __future__ import annotations
 
-from processors.entities import llm_mentions
+from processors.knowledge.entities import llm_mentions
 from streams.plumbing.llm_hook import ChatEndpoint, entity_names
 from streams.plumbing.runtime import Runtime
 

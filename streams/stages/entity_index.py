@@ -1,7 +1,7 @@
 """The entity index catching up with the records (stores/entities.py): on a timer, the records
 the vector index holds whose current version's entities are not indexed yet, oldest first, in
-batches. Reading a record's entities (processors/entities.py) is pure Python: done here, off
-the write path, a consolidation's thousands of merges cost the writes nothing; the rules run in
+batches. Reading a record's entities (processors/knowledge/entities.py) is pure Python: done here,
+off the write path, a consolidation's thousands of merges cost the writes nothing; the rules run in
 a thread between batches, so that the event loop keeps serving meanwhile."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from processors.entities import RecordEntities, record_entities
+from processors.knowledge.entities import RecordEntities, record_entities
 from schemas.records import Record
 from streams.plumbing.runtime import Runtime
 

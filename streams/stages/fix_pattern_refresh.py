@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
-from processors.embedding_text import embedding_text
-from processors.errors import MemstreamError, Rejection
-from processors.fix_patterns import FixPattern, build_fix_pattern, fix_pattern_record
+from processors.events.errors import MemstreamError, Rejection
+from processors.runs.fix_patterns import FixPattern, build_fix_pattern, fix_pattern_record
+from processors.text.embedding import Vector, embedding_text
 from schemas.events import ChangeKind
 from schemas.records import Record
 from stores.fix_patterns import SavedVersion
-from stores.pgvector import Vector
 from streams.plumbing.failures import Attempts
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime

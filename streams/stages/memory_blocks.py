@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from processors.blocks import (
+from processors.events.errors import Rejected
+from processors.events.ids import memory_record_id
+from processors.events.intake import Parsed
+from processors.memory.blocks import (
     BlockDiff,
     BlockEdit,
     approved_edit,
@@ -22,10 +25,7 @@ from processors.blocks import (
     edit_block,
     empty_block,
 )
-from processors.embedding_text import embedding_text
-from processors.errors import Rejected
-from processors.ids import memory_record_id
-from processors.intake import Parsed
+from processors.text.embedding import embedding_text
 from schemas.events import BlockRef, MemoryBlock, MemoryReview
 from schemas.records import Record
 from stores.core_blocks import CoreBlocks

@@ -4,7 +4,7 @@ streams/stages/memory_lifecycle.py.
 
 Two stages, so that the model works on one batch while the previous one is written:
 `prepare` validates, redacts, sets apart the writes the refusal rules refuse
-(processors/refusal.py) and starts embedding the others; `complete` dead-letters what was
+(processors/memory/refusal.py) and starts embedding the others; `complete` dead-letters what was
 rejected, records and announces the refusals, and hands the rest to the sink, which
 dead-letters what the stores refuse. A refused write was valid: it is no dead letter.
 """
@@ -17,15 +17,15 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from processors.duplicates import Twin
-from processors.errors import MemstreamError, Rejected, Rejection, Unexpected
-from processors.intake import Parsed, parse_event
-from processors.memories import check_references, memory_record, with_context
-from processors.refusal import RefusalReason, refusal_of
+from processors.events.errors import MemstreamError, Rejected, Rejection, Unexpected
+from processors.events.intake import Parsed, parse_event
+from processors.memory.refusal import RefusalReason, refusal_of
+from processors.memory.twins import Twin
+from processors.memory.writes import check_references, memory_record, with_context
+from processors.text.embedding import Vector
 from schemas.events import MEMORY_EVENT_TYPES, MemoryWrite
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.pgvector import Vector
 from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime

@@ -5,7 +5,7 @@ streams/stages/memory_blocks.py, `memory.rate` ratings to streams/stages/memory_
 
 Lifecycle events are applied one at a time, in the order of their partition (memory events
 are keyed by namespace, so every change of a record comes in order): read what the rules
-need, ask them (processors/lifecycle.py), embed again if the text changed, store the outcome
+need, ask them (processors/memory/lifecycle.py), embed again if the text changed, store the outcome
 with the event id in one transaction, then index and announce it through the sink. An event
 found applied is a replay: nothing changes, and its announcement is made only if it may be
 missing. An event the rules refuse is dead-lettered with their reason.
@@ -17,14 +17,11 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime
 from functools import partial
 
-from processors.as_of import LEAVING_CHANGES
-from processors.duplicates import Twin
-from processors.embedding_text import embedding_text
-from processors.errors import MemstreamError, Rejected
-from processors.ids import invalidation_event_id
-from processors.intake import Parsed
-from processors.invalidation import Invalidation
-from processors.lifecycle import (
+from processors.events.errors import MemstreamError, Rejected
+from processors.events.ids import invalidation_event_id
+from processors.events.intake import Parsed
+from processors.knowledge.stale_facts import Invalidation
+from processors.memory.lifecycle import (
     Facts,
     OutcomeKind,
     Protection,
@@ -33,7 +30,10 @@ from processors.lifecycle import (
     record_id_of,
     restated,
 )
-from processors.tiers import TierRules
+from processors.memory.tiers import TierRules
+from processors.memory.twins import Twin
+from processors.recall.as_of import LEAVING_CHANGES
+from processors.text.embedding import Vector, embedding_text
 from schemas.events import (
     ChangeKind,
     LifecycleEvent,
@@ -46,7 +46,6 @@ from schemas.events import (
 )
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.pgvector import Vector
 from stores.record_versions import AppliedEvent, ChangedRecord, StoredCurrent
 from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage

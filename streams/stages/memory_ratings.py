@@ -1,20 +1,20 @@
 """`memory.rate` → the agent's ratings stored, each memory's score inputs moved, and the gap
-it names counted (its secrets redacted, as every gap's: stores/gaps.py), in one transaction
-(stores/ratings.py).
+it names counted (its secrets redacted, as every gap's: stores/recall/gaps.py), in one transaction
+(stores/recall/ratings.py).
 
 A rating comes on `memory.events` with the memory changes, and is applied in their order
 after its batch's writes (streams/stages/memory_lifecycle.py): a memory written just before
 it in the partition is stored by then. Every memory it names must exist and be one the rater
-may read (processors/ratings.py); one that is not dead-letters the whole event as
+may read (processors/recall/ratings.py); one that is not dead-letters the whole event as
 `broken_reference`, naming it. A replay of an applied event changes nothing: its event id
 is in `memory_valuations`.
 """
 
 from __future__ import annotations
 
-from processors.ratings import Owner, check_rateable
+from processors.recall.ratings import Owner, check_rateable
 from schemas.events import MemoryRate
-from stores.ratings import Gap, NewRating
+from stores.recall.ratings import Gap, NewRating
 from streams.plumbing.runtime import Runtime
 
 

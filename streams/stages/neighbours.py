@@ -19,9 +19,9 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+from processors.text.embedding import Vector
 from schemas.records import Record
-from stores.pgvector import Vector
-from stores.vector_index import IndexHit, SearchScope, VectorIndex
+from stores.index.protocol import IndexHit, SearchScope, VectorIndex
 from streams.plumbing.runtime import Runtime
 
 # Nearest stored memories looked at per memory: a twin or a stale fact is among the first.

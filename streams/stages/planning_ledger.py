@@ -6,9 +6,9 @@ files (docs/planning.md).
 - `planning.claimed`, `planning.closed`, `planning.followup_discovered`: queued as pending
   write-backs, once by event id.
 - `planning.sync_requested`: the repo's pending write-backs are written into its
-  issues.jsonl the way bd writes it (processors/beads.py), marked applied (or failed, for an
-  item the file no longer holds), and the file is read back and its changed items published
-  as upserts.
+  issues.jsonl the way bd writes it (processors/planning/beads.py), marked applied (or failed, for
+  an item the file no longer holds), and the file is read back and its changed items published as
+  upserts.
 
 An event naming a repo no checkout is configured for is dead-lettered (`broken_reference`).
 A sync that cannot read or write the file is logged and counted, and its write-backs stay
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from processors.errors import Rejected, Rejection
-from processors.intake import Parsed, parse_event
-from processors.planning import change_of, content_hash, settle
+from processors.events.errors import Rejected, Rejection
+from processors.events.intake import Parsed, parse_event
+from processors.planning.write_backs import change_of, content_hash, settle
 from schemas.events import (
     PLANNING_EVENT_TYPES,
     PlanningEvent,

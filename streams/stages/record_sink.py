@@ -23,13 +23,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from processors.lexical import record_vector
+from processors.text.embedding import Vector
+from processors.text.lexical import record_vector
 from schemas.events import ChangeKind
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED
-from stores.index_payload import index_payload
-from stores.pgvector import Vector
-from stores.vector_index import IndexPoint, VectorIndex
+from stores.index.payload import index_payload
+from stores.index.protocol import IndexPoint, VectorIndex
 from streams.plumbing.failures import Attempts, Isolated
 from streams.plumbing.messages import InboundMessage, seconds_since
 from streams.plumbing.runtime import Runtime

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 
-from processors.retention import RetentionRules
+from processors.memory.retention import RetentionRules
 from schemas.topics import MEMORY_EVENTS
 from stores.record_versions import ExpiredRecord, ExpiringRecords
 from streams.plumbing.runtime import Runtime

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from processors.digests import build_digest, digest_record
-from processors.errors import Rejected, Rejection, Unexpected
-from processors.fix_patterns import ErrorOccurrence, error_occurrences
-from processors.ids import digest_record_id
-from processors.intake import Parsed, parse_event
+from processors.events.errors import Rejected, Rejection, Unexpected
+from processors.events.ids import digest_record_id
+from processors.events.intake import Parsed, parse_event
+from processors.runs.digests import build_digest, digest_record
+from processors.runs.fix_patterns import ErrorOccurrence, error_occurrences
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from schemas.records import Record
 from schemas.topics import RUNS_EVENTS

@@ -1,5 +1,5 @@
 """Run learnings: after a batch's digests and fix patterns are stored, the lessons and
-patterns they now teach (processors/run_learnings.py), published to `memory.events` as draft
+patterns they now teach (processors/runs/learnings.py), published to `memory.events` as draft
 memory writes, or as updates when their evidence grew, where the memory intake applies them
 like any other write (store → index → announce) and the review queue lists them.
 
@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-from processors.errors import MemstreamError, Rejection
-from processors.fix_patterns import FixPattern
-from processors.run_learnings import (
+from processors.events.errors import MemstreamError, Rejection
+from processors.runs.fix_patterns import FixPattern
+from processors.runs.learnings import (
     ProposedLearning,
     StoredLearning,
     learning_event,
@@ -94,7 +94,7 @@ async def publish_learnings(runtime: Runtime, attempts: Attempts, learnings: Sou
                       if (event := learning_event(learning,
                                                   stored_learning(stored.get(learning.record_id))))]
             # Without the fields left unset: an update's absent field is no change, while an
-            # explicit null reads as one (processors/lifecycle.py sets what the event names).
+            # explicit null reads as one (processors/memory/lifecycle.py sets what the event names).
             outbound = [Outbound(*destination(event),
                                  event.model_dump_json(exclude_none=True).encode())
                         for event in events]

@@ -1,7 +1,7 @@
 """What a run's events ask of its planning item (MEMORY_PLANNING=beads): a run.started with a
 `planning_ref` claims the item; its run.finished closes it (or releases it) and files its
 next steps as follow-ups. Published to `planning.events` under ids derived from the run event
-(processors/planning.py), so a replayed run event publishes the same events, which the
+(processors/planning/write_backs.py), so a replayed run event publishes the same events, which the
 planning stage applies once. Runs of a repo no checkout is configured for ask nothing.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from processors.planning import claim_of, finish_of
+from processors.planning.write_backs import claim_of, finish_of
 from schemas.events import RUN_EVENT_TYPES, PlanningWriteBack, RunEvent, RunFinished, RunStarted
 from schemas.topics import PLANNING_EVENTS, destination
 from streams.plumbing.failures import Attempts

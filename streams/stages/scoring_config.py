@@ -1,19 +1,19 @@
 """`memory.scoring` → the next version of the namespace's adaptive scoring config
-(stores/scoring_configs.py), which every worker's recalls use within seconds.
+(stores/recall/scoring_configs.py), which every worker's recalls use within seconds.
 
 A change comes on `memory.events` with the memory changes, keyed by namespace, and is applied
 in their order (streams/stages/memory_lifecycle.py), to the newest version, in one
 transaction. A change made on another version than the newest is a `stale_version` dead
 letter; one whose result the rules refuse (an unknown parameter, a value out of its range,
 blend weights that do not sum to 1) an `invalid_event`, with every reason
-(processors/scoring_changes.py). A replay of an applied event adds no version: its event id
+(processors/recall/scoring_changes.py). A replay of an applied event adds no version: its event id
 is in `scoring_config_versions`.
 """
 
 from __future__ import annotations
 
 from schemas.events import MemoryScoring
-from stores.scoring_configs import ScoringChange
+from stores.recall.scoring_configs import ScoringChange
 from streams.plumbing.runtime import Runtime
 
 

@@ -2,11 +2,11 @@
 for (a checkpoint's memories, a sleep's handoff) published to `memory.events`, where the
 memory intake stores them like any other write.
 
-The writes are named by the session event (processors/ids.py), so a replayed session event
+The writes are named by the session event (processors/events/ids.py), so a replayed session event
 publishes the same writes again, which the intake applies once. A session's events are judged
 in the order applied (one session's events share a partition: the key is its id) against its
 ledger and the events before them in the batch; one that breaks the rules
-(processors/sessions.py) is dead-lettered with its reason, and the rest of the batch goes on.
+(processors/memory/sessions.py) is dead-lettered with its reason, and the rest of the batch goes on.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from processors.errors import Rejected, Rejection
-from processors.intake import Parsed, parse_event
-from processors.sessions import SessionState, admitted, memory_writes
+from processors.events.errors import Rejected, Rejection
+from processors.events.intake import Parsed, parse_event
+from processors.memory.sessions import SessionState, admitted, memory_writes
 from schemas.events import SESSION_EVENT_TYPES, MemoryWrite, SessionEvent, SessionSlept
 from schemas.topics import MEMORY_EVENTS, SESSIONS_EVENTS, destination
 from stores.sessions import SessionEntry, SessionEventRow

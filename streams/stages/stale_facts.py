@@ -1,6 +1,6 @@
-"""Facts that go stale (processors/invalidation.py), found off the write path: on a timer, the
-memories stored since the last tick, the first stored first, each compared with its nearest
-live memories (streams/stages/neighbours.py); what one restates with another value is
+"""Facts that go stale (processors/knowledge/stale_facts.py), found off the write path: on a
+timer, the memories stored since the last tick, the first stored first, each compared with its
+nearest live memories (streams/stages/neighbours.py); what one restates with another value is
 invalidated through the lifecycle (a version `invalidated`, or a pending diff under review),
 then the memory is marked checked.
 
@@ -10,7 +10,7 @@ consolidation waits on the index's writes; made by the writer, it held every wri
 0.71 -> 0.61 of the raw embedder). Here it costs the writes nothing, and a stale fact leaves
 recall a tick after its correction is searchable. A memory compared twice (a crash between
 its invalidations and its mark, two workers) invalidates nothing twice: an invalidation is
-named by the write and the memory it makes stale (processors/ids.py).
+named by the write and the memory it makes stale (processors/events/ids.py).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import logging
 import time
 from functools import partial
 
-from processors.consolidation_plan import candidate_of
-from processors.errors import MemstreamError
-from processors.invalidation import STALE_COSINE, Invalidation, may_invalidate, stale_among
+from processors.consolidation.plan import candidate_of
+from processors.events.errors import MemstreamError
+from processors.knowledge.stale_facts import STALE_COSINE, Invalidation, may_invalidate, stale_among
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
-from stores.vector_index import VectorIndex
+from stores.index.protocol import VectorIndex
 from streams.plumbing.runtime import Runtime
 from streams.stages.memory_lifecycle import LifecycleApplier
 from streams.stages.neighbours import live_neighbours

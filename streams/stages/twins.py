@@ -1,6 +1,6 @@
 """Finding the twins of a batch of new memories: for each, the live memories of its
 namespace nearest to it in the index (streams/stages/neighbours.py) and the earlier writes of
-its batch, and the rule of processors/duplicates.py."""
+its batch, and the rule of processors/memory/twins.py."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from processors.consolidation_plan import candidate_of
-from processors.duplicates import Twin, twin_of
+from processors.consolidation.plan import candidate_of
+from processors.memory.twins import Twin, twin_of
+from processors.text.embedding import Vector
 from schemas.records import Record
-from stores.pgvector import Vector
-from stores.vector_index import VectorIndex
+from stores.index.protocol import VectorIndex
 from streams.plumbing.runtime import Runtime
 from streams.stages.neighbours import live_neighbours
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stores.index_factory import open_index
+from stores.index.factory import open_index
 from streams import worker
 from streams.stages.memory_intake import MemoryWriter, PreparedWrites
 

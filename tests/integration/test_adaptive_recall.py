@@ -17,8 +17,8 @@ import pytest
 from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
-from processors.retrieval import PROFILES
-from stores.vector_index import SearchScope
+from processors.recall.ranking import PROFILES
+from stores.index.protocol import SearchScope
 from streams.api.search import DEFAULT_MIN_SCORE, SearchQuery
 from tests.integration.conftest import updated_ids
 from tests.integration.test_cli import memstream

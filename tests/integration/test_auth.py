@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
-from processors.memory_summary import RECORD_ID
+from processors.recall.summary import RECORD_ID
 from stores.api_keys import PostgresApiKeys
-from stores.migrate import apply_migrations
+from stores.postgres.migrate import apply_migrations
 from streams.api.auth import Authenticator
 from streams.plumbing.config import REPO_ROOT
 from streams.worker import make_development_key

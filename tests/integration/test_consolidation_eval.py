@@ -20,7 +20,7 @@ from bench.consolidation_locomo import (
 )
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
-from processors.consolidation import find_clusters, merge_cluster
+from processors.consolidation.clusters import find_clusters, merge_cluster
 
 pytestmark = pytest.mark.integration
 

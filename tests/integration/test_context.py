@@ -18,10 +18,10 @@ from client.publisher import Publisher
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
-from processors.retrieval import PROFILES
-from stores.index_factory import open_index
-from stores.postgres_stores import PostgresStores
-from stores.records_search import RecordsSearch
+from processors.recall.ranking import PROFILES
+from stores.index.factory import open_index
+from stores.index.postgres_search import RecordsSearch
+from stores.postgres.stores import PostgresStores
 from streams.api.context import ContextQuery, build_context
 from streams.api.search import hybrid_search, scope_of
 from streams.plumbing.config import MemoryFlags
@@ -381,7 +381,7 @@ async def test_the_degraded_search_ranks_with_the_same_fusion_as_the_live_one(
     index = open_index("pg://", pg_dsn=stack.pg_dsn, collection=f"t{uuid.uuid4().hex[:8]}")
     await index.ensure_collection()
     try:
-        from stores.reindex import reindex
+        from stores.index.reindex import reindex
 
         await reindex(stack.pg_dsn, index, namespace=seeded.namespace)
         for text in ("staging database VPN", "who approves production deploys",

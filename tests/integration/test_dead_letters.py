@@ -26,9 +26,9 @@ from aiokafka import AIOKafkaProducer
 
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.dead_letters import DeadLetterEntry, DeadLetterHeaders, dead_letter_entry
+from processors.events.dead_letters import DeadLetterEntry, DeadLetterHeaders, dead_letter_entry
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, PostgresDeadLetters
-from stores.postgres_rows import create_pool
+from stores.postgres.rows import create_pool
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.test_cli import MEMSTREAM
 

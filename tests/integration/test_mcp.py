@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from harness.stack import Stack, Worker, free_port
-from processors.memory_summary import RECORD_ID
+from processors.recall.summary import RECORD_ID
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.test_auth import AGENTS, SECRET_TOPIC, Vaults, vaults
 

@@ -21,11 +21,11 @@ from client.publisher import Publisher
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
-from processors.ids import digest_record_id, memory_record_id
-from processors.retrieval import PROFILES
-from stores.postgres_stores import PostgresStores
-from stores.records_search import RecordsSearch
-from stores.vector_index import SearchScope
+from processors.events.ids import digest_record_id, memory_record_id
+from processors.recall.ranking import PROFILES
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchScope
+from stores.postgres.stores import PostgresStores
 from streams.api.search import SearchQuery, search
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime

@@ -27,7 +27,7 @@ import pytest
 
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.beads import Change, Claim, Close, FollowUp, apply, parse, serialize
+from processors.planning.beads import Change, Claim, Close, FollowUp, apply, parse, serialize
 from tests.integration.conftest import event, planning_checkout
 from tests.integration.test_cli import memstream
 from tests.integration.test_write_endpoints import posted

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from harness.stack import Broker
-from stores.local_postgres import LocalPostgres
+from stores.postgres.local_server import LocalPostgres
 from streams.plumbing.config import REPO_ROOT
 
 pytestmark = pytest.mark.integration

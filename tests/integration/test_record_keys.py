@@ -16,8 +16,8 @@ from multidict import MultiDict
 from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
-from processors.ids import digest_record_id
-from processors.retrieval import PROFILES
+from processors.events.ids import digest_record_id
+from processors.recall.ranking import PROFILES
 from streams.api.search import SearchQuery, scope_of
 from tests.integration.conftest import updated_ids
 from tests.integration.test_pipeline import searched_from_postgres

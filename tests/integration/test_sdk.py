@@ -32,7 +32,7 @@ from client.sdk import (
 )
 from harness.kafka_io import TopicReader, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.ids import digest_record_id, fix_pattern_record_id, memory_record_id
+from processors.events.ids import digest_record_id, fix_pattern_record_id, memory_record_id
 from tests.integration.test_consolidation import APPROVALS, VPN
 from tests.integration.test_lifecycle import announced
 

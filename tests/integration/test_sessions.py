@@ -23,7 +23,7 @@ import pytest
 
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.sessions import handoff_record_id
+from processors.memory.sessions import handoff_record_id
 from tests.integration.conftest import event
 from tests.integration.test_lifecycle import announced, changes_of
 from tests.integration.test_write_endpoints import client, posted

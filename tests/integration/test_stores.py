@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from processors.errors import IndexRefused
-from processors.lexical import (
+from processors.events.errors import IndexRefused
+from processors.text.lexical import (
     NO_TERMS,
     SparseVector,
     document_vector,
@@ -29,14 +29,14 @@ from processors.lexical import (
 )
 from schemas.events import Provenance
 from schemas.records import Record
-from stores.index_factory import open_index
-from stores.index_payload import index_payload
-from stores.local_postgres import LocalPostgres, throwaway_postgres
-from stores.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
-from stores.qdrant_edge_index import EdgeIndex
-from stores.records_search import RecordsSearch
-from stores.reindex import connect_with_vectors, reindex
-from stores.vector_index import DIM, IndexPoint, SearchScope, VectorIndex, point_id
+from stores.index.factory import open_index
+from stores.index.payload import index_payload
+from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import DIM, IndexPoint, SearchScope, VectorIndex, point_id
+from stores.index.qdrant_edge import EdgeIndex
+from stores.index.reindex import connect_with_vectors, reindex
+from stores.postgres.local_server import LocalPostgres, throwaway_postgres
+from stores.postgres.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
 from streams.stages.neighbours import NAMESPACE_NEAREST, partition_nearest
 
 pytestmark = pytest.mark.integration
@@ -61,7 +61,7 @@ def near(vector: NDArray[np.float32], cosine: float) -> NDArray[np.float32]:
 
 
 def payload(namespace: str, **fields: Any) -> dict[str, Any]:
-    """A point's payload as stores.index_payload makes it from a record."""
+    """A point's payload as stores.index.payload makes it from a record."""
     base: dict[str, Any] = {"record_id": "r", "namespace": namespace, "record_kind": "memory",
                             "tags": [], "related_ids": [], "created_at": 1.0,
                             "scope": "shared", "agent_id": None, "expires_at": None,
@@ -471,8 +471,8 @@ def test_edge_survives_a_kill_without_flush_or_close(tmp_path: Path) -> None:
     # The write-ahead log is replayed on open: a killed worker loses no indexed point.
     script = (
         "import asyncio, os, numpy as np\n"
-        "from stores.qdrant_edge_index import EdgeIndex\n"
-        "from stores.vector_index import IndexPoint\n"
+        "from stores.index.qdrant_edge import EdgeIndex\n"
+        "from stores.index.protocol import IndexPoint\n"
         "async def main():\n"
         f"    index = EdgeIndex({str(tmp_path)!r})\n"
         "    await index.ensure_collection()\n"
@@ -639,7 +639,7 @@ async def test_a_records_term_presence_is_kept_and_a_token_count_only_for_its_te
 ) -> None:
     from schemas.events import Provenance
     from schemas.records import Record
-    from stores.postgres_stores import PostgresStores
+    from stores.postgres.stores import PostgresStores
 
     record = Record(record_id="t1", namespace="ns", record_kind="memory",
                     text="Deploys need the VPN.", created_at=datetime.now(UTC),
@@ -668,7 +668,7 @@ async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: s
     from schemas.events import Provenance
     from schemas.records import Record
     from stores.consolidations import NewReport
-    from stores.postgres_stores import PostgresStores
+    from stores.postgres.stores import PostgresStores
 
     def memory(record_id: str) -> Record:
         return Record(record_id=record_id, namespace="ns", record_kind="memory",
@@ -721,9 +721,9 @@ async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: s
 
 
 async def test_scoring_changes_are_versions_made_once_each_in_turn(migrated_dsn: str) -> None:
-    from processors.scoring_changes import RefusedScoringChange
-    from stores.postgres_rows import create_pool
-    from stores.scoring_configs import PostgresScoringConfigs, ScoringChange
+    from processors.recall.scoring_changes import RefusedScoringChange
+    from stores.postgres.rows import create_pool
+    from stores.recall.scoring_configs import PostgresScoringConfigs, ScoringChange
 
     now = [0.0]
     pool = await create_pool(migrated_dsn, max_size=8)

@@ -18,9 +18,9 @@ from client.publisher import Publisher
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader
 from harness.stack import MODEL_DIR, Stack, Worker
-from processors.memory_summary import RECORD_ID
-from stores.postgres_stores import PostgresStores
-from stores.records_search import RecordsSearch
+from processors.recall.summary import RECORD_ID
+from stores.index.postgres_search import RecordsSearch
+from stores.postgres.stores import PostgresStores
 from streams.api.search import SearchQuery
 from streams.api.summary import summary_of
 from streams.plumbing.llm_hook import ChatEndpoint

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from processors.entities import RecordEntities
+from processors.knowledge.entities import RecordEntities
+from processors.text.embedding import Vector
 from schemas.records import Record
 from stores.consolidations import (
     ConsolidationCounts,
@@ -19,10 +20,9 @@ from stores.consolidations import (
     NewReport,
     ReportLease,
 )
-from stores.gaps import GapSighting
-from stores.pgvector import Vector
+from stores.recall.gaps import GapSighting
+from stores.recall.retrievals import RetrievalRow
 from stores.records import FoundRecord, RecordLineage, StoredRecord
-from stores.retrievals import RetrievalRow
 
 
 class WordCounter:

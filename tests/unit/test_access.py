@@ -1,4 +1,4 @@
-"""The grants of API keys (processors/access.py) and the authenticator over a key store
+"""The grants of API keys (processors/api/access.py) and the authenticator over a key store
 (streams/api/auth.py), in memory."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.access import (
+from processors.api.access import (
     PERMISSIONS,
     Caller,
     Forbidden,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from processors.adaptive_scoring import (
+from processors.recall.adaptive_scoring import (
     AdaptiveScore,
     InvalidScoringConfig,
     MemoryUse,

@@ -15,8 +15,8 @@ import pytest
 
 from client.agents.pydantic_ai import MemoryCounters, MemoryRun
 from client.sdk import AsyncMemoryClient, Retries
-from processors.condense import approx_tokens
-from processors.memory_summary import SummaryHit, summarize
+from processors.recall.summary import SummaryHit, summarize
+from processors.text.condense import approx_tokens
 from tests.scripted_agent import Script, memory_agent
 
 NOW = "2026-05-01T12:00:00+00:00"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.as_of import LEAVING_CHANGES, in_force_at, standing_at, version_at
-from processors.lifecycle import RecordVersion
+from processors.memory.lifecycle import RecordVersion
+from processors.recall.as_of import LEAVING_CHANGES, in_force_at, standing_at, version_at
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 CHANGES = ["created", "updated", "approved", "deprecated", "restored", "promoted",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from processors.beads import (
+from processors.planning.beads import (
     BeadsFormatError,
     Change,
     Claim,

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from processors.blocks import (
+from processors.events.errors import Rejected
+from processors.memory.blocks import (
     THRESHOLDS,
     Block,
     BlockDiff,
@@ -17,7 +18,6 @@ from processors.blocks import (
     empty_block,
     serialize,
 )
-from processors.errors import Rejected
 from schemas.events import MemoryBlockPayload
 
 LIMIT = 200

@@ -14,7 +14,7 @@ from client.cli.errors import failure_of
 from client.cli.tables import cell, column_widths, table, truncate
 from client.sdk.config import DEFAULT_URL, load_config
 from client.sdk.errors import ConfigError
-from processors.parameters import InvalidValue
+from processors.api.parameters import InvalidValue
 from stores.record_versions import ChangePosition
 from streams.api.changes import cursor_position, encode_cursor
 

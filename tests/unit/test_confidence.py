@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.confidence import (
+from processors.recall.confidence import (
     DEFAULT_TIER_THRESHOLDS,
     MIN_VOTERS,
     NO_VOTES,

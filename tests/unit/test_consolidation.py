@@ -5,22 +5,26 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from processors.consolidation import (
-    MAX_TEXT_CHARS,
+from processors.consolidation.candidates import (
     ConsolidationCandidate,
     ConsolidationSettings,
-    asks,
-    contradicts,
+    partition_key,
+)
+from processors.consolidation.clusters import (
+    MAX_TEXT_CHARS,
     find_clusters,
     locally_scaled,
     merge_cluster,
     merged_record_id,
-    near_duplicate,
     neighbour_cosines,
-    partition_key,
     pending_supersessions,
-    polarity,
     reduce,
+)
+from processors.consolidation.restatements import (
+    asks,
+    contradicts,
+    near_duplicate,
+    polarity,
     restates,
     sentences,
     speaker_of,

@@ -4,7 +4,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from processors.consolidation_plan import (
+from processors.consolidation.plan import (
     candidate_of,
     merged_record,
     plan_consolidation,

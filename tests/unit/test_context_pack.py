@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.context_pack import (
+from processors.recall.context_pack import (
     CORE_SHARE,
     DEFAULT_SHARES,
     Candidate,

@@ -1,4 +1,4 @@
-"""What is kept of a dead letter (processors/dead_letters.py): its id, its redacted first
+"""What is kept of a dead letter (processors/events/dead_letters.py): its id, its redacted first
 bytes, its namespace, its error class, and who may see it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processors.access import Caller, Forbidden
-from processors.dead_letters import (
+from processors.api.access import Caller, Forbidden
+from processors.events.dead_letters import (
     ERROR_CLASSES,
     HEAD_BYTES,
     REASONS,
@@ -23,8 +23,8 @@ from processors.dead_letters import (
     namespace_of,
     payload_head,
 )
-from processors.ids import dead_letter_id
-from processors.redaction import redact_secrets
+from processors.events.ids import dead_letter_id
+from processors.text.redaction import redact_secrets
 
 AT = datetime(2026, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 HEADERS = DeadLetterHeaders(

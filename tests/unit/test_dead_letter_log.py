@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from processors.dead_letters import DeadLetterEntry
-from processors.errors import Rejection, Unexpected
+from processors.events.dead_letters import DeadLetterEntry
+from processors.events.errors import Rejection, Unexpected
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
 from streams.plumbing.dead_letters import dead_letter
 from streams.plumbing.failures import RetryPolicy

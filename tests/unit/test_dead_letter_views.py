@@ -13,8 +13,8 @@ from multidict import MultiDict
 
 from client.cli.commands import Output, dead_letters, parser
 from client.sdk import MemoryClient
-from processors.dead_letters import DeadLetterHeaders, dead_letter_entry
-from processors.parameters import InvalidValue
+from processors.api.parameters import InvalidValue
+from processors.events.dead_letters import DeadLetterHeaders, dead_letter_entry
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
 from streams.api.dead_letters import (
     cursor_position,

@@ -1,8 +1,8 @@
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from processors.dead_letters import DeadLetterEntry, dead_letter_entry
-from processors.errors import Rejection
+from processors.events.dead_letters import DeadLetterEntry, dead_letter_entry
+from processors.events.errors import Rejection
 from streams.commands.replay_dead_letters import DeadLetter, Selection, parse_since
 from streams.plumbing.dead_letters import (
     MAX_DLQ_VALUE_BYTES,

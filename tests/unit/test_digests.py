@@ -5,16 +5,16 @@ from typing import Any
 
 import pytest
 
-from processors.condense import approx_tokens
-from processors.digests import (
+from processors.events.ids import digest_record_id
+from processors.llm_prompts import accepted_prose, digest_rewrite_request
+from processors.runs.digests import (
     DIGEST_TOKEN_CAP,
     IncompleteRun,
     build_digest,
     digest_record,
     error_headline,
 )
-from processors.ids import digest_record_id
-from processors.llm_prompts import accepted_prose, digest_rewrite_request
+from processors.text.condense import approx_tokens
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from bench.doc_retrieval_eval import (
     load_questions,
     recall_of,
 )
-from processors.document_chunks import HEADING_SEPARATOR, markdown_sections
+from processors.documents.chunking import HEADING_SEPARATOR, markdown_sections
 from schemas.records import Record
 
 

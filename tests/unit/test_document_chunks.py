@@ -1,4 +1,4 @@
-"""The chunker of the documents plane (processors/document_chunks.py), counting tokens as
+"""The chunker of the documents plane (processors/documents/chunking.py), counting tokens as
 words: the real tokenizer is passed in the same way (Embedder.token_costs)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from processors.document_chunks import chunk_document, markdown_sections
+from processors.documents.chunking import chunk_document, markdown_sections
 
 
 def words(texts: Sequence[str]) -> list[int]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.entities import (
+from processors.knowledge.entities import (
     MAX_CO_MENTION_CONFIDENCE,
     MAX_MENTIONS,
     MAX_NAME_CHARS,

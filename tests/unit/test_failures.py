@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError
 
-from processors.errors import (
+from processors.events.errors import (
     BrokerRefused,
     BrokerUnavailable,
     MemstreamError,

@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from processors.fix_patterns import (
+from processors.events.ids import digest_record_id, fix_pattern_record_id
+from processors.runs.fix_patterns import (
     ErrorOccurrence,
     Origin,
     RunFacts,
@@ -15,8 +16,7 @@ from processors.fix_patterns import (
     fix_pattern_record,
     run_errors,
 )
-from processors.ids import digest_record_id, fix_pattern_record_id
-from processors.signatures import ErrorSignature
+from processors.runs.signatures import ErrorSignature
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

@@ -1,6 +1,6 @@
-"""The rules of gaps (processors/gaps.py): when a recall met one (not under a filter),
+"""The rules of gaps (processors/recall/gaps.py): when a recall met one (not under a filter),
 which row counts it, which group it joins at write, what it keeps of its text; and how a
-batch of sightings is counted by row (stores/gaps.py). Grouping by embedding and resolution
+batch of sightings is counted by row (stores/recall/gaps.py). Grouping by embedding and resolution
 on the real stack: tests/integration/test_gaps.py; the grouping threshold's measurement:
 bench/gap_grouping.py."""
 
@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.gaps import gap_key, kept_text, terms_key, unanswered
-from stores.gaps import GapSighting, counted
+from processors.recall.gaps import gap_key, kept_text, terms_key, unanswered
+from stores.recall.gaps import GapSighting, counted
 
 FLOOR = 0.5
 T0 = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)

@@ -3,8 +3,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.errors import Rejected
-from processors.intake import parse_event
+from processors.events.errors import Rejected
+from processors.events.intake import parse_event
 from schemas.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite, RunFinished
 
 MAX = 64 * 1024

@@ -12,10 +12,10 @@ from typing import Any, get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from processors.errors import DeadLetterReason, Rejected
-from processors.fix_patterns import error_occurrences
-from processors.intake import parse_event
-from processors.memories import memory_record
+from processors.events.errors import DeadLetterReason, Rejected
+from processors.events.intake import parse_event
+from processors.memory.writes import memory_record
+from processors.runs.fix_patterns import error_occurrences
 from schemas.events import (
     CONSOLIDATE_EVENT_TYPES,
     MEMORY_EVENT_TYPES,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from processors.errors import Rejected
-from processors.lifecycle import (
+from processors.events.errors import Rejected
+from processors.memory.lifecycle import (
     Current,
     Facts,
     PendingDiff,

@@ -2,14 +2,14 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from processors.listing import (
+from processors.api.listing import (
     DESCRIPTION_CHARS,
     ListingPosition,
     cursor_position,
     description,
     encode_cursor,
 )
-from processors.parameters import InvalidValue
+from processors.api.parameters import InvalidValue
 
 
 def test_a_description_is_the_first_sentence_of_the_first_line() -> None:

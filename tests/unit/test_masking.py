@@ -1,6 +1,6 @@
 import pytest
 
-from processors.masking import MULTI_PART_RULES, TOKEN_RULES, mask
+from processors.runs.masking import MULTI_PART_RULES, TOKEN_RULES, mask
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processors.ids import change_event_id, digest_record_id, memory_record_id
-from processors.intake import Rejected
-from processors.memories import check_references, linked_text, memory_record, wiki_links
+from processors.events.ids import change_event_id, digest_record_id, memory_record_id
+from processors.events.intake import Rejected
+from processors.memory.writes import check_references, linked_text, memory_record, wiki_links
 from schemas.events import MemoryWrite, Provenance
 
 PROVENANCE = Provenance(source_event_id="e1", source_topic="memory.events",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.memory_graph import (
+from processors.knowledge.graph import (
     HOP_DECAY,
     MAX_ENTITY_RECORDS,
     GraphEdge,

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from processors.condense import approx_tokens
-from processors.memory_summary import (
+from processors.recall.summary import (
     MIN_BUDGET_TOKENS,
     Summary,
     SummaryHit,
     grounded_rewrite,
     summarize,
 )
+from processors.text.condense import approx_tokens
 
 VPN = SummaryHit(
     "mem_" + "a" * 24, "Staging and the VPN",

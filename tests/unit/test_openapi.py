@@ -1,4 +1,4 @@
-"""The OpenAPI document built from route declarations (processors/openapi.py): parameters
+"""The OpenAPI document built from route declarations (processors/api/openapi.py): parameters
 from their rules, bodies from the events' JSON Schemas, the key's security and the error
 answers, in a document a client generator can use."""
 
@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from processors.openapi import (
+from processors.api.openapi import (
     Parameter,
     Route,
     event_body,
@@ -18,7 +18,7 @@ from processors.openapi import (
     operation_id,
     payload_body,
 )
-from processors.parameters import IDENTIFIER, NAMESPACE, integer, one_of
+from processors.api.parameters import IDENTIFIER, NAMESPACE, integer, one_of
 from schemas.events import MemoryUpdate, MemoryWrite, RunFinished, RunStarted
 from tests.openapi_structure import operations, structural_problems
 

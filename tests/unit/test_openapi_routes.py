@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from processors.openapi import openapi_document
+from processors.api.openapi import openapi_document
 from streams.api.openapi import DESCRIPTION, TITLE
 from streams.app import create_app, wire_ingest
 from streams.plumbing.config import Settings

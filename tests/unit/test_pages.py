@@ -10,7 +10,7 @@ import pytest
 from asyncpg.exceptions import CharacterNotInRepertoireError
 from multidict import MultiDict
 
-from processors.parameters import IDENTIFIER
+from processors.api.parameters import IDENTIFIER
 from streams.api.pages import observed_view
 from streams.api.params import READER_PARAMS, Param
 from streams.plumbing.metrics import Metrics

@@ -12,9 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multidict import MultiDict
 
-from processors.errors import Rejected
-from processors.intake import parse_event
-from processors.parameters import (
+from processors.api.parameters import (
     BLOCK_LABEL,
     IDENTIFIER,
     NAMESPACE,
@@ -28,6 +26,8 @@ from processors.parameters import (
     one_of,
     text,
 )
+from processors.events.errors import Rejected
+from processors.events.intake import parse_event
 from schemas.events import MEMORY_EVENT_TYPES
 from streams.api.params import NO_PARAMS, READER_PARAMS, BadQuery, Param, check, repeated
 from streams.api.search import SEARCH_PARAMS

@@ -1,6 +1,6 @@
-"""The planning plane's rules (processors/planning.py), its configuration, the file adapter
-(stores/beads_repo.py) on a temporary checkout, with a stand-in `bd` on the PATH, and the
-sync timer."""
+"""The planning plane's rules (processors/planning/write_backs.py), its configuration, the file
+adapter (stores/beads_repo.py) on a temporary checkout, with a stand-in `bd` on the PATH, and
+the sync timer."""
 
 from __future__ import annotations
 
@@ -14,8 +14,16 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from processors.beads import Claim, Close, FollowUp, Release, parse, planning_context, serialize
-from processors.planning import change_of, claim_of, finish_of, pack_entries, settle
+from processors.planning.beads import (
+    Claim,
+    Close,
+    FollowUp,
+    Release,
+    parse,
+    planning_context,
+    serialize,
+)
+from processors.planning.write_backs import change_of, claim_of, finish_of, pack_entries, settle
 from schemas.events import RunFinished, RunStarted
 from stores.beads_repo import BeadsRepos, PlanningUnavailable, UnknownRepo
 from streams.plumbing.config import MemoryFlags, planning_repos

@@ -1,6 +1,6 @@
 """The rules of a rating: the `memory.rate` event as intake checks it (schemas/events.py),
-who may rate what (processors/ratings.py; a gap's rules: tests/unit/test_gaps.py), the
-accesses a batch of the retrieval log counts (stores/retrievals.py), and the CLI's
+who may rate what (processors/recall/ratings.py; a gap's rules: tests/unit/test_gaps.py), the
+accesses a batch of the retrieval log counts (stores/recall/retrievals.py), and the CLI's
 `ID:useful|ID:not`. The stage and the route on the real stack:
 tests/integration/test_ratings.py."""
 
@@ -14,11 +14,11 @@ import pytest
 
 from client.cli.commands import rating_of
 from client.cli.errors import CliError
-from processors.errors import Rejected
-from processors.intake import parse_event
-from processors.ratings import Owner, check_rateable, unrateable
+from processors.events.errors import Rejected
+from processors.events.intake import parse_event
+from processors.recall.ratings import Owner, check_rateable, unrateable
 from schemas.events import MEMORY_EVENT_TYPES, MemoryRate
-from stores.retrievals import Accesses, RetrievalRow, accesses_of
+from stores.recall.retrievals import Accesses, RetrievalRow, accesses_of
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 MAX_BYTES = 1 << 20

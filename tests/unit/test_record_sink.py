@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from aiokafka.errors import KafkaTimeoutError
 
-from processors.errors import IndexRefused
+from processors.events.errors import IndexRefused
 from schemas.events import Provenance
 from schemas.records import Record
-from stores.vector_index import IndexPoint
+from stores.index.protocol import IndexPoint
 from streams.plumbing.failures import RetryPolicy
 from streams.plumbing.messages import InboundMessage, Outbound
 from streams.plumbing.metrics import Metrics

@@ -1,6 +1,6 @@
 import pytest
 
-from processors.redaction import redact_secrets
+from processors.text.redaction import redact_secrets
 
 
 @pytest.mark.parametrize(

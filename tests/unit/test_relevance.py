@@ -6,14 +6,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processors.lexical import coverage, query_term_ids, term_id, term_presence, terms
-from processors.retrieval import (
+from processors.recall.ranking import (
     DENSE_SAME_SUBJECT,
     DENSE_UNRELATED,
     dense_support,
     relevance,
     support,
 )
+from processors.text.lexical import coverage, query_term_ids, term_id, term_presence, terms
 
 
 def test_dense_support_is_nothing_below_unrelated_and_full_from_the_same_subject() -> None:

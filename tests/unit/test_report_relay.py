@@ -13,7 +13,7 @@ import numpy as np
 from schemas.events import Provenance
 from schemas.records import Record
 from stores.consolidations import MaintenanceReport
-from stores.vector_index import IndexPoint
+from stores.index.protocol import IndexPoint
 from streams.plumbing.failures import RetryPolicy
 from streams.plumbing.messages import Outbound
 from streams.plumbing.metrics import Metrics

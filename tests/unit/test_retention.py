@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.retention import DEFAULT_RETENTION, RetentionRules, parse_retention
+from processors.memory.retention import DEFAULT_RETENTION, RetentionRules, parse_retention
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from client.cli.commands import awaiting_of
 from client.sdk.models import ReviewItem
-from processors.blocks import BlockDiff
-from processors.lifecycle import PendingDiff
+from processors.memory.blocks import BlockDiff
+from processors.memory.lifecycle import PendingDiff
 from schemas.events import MemoryBlockPayload
 from stores.record_versions import DraftMerge, MergeMember, ProposedLearningDraft
 from stores.records import FoundRecord

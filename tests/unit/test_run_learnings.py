@@ -3,9 +3,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.fix_patterns import Fix, FixPattern
-from processors.ids import digest_record_id, fix_pattern_record_id, memory_record_id
-from processors.run_learnings import (
+from processors.events.ids import digest_record_id, fix_pattern_record_id, memory_record_id
+from processors.runs.fix_patterns import Fix, FixPattern
+from processors.runs.learnings import (
     LEARNING_PRODUCER,
     LearningThresholds,
     RunStatements,
@@ -16,7 +16,7 @@ from processors.run_learnings import (
     proposed_patterns,
     run_statements,
 )
-from processors.signatures import ErrorSignature
+from processors.runs.signatures import ErrorSignature
 from schemas.events import MemoryUpdate, MemoryWrite, Provenance
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

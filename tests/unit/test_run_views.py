@@ -10,11 +10,11 @@ from typing import Any, cast
 import pytest
 from multidict import MultiDict
 
-from processors.access import Caller
-from processors.fix_patterns import ErrorOccurrence
-from processors.ids import digest_record_id, fix_pattern_record_id
-from processors.parameters import InvalidValue
-from processors.signatures import ErrorSignature
+from processors.api.access import Caller
+from processors.api.parameters import InvalidValue
+from processors.events.ids import digest_record_id, fix_pattern_record_id
+from processors.runs.fix_patterns import ErrorOccurrence
+from processors.runs.signatures import ErrorSignature
 from schemas.events import Provenance
 from stores.record_versions import ChangePosition
 from stores.records import FoundRecord

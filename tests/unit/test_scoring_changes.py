@@ -1,7 +1,7 @@
 """The scoring config as people change it: the `memory.scoring` event as intake checks it
 (schemas/events.py), each parameter's described range against the validation
-(processors/adaptive_scoring.py) at its bounds, and a change applied to the version it was
-made on (processors/scoring_changes.py). The stage, the routes and two workers on the real
+(processors/recall/adaptive_scoring.py) at its bounds, and a change applied to the version it was
+made on (processors/recall/scoring_changes.py). The stage, the routes and two workers on the real
 stack: tests/integration/test_scoring_config.py."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 
 from client.cli.commands import scoring_change_of
 from client.cli.errors import CliError
-from processors.adaptive_scoring import InvalidScoringConfig, ScoringConfig, updated_config
-from processors.errors import Rejected
-from processors.intake import parse_event
-from processors.scoring_changes import (
+from processors.events.errors import Rejected
+from processors.events.intake import parse_event
+from processors.recall.adaptive_scoring import InvalidScoringConfig, ScoringConfig, updated_config
+from processors.recall.scoring_changes import (
     CONSTRAINTS,
     PARAMETERS,
     Parameter,

@@ -4,7 +4,7 @@ from typing import Any
 import pytest
 from multidict import MultiDict
 
-from processors.retrieval import Fused
+from processors.recall.ranking import Fused
 from stores.records import FoundRecord
 from streams.api.fix_patterns import FixPatternQuery
 from streams.api.params import BadQuery

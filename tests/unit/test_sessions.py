@@ -1,5 +1,5 @@
 """The rules of a session's events and the memory writes each asks for
-(processors/sessions.py). The stage on the real stack: tests/integration/test_sessions.py."""
+(processors/memory/sessions.py). The stage on the real stack: tests/integration/test_sessions.py."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from processors.errors import Rejected
-from processors.ids import memory_record_id
-from processors.sessions import (
+from processors.events.errors import Rejected
+from processors.events.ids import memory_record_id
+from processors.memory.sessions import (
     admitted,
     checkpoint_record_ids,
     handoff_record_id,

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.signatures import ErrorSignature, signature_of
+from processors.runs.signatures import ErrorSignature, signature_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ TRACES = (PYTHON_TRACE, JVM_TRACE, NODE_TRACE, GO_TRACE, RUST_TRACE)
 
 line_numbers = st.integers(min_value=1, max_value=99_999)
 # Ids of one digit glued to a short word ("node7") read as device names (eth0, sda1) and are
-# kept, by design: see processors/masking.py.
+# kept, by design: see processors/runs/masking.py.
 identifiers = st.builds(
     lambda prefix, number, separator: f"{prefix}{separator}{number}",
     st.sampled_from(["", "u", "order", "req", "blk", "job"]),
@@ -152,7 +152,7 @@ def test_the_cli_gives_the_same_ids_in_separate_processes() -> None:
 
     def run(seed: str) -> list[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "processors.signatures"], input=stdin, capture_output=True,
+            [sys.executable, "-m", "processors.runs.signatures"], input=stdin, capture_output=True,
             text=True, check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed},
         )
         return result.stdout.splitlines()

@@ -1,4 +1,4 @@
-from processors.stack_traces import ParsedError, normalise_path, parse_error
+from processors.runs.stack_traces import ParsedError, normalise_path, parse_error
 
 PYTHON_CHAINED = '''Traceback (most recent call last):
   File "/srv/app/app/models.py", line 42, in load_user

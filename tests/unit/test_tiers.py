@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors.tiers import TierRules, merged_tier, tier_after_updates
+from processors.memory.tiers import TierRules, merged_tier, tier_after_updates
 
 RULES = TierRules(updates_per_tier=5)
 

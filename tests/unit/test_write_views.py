@@ -7,9 +7,9 @@ import pytest
 from aiokafka.errors import KafkaConnectionError
 
 from client.publisher import validated
-from processors.access import Caller, Forbidden
-from processors.errors import Rejected
-from processors.intake import json_object, parse_event
+from processors.api.access import Caller, Forbidden
+from processors.events.errors import Rejected
+from processors.events.intake import json_object, parse_event
 from schemas.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS, destination
 from streams.api.writes import EventGate, NotPublished, envelope_of, run_fields

@@ -1,0 +1,430 @@
+"""Facts that go stale: a new memory that restates a live one of its partition with a different
+value makes the older one no longer true, and it is invalidated (valid_until = the newer's
+occurred_at) rather than left to be recalled beside its correction.
+
+The consolidation guard (processors/consolidation/restatements.py) already tells "the same statement
+with a differing value or an opposite" from a restatement: its anchors (numbers, identifiers,
+calendar names), its opposites and its denial rule. Here the same signals decide the other way
+round, with three more demands, because a false invalidation hides a true fact while a missed one
+only leaves a stale fact beside its correction:
+
+- both memories are standing facts: no question, no quoted turn of a conversation ("Name:
+  ..."), which records what was said at a moment and stays true of that moment, and no time
+  relative to the writing ("yesterday", "last week"), which makes the text an event of its
+  day, not a state that a later text can replace;
+- the conflict is of the right kind: a value, an opposite or a denial (or a change cue, "now",
+  "switched to", with one short span replaced), not only another speaker or day;
+- the rest of the statement agrees (`_changed_part`): what the older text says that the newer
+  does not is the changed value and nothing else, so that a different subject ("the EU
+  cluster has 3 nodes" / "the US cluster has 5 nodes") is not read as a new value.
+
+Measured on bench/data/invalidation_eval.jsonl (`python -m bench.invalidation_eval`): see
+bench/data/README.md for the figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Literal
+
+from processors.consolidation.candidates import (
+    ConsolidationCandidate,
+    ConsolidationSettings,
+    partition_key,
+)
+from processors.consolidation.restatements import (
+    ABBREVIATION,
+    CODE_IDENTIFIER,
+    MONTH,
+    MONTH_NAMES,
+    NEGATION_CUES,
+    NEGATION_FILLERS,
+    NUMBER_IN_PROSE,
+    NUMBER_WORDS,
+    OPPOSITE,
+    RELATIVE_TIME,
+    SENTENCE_BREAK,
+    WEEKDAY,
+    Polarity,
+    anchors_of,
+    asks,
+    content_words,
+    contradicts,
+    polarity,
+    speaker_of,
+)
+from processors.text.lexical import STOP_WORDS, stem
+
+Because = Literal["value", "opposite", "denial", "change_cue"]
+
+# Picked on the dev half of bench/data/invalidation_eval.jsonl by
+# `python -m bench.invalidation_eval --sweep`: the rule's precision on dev is 1.0 at every
+# cosine from 0.50 to 0.95, so the cosine is not what keeps the hard negatives out (the rest
+# agreeing is); recall is at its best (0.855) up to 0.58 and falls from 0.59 (0.823: a change
+# cue, "The main datastore is MySQL" -> "... was migrated to Postgres", sits at 0.588). The
+# highest cosine at the best recall, for the margin against lexical coincidences that a
+# lower one would let through: 0.58, no margin below the lowest true pair.
+STALE_COSINE = 0.58
+# Words other than the value that the changed part may lose beside it: its unit or qualifier
+# ("after 30 minutes" -> "after 12 hours"), when the newer part is a value and at most as
+# many other words too. On dev: 0 loses that pair (recall 0.839 against 0.855); 2 lets three
+# other facts through as a value with its "unit" (precision 0.964 at STALE_COSINE: "the Redis
+# instance for sessions has 4 GB" / "... for the job queue has 16 GB", "the staging cluster
+# has 3 nodes" / "... runs Kubernetes 1.29").
+UNIT_WORDS = 1
+# Content words a change cue may replace ("Slack" -> "Microsoft Teams", "lives in Berlin" ->
+# "moved to Lisbon"). On dev: 0 (no cue rule) recall 0.742, 1: 0.839, 2: 0.855, and 3 or 4
+# no more above cosine 0.50, all at precision 1.0; the smallest at the best recall, because
+# "now" beside a longer replaced part is as often another fact about the subject, and the
+# dev half has few such pairs to show it.
+CUE_SPAN = 2
+# The guard's share of the other's words that a denial must restate (`contradicts`).
+NEGATION_COVERAGE = ConsolidationSettings().negation_coverage
+
+# Words that say the value changed, in the newer text: "now", "switched to" ...
+# Not "instead of", "replaced" or "no longer": technical prose uses the first two to say how
+# a thing works ("returns a summary instead of raw hits"), and a denial is the denial rule's.
+_CHANGE_CUE = re.compile(r"\b(?:now|switched to|moved to|changed to|migrated to)\b", re.I)
+# What the comparison of the rest leaves out: those cues and the others, which say something
+# changed rather than what ("no longer needed" beside "needed" is a denial, nothing lost).
+_CUE_WORDS = re.compile(
+    r"\b(?:now|no longer|switched to|moved to|changed to|instead of|replaced|migrated to)\b",
+    re.I)
+# The guard's words (consolidation._WORD), found in the text with their places.
+_TOKEN = re.compile(r"[a-z0-9]+(?:[_.'][a-z0-9]+)*", re.I)
+_NUMBER_WORD = re.compile(r"\b(?:" + "|".join(NUMBER_WORDS) + r")\b", re.I)
+# Words that say which thing a statement is about, not what state it is in: an environment
+# ("deploys to staging need the VPN" and "deploys to production need the VPN" both hold),
+# an age ("the old API ..." / "the new API ..."). The guard keeps such statements apart (two
+# facts are no duplicates); here, one that names another of them is about another subject,
+# and changes no value of this one.
+_WHICH_ONE = (
+    frozenset({"dev", "development", "test", "testing", "qa", "staging", "stage", "preprod",
+               "production", "prod", "sandbox", "local"}),
+    frozenset({"old", "new", "older", "newer", "oldest", "newest", "legacy", "current"}),
+)
+# The guard's opposites but those, also between light stems: "likes" / "dislikes",
+# "internally" / "externally" are the pairs "like" / "dislike" and "internal" / "external".
+_STEMMED_OPPOSITE: dict[str, frozenset[str]] = {}
+for _word, _all_others in OPPOSITE.items():
+    _others = frozenset(other for other in _all_others
+                        if not any({_word, other} <= family for family in _WHICH_ONE))
+    _STEMMED_OPPOSITE[stem(_word)] = (_STEMMED_OPPOSITE.get(stem(_word), frozenset())
+                                      | {stem(other) for other in _others})
+
+# A number after a noun that counts things off, or after "#": it says which thing.
+_NUMBERED = re.compile(
+    r"(?:\b(?:note|number|no|item|step|part|phase|stage|section|chapter|task|issue|ticket|case"
+    r"|option|rule|question|point|page|sprint|iteration|round|attempt|milestone|epic|story|bug"
+    r"|incident|pr|slide|figure)\.?\s*#?\s*|#)(\d+)\b")
+
+Category = Literal["numbers", "identifiers", "calendar"]
+_CATEGORIES: tuple[Category, ...] = ("numbers", "identifiers", "calendar")
+
+
+@dataclass(frozen=True)
+class Invalidation:
+    """`older_id` is stale from the moment `newer_id` occurred: they say one thing with
+    another value."""
+
+    older_id: str
+    newer_id: str
+    cosine: float
+    # What differs: a value (number, identifier, weekday, month), an opposite, a denial, or a
+    # part the newer text says was changed ("now", "switched to", ...).
+    because: Because
+    # Human-readable, the older part then the newer: "4.2 -> 4.4", "enabled -> disabled".
+    detail: str
+
+
+def invalidation_of(newer: ConsolidationCandidate, older: ConsolidationCandidate,
+                    cosine: float, threshold: float = STALE_COSINE) -> Invalidation | None:
+    """Whether `newer` makes `older` stale: the same partition, `newer` no older, the two at
+    `cosine` >= `threshold`, both standing facts, and the same statement with a changed
+    value (module docstring)."""
+    if (newer.record_id == older.record_id or partition_key(newer) != partition_key(older)
+            or newer.created_at < older.created_at or cosine < threshold
+            or not (standing(newer.text) and standing(older.text))):
+        return None
+    change = changed(older.text, newer.text)
+    if change is None:
+        return None
+    because, detail = change
+    return Invalidation(older.record_id, newer.record_id, cosine, because, detail)
+
+
+def stale_among(newer: ConsolidationCandidate,
+                neighbours: Sequence[tuple[ConsolidationCandidate, float]],
+                threshold: float = STALE_COSINE) -> list[Invalidation]:
+    """Every neighbour (candidate, cosine) that `newer` makes stale, the closest first (ties
+    by record id), each once (at its highest cosine): the same whatever order they come in."""
+    found: dict[str, Invalidation] = {}
+    for older, cosine in neighbours:
+        stale = invalidation_of(newer, older, cosine, threshold)
+        if stale is not None and (stale.older_id not in found
+                                  or _rank(stale) > _rank(found[stale.older_id])):
+            found[stale.older_id] = stale
+    return sorted(found.values(), key=lambda stale: (-stale.cosine, stale.older_id))
+
+
+def _rank(stale: Invalidation) -> tuple[float, str, str]:
+    # A record met twice at one cosine (a batch's write and its stored copy) must not be
+    # judged by whichever came first.
+    return stale.cosine, stale.because, stale.detail
+
+
+def may_invalidate(newer: ConsolidationCandidate) -> bool:
+    """Whether `newer` can make any memory stale, whatever its neighbours: whether it is a
+    standing fact. False spares the search for neighbours of most writes of a conversation
+    (its quoted turns and questions); never False where `invalidation_of` could find
+    something."""
+    return standing(newer.text)
+
+
+def standing(text: str) -> bool:
+    """Whether a text states a standing fact that a later one can replace: it asks nothing,
+    quotes no speaker (a turn records what was said then, which stays true of then) and
+    names no time relative to its writing (an event of its day, not a state)."""
+    return not asks(text) and speaker_of(text) is None and RELATIVE_TIME.search(text) is None
+
+
+def changed(older: str, newer: str) -> tuple[Because, str] | None:
+    """What `newer` changes in `older`, if it is the same statement with another value: why
+    and a readable detail. Order and time play no part here (see `invalidation_of`).
+
+    The guard's conflicts name what may differ: the values of one anchor category of which
+    each text names one the other lacks (two categories at once, "memory.events has 12" /
+    "memory.dead_letters has 3", is one the subject, the other its value), a pair of
+    opposites, or a denial. Then the rest must agree: the older text's content words (NLTK's
+    stop words, negations and change cues aside; light stems) that the newer lacks are
+    located with difflib, and they must lie in one changed part and be values, save a unit
+    beside a value whose replacement is a value and a unit too (`_changed_part`,
+    `_only_values`), within one sentence (a part across two is a fact lost beside the value
+    changed: "... port 8080. It has 4 replicas" -> "... port 8081"). Words that the newer
+    text only adds are details ("... listens on port 8081 behind the proxy").
+    Without a conflict, a change cue in the newer text stands for one when the older lost one
+    part of at most CUE_SPAN words, replaced by something ("CI runs on Jenkins" -> "CI moved
+    to GitHub Actions").
+    """
+    if _another_one(older, newer) or _another_numbered(older, newer):
+        return None
+    old_tokens, new_tokens = _tokens(older), _tokens(newer)
+    old_anchors, new_anchors = anchors_of(older), anchors_of(newer)
+    conflicting = [category for category in _CATEGORIES if _differs(
+        getattr(old_anchors, category), getattr(new_anchors, category))]
+    opposites = _opposites(older, newer)
+    old_polarity, new_polarity = polarity(older), polarity(newer)
+    denied = contradicts(old_polarity, new_polarity, NEGATION_COVERAGE)
+    if len(conflicting) + len({mine for mine, _ in opposites}) > 1:
+        # Two values changed at once: one of them names another subject ("enabled in
+        # staging" / "disabled in production"; "memory.events has 12" / "memory.dead_letters
+        # has 3").
+        return None
+    part = _changed_part(old_tokens, new_tokens)
+    if part is None or _across_sentences(older, part.old):
+        return None
+    if conflicting or opposites or denied:
+        old_values = _value_stems(older, old_tokens, conflicting) | {
+            _stem(mine) for mine, _ in opposites}
+        new_values = _value_stems(newer, new_tokens, conflicting) | {
+            _stem(theirs) for _, theirs in opposites}
+        if not _only_values(part, old_values, new_values):
+            return None
+        if conflicting and (part.old or part.new):
+            return "value", part.detail(older, newer)
+        if conflicting:
+            # The words are the same, their counts not ("the last 3 notes" of "3 facts and
+            # the last 3 notes" became 5): the anchors say which values changed.
+            return "value", _values_changed(
+                getattr(old_anchors, conflicting[0]), getattr(new_anchors, conflicting[0]))
+        if opposites:
+            return "opposite", ", ".join(f"{mine} -> {theirs}" for mine, theirs in opposites)
+        return "denial", _denial_detail(older, old_polarity, new_polarity)
+    # A change of what a negative statement denies is another negative statement, no change.
+    if _CHANGE_CUE.search(newer) and part.old and len(part.old) <= CUE_SPAN and part.new \
+            and not old_polarity.denied:
+        return "change_cue", part.detail(older, newer)
+    return None
+
+
+def _values_changed(older: frozenset[object], newer: frozenset[object]) -> str:
+    """"3 -> 5": the values of one anchor category each side names and the other does not (a
+    counted number as its value alone)."""
+    def named(values: frozenset[object]) -> str:
+        return ", ".join(sorted({str(value[0] if isinstance(value, tuple) else value)
+                                 for value in values}))
+
+    return f"{named(older - newer)} -> {named(newer - older)}"
+
+
+def _another_numbered(older: str, newer: str) -> bool:
+    """Whether the texts name two numbered things ("note 1" / "note 2", "sprint 12" / "sprint
+    13", "#41" / "#42"): a number that names which one is the subject's, not a value of it."""
+    mine, theirs = set(_NUMBERED.findall(older.lower())), set(_NUMBERED.findall(newer.lower()))
+    return bool(mine - theirs and theirs - mine)
+
+
+def _another_one(older: str, newer: str) -> bool:
+    """Whether each text names a thing of one `_WHICH_ONE` family the other does not
+    ("staging" / "production"): two subjects."""
+    mine, theirs = content_words(older), content_words(newer)
+    return any(family & (mine - theirs) and family & (theirs - mine) for family in _WHICH_ONE)
+
+
+# ---------------------------------------------------------------------------- the rest agrees
+
+
+@dataclass(frozen=True)
+class _Token:
+    """A content word of a text: its light stem, and where it lies in the text."""
+
+    stem: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What changed: the older text's words that the newer lacks (all in one place), and the
+    newer's words that took their place (or, when the older's were dropped there, every word
+    the newer adds)."""
+
+    old: tuple[_Token, ...]
+    new: tuple[_Token, ...]
+
+    def detail(self, older: str, newer: str) -> str:
+        return f"{_quoted(older, self.old)} -> {_quoted(newer, self.new)}"
+
+
+def _tokens(text: str) -> list[_Token]:
+    """The content words of a text in order: NLTK's stop words, negations (a denial is the
+    polarity rule's business) and the words of a change cue left out, "Dana's" read as
+    "Dana"."""
+    text = text.replace("\u2019", "'")
+    cues = [match.span() for match in _CUE_WORDS.finditer(text)]
+    found = []
+    for match in _TOKEN.finditer(text):
+        word = match.group(0).lower()
+        if (word in STOP_WORDS or word in NEGATION_CUES or word in NEGATION_FILLERS
+                or word.endswith("n't") or _inside(match.span(), cues)):
+            continue
+        found.append(_Token(_stem(word), match.start(), match.end()))
+    return found
+
+
+def _changed_part(old_tokens: Sequence[_Token], new_tokens: Sequence[_Token]) -> _Part | None:
+    """Where the older text's content differs from the newer's, if in one place; None when
+    in two or more.
+
+    A word of the older text is lost when the newer does not have it anywhere (a word that
+    moved is kept: "port 8080 is where the orders service listens"). difflib's opcodes group
+    the lost words into parts; two parts are two changes, as in "the EU cluster has 3 nodes"
+    / "the US cluster has 5 nodes", where one of them names another subject. No lost word at
+    all is an empty part: a denial or an opposite adds its words and loses none.
+    """
+    old_stems = [token.stem for token in old_tokens]
+    new_stems = [token.stem for token in new_tokens]
+    lost = set(old_stems) - set(new_stems)
+    parts: list[_Part] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_stems, new_stems,
+                                               autojunk=False).get_opcodes():
+        gone = tuple(token for token in old_tokens[i1:i2] if token.stem in lost)
+        if tag in ("replace", "delete") and gone:
+            parts.append(_Part(gone, tuple(new_tokens[j1:j2])))
+    if len(parts) > 1:
+        return None
+    if not parts:
+        return _Part((), ())
+    part = parts[0]
+    if not part.new:
+        # Dropped here and said elsewhere ("Slack" -> "switched to Microsoft Teams for chat"):
+        # the new side is what the newer text adds.
+        added = set(new_stems) - set(old_stems)
+        part = _Part(part.old, tuple(token for token in new_tokens if token.stem in added))
+    return part
+
+
+def _only_values(part: _Part, old_values: frozenset[str], new_values: frozenset[str]) -> bool:
+    """Whether the older text lost values alone (`old_values`), save UNIT_WORDS others beside
+    a value whose replacement is a value and as many others: "after 30 minutes" -> "after 12
+    hours", not "has 3 nodes" -> "runs Kubernetes 1.29"."""
+    others = [token for token in part.old if token.stem not in old_values]
+    if not others:
+        return True
+    replacing = [token for token in part.new if token.stem not in new_values]
+    holds_value = (any(token.stem in old_values for token in part.old)
+                   and any(token.stem in new_values for token in part.new))
+    return holds_value and len(others) <= UNIT_WORDS and len(replacing) <= UNIT_WORDS
+
+
+def _across_sentences(text: str, tokens: Sequence[_Token]) -> bool:
+    """Whether the words lie in more than one sentence of the text (the guard's breaks)."""
+    return bool(tokens) and SENTENCE_BREAK.search(text, tokens[0].end, tokens[-1].start) \
+        is not None
+
+
+def _value_stems(text: str, tokens: Sequence[_Token],
+                 categories: Sequence[Category]) -> frozenset[str]:
+    """The stems of the words that name a value of `categories` in a text: those overlapping
+    the guard's numbers, identifiers or calendar names."""
+    spans = [span for category in categories for span in _anchor_spans(text, category)]
+    return frozenset(token.stem for token in tokens if _inside((token.start, token.end), spans))
+
+
+def _anchor_spans(text: str, category: Category) -> list[tuple[int, int]]:
+    """Where the guard's anchors of one category lie in a text (consolidation.anchors_of)."""
+    if category == "numbers":
+        return ([match.span(1) for match in NUMBER_IN_PROSE.finditer(text)]
+                + [match.span() for match in _NUMBER_WORD.finditer(text)])
+    if category == "identifiers":
+        return [match.span() for match in CODE_IDENTIFIER.finditer(text)
+                if not ABBREVIATION.fullmatch(match.group(0))]
+    return ([match.span(1) for match in WEEKDAY.finditer(text)]
+            + [match.span() for match in MONTH.finditer(text)
+               if match.group(0).lower() in MONTH_NAMES])
+
+
+def _differs(mine: frozenset[object], theirs: frozenset[object]) -> bool:
+    """The guard's anchor conflict (consolidation._conflict) within one category: each names
+    a value the other does not. A value named by one alone is a detail added."""
+    return bool(mine - theirs) and bool(theirs - mine)
+
+
+def _opposites(older: str, newer: str) -> list[tuple[str, str]]:
+    """The guard's opposites (consolidation._opposed), also between light stems: each word
+    of the older text whose opposite the newer names instead, with that word, as written
+    (lower case), sorted."""
+    old_words = {_stem(word): word for word in sorted(content_words(older))}
+    new_words = {_stem(word): word for word in sorted(content_words(newer))}
+    return sorted(
+        (old_words[mine], new_words[theirs]) for mine in old_words.keys() - new_words.keys()
+        for theirs in _STEMMED_OPPOSITE.get(mine, frozenset()) & (
+            new_words.keys() - old_words.keys()))
+
+
+def _stem(word: str) -> str:
+    return stem(word.removesuffix("'s"))
+
+
+def _denial_detail(older: str, old_polarity: Polarity, new_polarity: Polarity) -> str:
+    """"now denied: need office VPN" (or "now affirmed: ..." when the older text denied)."""
+    now_denied = new_polarity.denied & old_polarity.asserted
+    flipped = now_denied or (old_polarity.denied & new_polarity.asserted)
+    words = [match.group(0) for match in _TOKEN.finditer(older)
+             if stem(match.group(0).lower()).rstrip("e") in flipped]
+    return f"now {'denied' if now_denied else 'affirmed'}: {' '.join(dict.fromkeys(words))}"
+
+
+def _quoted(text: str, tokens: Sequence[_Token]) -> str:
+    """The text from a part's first word to its last."""
+    if not tokens:
+        return "(nothing)"
+    return text[tokens[0].start:tokens[-1].end]
+
+
+def _inside(span: tuple[int, int], spans: Sequence[tuple[int, int]]) -> bool:
+    start, end = span
+    return any(start < other_end and other_start < end for other_start, other_end in spans)
