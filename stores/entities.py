@@ -1,8 +1,8 @@
 """The entities records mention (processors/knowledge/entities.py), and the links a graph walk
-follows: between records (related ids, wiki-links), from a record to the entities it mentions,
-from an entity to the records that mention it and to the entities a sentence relates it to.
-`Entities` is the contract the entity indexer (streams/stages/entity_index.py) and the reads
-use; `PostgresEntities` keeps it.
+follows: between records (related ids, wiki-links), from a record to the entities it mentions, from
+an entity to the records that mention it and to the entities a sentence relates it to. `Entities` is
+the contract the entity indexer (streams/stages/knowledge/entity_index.py) and the reads use;
+`PostgresEntities` keeps it.
 
 Like the vector index, what is here is derived from the records and can be rebuilt from them;
 unlike it, it is kept off the write path: the indexer catches up with every record whose

@@ -32,47 +32,47 @@ from schemas.topics import (
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import VectorIndex
 from streams.api.browser import wire_browser
-from streams.api.changes import wire_changes
-from streams.api.consolidation import wire_consolidation
-from streams.api.context import wire_context
-from streams.api.dead_letters import wire_dead_letters
-from streams.api.documents import wire_documents
-from streams.api.fix_patterns import wire_fix_patterns
-from streams.api.gap_keeper import GapKeeper
-from streams.api.gaps import wire_gaps
-from streams.api.graph import wire_graph
-from streams.api.keys import wire_keys
+from streams.api.memory.changes import wire_changes
+from streams.api.memory.documents import wire_documents
+from streams.api.memory.ratings import wire_ratings
+from streams.api.memory.records import wire_records
+from streams.api.memory.review_queue import wire_review_queue
+from streams.api.memory.scoring_config import wire_scoring_config
+from streams.api.memory.sessions import wire_sessions
+from streams.api.memory.writes import wire_writes
 from streams.api.openapi import wire_openapi
-from streams.api.planning import wire_planning
-from streams.api.ratings import wire_ratings
-from streams.api.records import wire_records
-from streams.api.retrieval_log import RetrievalLog
-from streams.api.review_queue import wire_review_queue
-from streams.api.runs import wire_runs
-from streams.api.scoring_config import wire_scoring_config
-from streams.api.search import wire_search
-from streams.api.sessions import wire_sessions
-from streams.api.summary import wire_summary
-from streams.api.writes import wire_writes
+from streams.api.operations.consolidation import wire_consolidation
+from streams.api.operations.dead_letters import wire_dead_letters
+from streams.api.operations.keys import wire_keys
+from streams.api.operations.planning import wire_planning
+from streams.api.operations.runs import wire_runs
+from streams.api.recall.context import wire_context
+from streams.api.recall.fix_patterns import wire_fix_patterns
+from streams.api.recall.gaps import wire_gaps
+from streams.api.recall.graph import wire_graph
+from streams.api.recall.search import wire_search
+from streams.api.recall.summary import wire_summary
 from streams.plumbing.config import Settings
 from streams.plumbing.faust_credentials import broker_credentials
 from streams.plumbing.runtime import Runtime
-from streams.stages.consolidation_requests import ConsolidationTrigger
-from streams.stages.consolidator import Consolidator
+from streams.reads.gap_keeper import GapKeeper
+from streams.reads.retrieval_log import RetrievalLog
+from streams.stages.consolidation.consolidator import Consolidator
+from streams.stages.consolidation.report_relay import ReportRelay
+from streams.stages.consolidation.requests import ConsolidationTrigger
 from streams.stages.dead_letter_log import DeadLetterLog, leave_on_topic
-from streams.stages.document_intake import DocumentIntake
-from streams.stages.entity_enrichment import EntityEnricher
-from streams.stages.entity_index import EntityIndexer
-from streams.stages.memory_intake import MemoryWriter, WriterState
-from streams.stages.memory_lifecycle import LifecycleApplier
-from streams.stages.planning_ledger import PlanningLedger, request_syncs
+from streams.stages.knowledge.entity_enrichment import EntityEnricher
+from streams.stages.knowledge.entity_index import EntityIndexer
+from streams.stages.knowledge.stale_facts import StaleFactFinder
+from streams.stages.memory.document_intake import DocumentIntake
+from streams.stages.memory.intake import MemoryWriter, WriterState
+from streams.stages.memory.lifecycle import LifecycleApplier
+from streams.stages.memory.session_ledger import SessionLedger
+from streams.stages.memory.twins import TwinFinder
 from streams.stages.record_sink import RecordSink
-from streams.stages.report_relay import ReportRelay
 from streams.stages.retention import RetentionJob
-from streams.stages.run_intake import RunLedger
-from streams.stages.session_ledger import SessionLedger
-from streams.stages.stale_facts import StaleFactFinder
-from streams.stages.twins import TwinFinder
+from streams.stages.runs.intake import RunLedger
+from streams.stages.runs.planning_ledger import PlanningLedger, request_syncs
 from streams.wiring import Role, Wiring
 
 log = logging.getLogger(__name__)

@@ -1,9 +1,9 @@
 """A consolidation run as a pure plan: which live memories merge into which replacements.
 
-The consolidator (streams/stages/consolidator.py) loads a namespace's live memories and vectors,
-asks `plan_consolidation` what to do, and carries the plan out in one Postgres transaction.
-The same memories give the same plan (ids and texts included), so a re-run of a request that
-was already carried out finds every replacement in place and changes nothing.
+The consolidator (streams/stages/consolidation/consolidator.py) loads a namespace's live memories
+and vectors, asks `plan_consolidation` what to do, and carries the plan out in one Postgres
+transaction. The same memories give the same plan (ids and texts included), so a re-run of a request
+that was already carried out finds every replacement in place and changes nothing.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Pr
             "medoid_id": merge.medoid_id,
             "source_event_ids": list(merge.source_event_ids),
             # Every member's speaker or agent, source_ref and time: nothing of who said what
-            # is lost in the merge, and search shows the source refs (streams/api/search.py).
+            # is lost in the merge, and search shows the source refs (streams/api/recall/search.py).
             "members": [attribution.as_json() for attribution in merge.attributions],
             "member_source_refs": list(merge.member_source_refs),
             "wiki_links": wiki_links(text),

@@ -15,7 +15,7 @@ Rows that ask the same question in other words are one group, by two rules:
   words, as the lexical signal of search reads them): "What port does the metrics exporter
   listen on?" and "metrics exporter listening port" share a group at once, without the
   model;
-- then the keeper (streams/api/gap_keeper.py) embeds each new group's first question and
+- then the keeper (streams/reads/gap_keeper.py) embeds each new group's first question and
   folds it into the nearest older group whose first question lies at a cosine of at least
   `SAME_QUESTION_COSINE` from it ("where are the TLS certificates stored" and "location of
   the TLS certs": 0.82).

@@ -3,7 +3,7 @@ version, the newest in effect. Recalls read it on every search, so `PostgresScor
 keeps what it read for `max_age_s`: a change reaches every worker within that time, without
 a restart, and a search pays no query for it the rest of the time.
 
-A change (`memory.scoring`, streams/stages/scoring_config.py) is applied in one transaction
+A change (`memory.scoring`, streams/stages/memory/scoring_config.py) is applied in one transaction
 that holds the namespace's lock: the newest version read, the change applied to it by the
 rules (processors/recall/scoring_changes.py), the next version written; its event id is the proof
 it was applied, so a replay adds no version.

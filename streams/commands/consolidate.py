@@ -29,7 +29,7 @@ from stores.consolidations import MaintenanceReport
 from stores.postgres.stores import PostgresStores
 from streams.plumbing.config import Settings
 from streams.plumbing.json_values import jsonable
-from streams.stages.consolidator import PlannedConsolidation, plan_namespace
+from streams.stages.consolidation.consolidator import PlannedConsolidation, plan_namespace
 
 PRODUCER = "memstream.consolidate-command"
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from processors.api.access import PERMISSIONS, parse_permissions
 from stores.api_keys import KeyGrant, PostgresApiKeys
 from stores.postgres.migrate import apply_migrations
-from streams.api.keys import key_json
+from streams.api.operations.keys import key_json
 from streams.plumbing.config import Settings
 
 

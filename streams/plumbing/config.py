@@ -114,13 +114,14 @@ class Settings:
     # How often the records surfaced by reads are written to the retrieval log.
     retrieval_log_interval_s: float = 1.0
     # How often the worker that owns the index groups new gaps and asks the open ones again
-    # (streams/api/gap_keeper.py).
+    # (streams/reads/gap_keeper.py).
     gap_interval_s: float = 30.0
-    # How often the entity index catches up with the records (streams/stages/entity_index.py):
-    # how long a new record's entities and wiki-links may lag behind it.
+    # How often the entity index catches up with the records
+    # (streams/stages/knowledge/entity_index.py): how long a new record's entities and wiki-links
+    # may lag behind it.
     entity_index_interval_s: float = 0.5
     # How often the LLM hook, when one is configured, is asked for the entities of the
-    # records it has not read yet (streams/stages/entity_enrichment.py).
+    # records it has not read yet (streams/stages/knowledge/entity_enrichment.py).
     entity_llm_interval_s: float = 5.0
     # Points written to the embedded index before it is optimized again (when idle).
     index_optimize_after: int = 10_000
@@ -134,7 +135,7 @@ class Settings:
     twin_cosine: float | None = DUPLICATE_COSINE
     # A new memory that restates a live one with another value invalidates it
     # (processors/knowledge/stale_facts.py; MEMSTREAM_INVALIDATION=off leaves both in force), found
-    # this often off the write path (streams/stages/stale_facts.py).
+    # this often off the write path (streams/stages/knowledge/stale_facts.py).
     invalidation: bool = True
     stale_check_interval_s: float = 0.5
     # The confidence each tier's records need to be shown when a read names no

@@ -1,8 +1,8 @@
 """The live memories nearest to some new ones, as the write-time rules see them: for each, the
 index's nearest memories of its partition (shared, or its owner's; of its type) at or above a
-cosine, read back from Postgres as they are now, those merged or invalidated since left out.
-The twin rule (streams/stages/twins.py) and the stale-fact rule (streams/stages/stale_facts.py)
-look at these.
+cosine, read back from Postgres as they are now, those merged or invalidated since left out. The
+twin rule (streams/stages/memory/twins.py) and the stale-fact rule
+(streams/stages/knowledge/stale_facts.py) look at these.
 
 How they are searched: the namespace alone, a few more points than wanted, and the partition
 judged on each point's payload (`SearchScope.admits_point`). On the embedded engine a filter

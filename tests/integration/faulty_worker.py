@@ -18,7 +18,7 @@ from typing import Any
 
 from stores.index.factory import open_index
 from streams import worker
-from streams.stages.memory_intake import MemoryWriter, PreparedWrites
+from streams.stages.memory.intake import MemoryWriter, PreparedWrites
 
 FAULTS = Path(os.environ["MEMSTREAM_FAULTS_DIR"])
 

@@ -22,8 +22,8 @@ from processors.recall.ranking import PROFILES
 from stores.index.factory import open_index
 from stores.index.postgres_search import RecordsSearch
 from stores.postgres.stores import PostgresStores
-from streams.api.context import ContextQuery, build_context
-from streams.api.search import hybrid_search, scope_of
+from streams.api.recall.context import ContextQuery, build_context
+from streams.api.recall.search import hybrid_search, scope_of
 from streams.plumbing.config import MemoryFlags
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime

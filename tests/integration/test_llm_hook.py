@@ -26,7 +26,7 @@ from streams.plumbing.llm_hook import (
 )
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
-from streams.stages.entity_enrichment import EntityEnricher
+from streams.stages.knowledge.entity_enrichment import EntityEnricher
 from tests.unit.store_fakes import InMemoryStores
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

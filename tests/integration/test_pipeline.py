@@ -26,7 +26,7 @@ from processors.recall.ranking import PROFILES
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchScope
 from stores.postgres.stores import PostgresStores
-from streams.api.search import SearchQuery, search
+from streams.api.recall.search import SearchQuery, search
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
 from tests.integration.conftest import event, tmp_file, updated_ids

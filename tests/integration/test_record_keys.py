@@ -18,7 +18,7 @@ from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from processors.events.ids import digest_record_id
 from processors.recall.ranking import PROFILES
-from streams.api.search import SearchQuery, scope_of
+from streams.api.recall.search import SearchQuery, scope_of
 from tests.integration.conftest import updated_ids
 from tests.integration.test_pipeline import searched_from_postgres
 from tests.integration.test_write_endpoints import client, posted

@@ -21,8 +21,8 @@ from harness.stack import MODEL_DIR, Stack, Worker
 from processors.recall.summary import RECORD_ID
 from stores.index.postgres_search import RecordsSearch
 from stores.postgres.stores import PostgresStores
-from streams.api.search import SearchQuery
-from streams.api.summary import summary_of
+from streams.api.recall.search import SearchQuery
+from streams.api.recall.summary import summary_of
 from streams.plumbing.llm_hook import ChatEndpoint
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime

@@ -16,7 +16,7 @@ from client.sdk.config import DEFAULT_URL, load_config
 from client.sdk.errors import ConfigError
 from processors.api.parameters import InvalidValue
 from stores.record_versions import ChangePosition
-from streams.api.changes import cursor_position, encode_cursor
+from streams.api.memory.changes import cursor_position, encode_cursor
 
 
 def test_truncate_marks_a_cut() -> None:

@@ -1,4 +1,4 @@
-"""The consolidation trigger stage (streams/stages/consolidation_requests.py) on in-memory stores:
+"""The consolidation trigger stage (streams/stages/consolidation/requests.py) on in-memory stores:
 a due namespace is asked once per basis, a request the broker never took is sent again with
 its id, and the counts view shows what the trigger sees."""
 
@@ -12,12 +12,12 @@ from processors.consolidation.trigger import window_start
 from processors.events.ids import consolidate_request_id
 from schemas.topics import MEMORY_CONSOLIDATE
 from stores.consolidations import CountWindow
-from streams.api.consolidation import consolidation_counts
+from streams.api.operations.consolidation import consolidation_counts
 from streams.plumbing.failures import RetryPolicy
 from streams.plumbing.messages import Outbound
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
-from streams.stages.consolidation_requests import ConsolidationTrigger
+from streams.stages.consolidation.requests import ConsolidationTrigger
 from tests.unit.store_fakes import InMemoryConsolidations, InMemoryStores
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)

@@ -1,4 +1,4 @@
-"""The pure parts of `GET /v1/dead-letters` (streams/api/dead_letters.py) and of
+"""The pure parts of `GET /v1/dead-letters` (streams/api/operations/dead_letters.py) and of
 `memstream dead-letters`: the filters, the cursor, the JSON of one, the table at 80 columns."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from client.sdk import MemoryClient
 from processors.api.parameters import InvalidValue
 from processors.events.dead_letters import DeadLetterHeaders, dead_letter_entry
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
-from streams.api.dead_letters import (
+from streams.api.operations.dead_letters import (
     cursor_position,
     dead_letter_filter,
     dead_letter_json,

@@ -9,7 +9,7 @@ from schemas.events import Provenance
 from schemas.records import Record
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
-from streams.stages.entity_index import BATCH, BATCHES_PER_TICK, EntityIndexer
+from streams.stages.knowledge.entity_index import BATCH, BATCHES_PER_TICK, EntityIndexer
 from tests.unit.store_fakes import InMemoryEntities, InMemoryStores
 
 

@@ -30,7 +30,7 @@ from streams.plumbing.config import MemoryFlags, planning_repos
 from streams.plumbing.messages import Outbound
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
-from streams.stages.planning_ledger import request_syncs
+from streams.stages.runs.planning_ledger import request_syncs
 from tests.unit.store_fakes import InMemoryStores
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "beads"

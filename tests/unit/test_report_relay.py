@@ -1,5 +1,6 @@
-"""The report relay (streams/stages/report_relay.py) on in-memory stores: a consolidation the
-consolidator wrote is indexed, announced and marked announced by one worker at a time."""
+"""The report relay (streams/stages/consolidation/report_relay.py) on in-memory stores: a
+consolidation the consolidator wrote is indexed, announced and marked announced by one worker at
+a time."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from streams.plumbing.messages import Outbound
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
 from streams.stages.announcements import event_id_of
+from streams.stages.consolidation.report_relay import ReportRelay
 from streams.stages.record_sink import RecordSink
-from streams.stages.report_relay import ReportRelay
 from tests.unit.store_fakes import InMemoryStores, WordCounter
 
 FAST = RetryPolicy(first_delay_s=0.001, max_delay_s=0.002, unexpected_attempts=2)

@@ -1,4 +1,4 @@
-"""The retrieval log (streams/api/retrieval_log.py) on in-memory stores: reads only queue,
+"""The retrieval log (streams/reads/retrieval_log.py) on in-memory stores: reads only queue,
 the timer writes in batches, rows and gaps wait while Postgres is away, and the oldest are
 dropped beyond the cap."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from streams.api import retrieval_log
-from streams.api.retrieval_log import RetrievalLog, query_hash
 from streams.plumbing.metrics import Metrics
+from streams.reads import retrieval_log
+from streams.reads.retrieval_log import RetrievalLog, query_hash
 from tests.unit.store_fakes import InMemoryGaps, InMemoryRetrievals
 
 

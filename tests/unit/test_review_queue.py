@@ -12,7 +12,7 @@ from processors.memory.lifecycle import PendingDiff
 from schemas.events import MemoryBlockPayload
 from stores.record_versions import DraftMerge, MergeMember, ProposedLearningDraft
 from stores.records import FoundRecord
-from streams.api.review_queue import queue_items, review_bodies
+from streams.api.memory.review_queue import queue_items, review_bodies
 
 T0 = datetime(2026, 11, 21, 11, 0, tzinfo=UTC)
 

@@ -19,9 +19,9 @@ from schemas.events import Provenance
 from stores.record_versions import ChangePosition
 from stores.records import FoundRecord
 from stores.runs import LedgerEntry, RunQuery, RunSummary
-from streams.api.changes import cursor_position, encode_cursor, start_position
+from streams.api.memory.changes import cursor_position, encode_cursor, start_position
+from streams.api.operations.runs import run_history, run_query
 from streams.api.params import BadQuery
-from streams.api.runs import run_history, run_query
 from streams.plumbing.runtime import Runtime
 
 T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)

@@ -108,7 +108,7 @@ def api_routes() -> set[tuple[str, str]]:
     """(method, route template) of every route streams/api/ serves, from its source: each
     `pages.page(route, …, methods=…)` on one line."""
     served = set()
-    for source in (REPO / "streams" / "api").glob("*.py"):
+    for source in (REPO / "streams" / "api").rglob("*.py"):
         for line in source.read_text().splitlines():
             found = re.search(r'pages\.page\("([^"]+)"(.*)', line)
             if found is None or NOT_FOR_CLIENTS.match(found.group(1)):

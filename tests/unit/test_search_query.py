@@ -6,9 +6,9 @@ from multidict import MultiDict
 
 from processors.recall.ranking import Fused
 from stores.records import FoundRecord
-from streams.api.fix_patterns import FixPatternQuery
 from streams.api.params import BadQuery
-from streams.api.search import Hit, SearchQuery, hit_view
+from streams.api.recall.fix_patterns import FixPatternQuery
+from streams.api.recall.search import Hit, SearchQuery, hit_view
 
 
 def params(**values: str | list[str]) -> MultiDict[str]:

@@ -27,7 +27,7 @@ from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from stores.index.protocol import VectorIndex
 from streams.plumbing.runtime import Runtime
-from streams.stages.memory_lifecycle import LifecycleApplier
+from streams.stages.memory.lifecycle import LifecycleApplier
 from streams.stages.neighbours import live_neighbours
 
 log = logging.getLogger(__name__)

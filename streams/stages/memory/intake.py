@@ -1,6 +1,6 @@
 """`memory.events` → validate → redact → refuse what is not worth retaining → embed → the
 record sink → `memory.updated`; the lifecycle events among them go to
-streams/stages/memory_lifecycle.py.
+streams/stages/memory/lifecycle.py.
 
 Two stages, so that the model works on one batch while the previous one is written:
 `prepare` validates, redacts, sets apart the writes the refusal rules refuse
@@ -29,11 +29,11 @@ from schemas.topics import MEMORY_EVENTS
 from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
-from streams.stages.consolidation_requests import ConsolidationTrigger
+from streams.stages.consolidation.requests import ConsolidationTrigger
 from streams.stages.embedding import embedded, start_embedding
-from streams.stages.memory_lifecycle import Lifecycle, LifecycleApplier
+from streams.stages.memory.lifecycle import Lifecycle, LifecycleApplier
+from streams.stages.memory.twins import TwinFinder
 from streams.stages.record_sink import RecordChange, RecordSink
-from streams.stages.twins import TwinFinder
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from processors.recall.ranking import PROFILES
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex, SearchScope
 from stores.recall.gaps import Answer, DueCheck
-from streams.api.search import DEFAULT_MIN_SCORE, hybrid_search
+from streams.api.recall.search import DEFAULT_MIN_SCORE, hybrid_search
 from streams.plumbing.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -79,7 +79,6 @@ from stores.recall.scoring_configs import CurrentScoring
 from stores.record_versions import PersonalReader
 from stores.records import FoundRecord, RelatedRecord
 from streams.api.auth import granted_namespace, reader_of
-from streams.api.graph import MAX_DEPTH, walk
 from streams.api.pages import Pages
 from streams.api.params import (
     AS_OF,
@@ -94,8 +93,9 @@ from streams.api.params import (
     required,
     value,
 )
-from streams.api.retrieval_log import RetrievalLog
+from streams.api.recall.graph import MAX_DEPTH, walk
 from streams.plumbing.runtime import Runtime
+from streams.reads.retrieval_log import RetrievalLog
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 (stores/recall/scoring_configs.py), which every worker's recalls use within seconds.
 
 A change comes on `memory.events` with the memory changes, keyed by namespace, and is applied
-in their order (streams/stages/memory_lifecycle.py), to the newest version, in one
+in their order (streams/stages/memory/lifecycle.py), to the newest version, in one
 transaction. A change made on another version than the newest is a `stale_version` dead
 letter; one whose result the rules refuse (an unknown parameter, a value out of its range,
 blend weights that do not sum to 1) an `invalid_event`, with every reason

@@ -37,7 +37,7 @@ from streams.api.params import (
     repeated,
     value,
 )
-from streams.api.search import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
+from streams.api.recall.search import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -75,7 +75,7 @@ RECORDS_PARAMS: Params = {**READER_PARAMS, "id": Param(IDENTIFIER, repeats=True)
 def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_chars: int,
                  edit_block: ViewHandler) -> None:
     """The record, history, diff, pending-diff, block and stats views; a POST to a block is
-    `edit_block`'s, the write view of streams/api/writes.py."""
+    `edit_block`'s, the write view of streams/api/memory/writes.py."""
     records, versions, blocks = runtime.stores.records, runtime.stores.versions, \
         runtime.stores.blocks
 

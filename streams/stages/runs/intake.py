@@ -1,9 +1,9 @@
 """`runs.events` → the run ledger in Postgres → on run.finished, a run digest → the record
 sink → `memory.updated`; errors met → signatures → fix patterns, rebuilt when an error
 recurs or a run that may have fixed one succeeds; then the lessons and patterns they teach,
-published to `memory.events` as draft memories (streams/stages/run_learnings.py); and what
+published to `memory.events` as draft memories (streams/stages/runs/learnings.py); and what
 the run does to its planning item, published to `planning.events`
-(streams/stages/run_planning.py).
+(streams/stages/runs/planning.py).
 
 Every step that touches a store isolates the events at fault: a ledger row, an error
 occurrence, a digest or a fix pattern that is refused dead-letters the event that made it,
@@ -31,10 +31,10 @@ from streams.plumbing.llm_hook import digest_prose
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
 from streams.stages.embedding import embedded, start_embedding
-from streams.stages.fix_pattern_refresh import FixPatternKey, refresh_fix_patterns
 from streams.stages.record_sink import RecordChange, RecordSink
-from streams.stages.run_learnings import propose_lessons, propose_patterns
-from streams.stages.run_planning import publish_planning
+from streams.stages.runs.fix_pattern_refresh import FixPatternKey, refresh_fix_patterns
+from streams.stages.runs.learnings import propose_lessons, propose_patterns
+from streams.stages.runs.planning import publish_planning
 
 Dead = list[tuple[InboundMessage, Rejection]]
 

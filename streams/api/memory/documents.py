@@ -10,7 +10,7 @@ one's chunks.
 Each POST publishes a doc.upsert or doc.delete to `documents.events`, checked as the
 document stage will check it (400 with the reason its dead letter would carry; 413 for a
 body over the event size limit); the stage applies it
-(streams/stages/document_intake.py). Documents are shared: any key that reads the namespace
+(streams/stages/memory/document_intake.py). Documents are shared: any key that reads the namespace
 reads them, and a key that writes it indexes and deletes them.
 """
 
@@ -28,9 +28,16 @@ from processors.events.intake import json_object
 from schemas.events import DocDelete, DocUpsert
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace
+from streams.api.memory.writes import (
+    POST,
+    EventGate,
+    answering,
+    envelope_of,
+    payload_fields,
+    permitted,
+)
 from streams.api.pages import Pages, ViewHandler
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optional, value
-from streams.api.writes import POST, EventGate, answering, envelope_of, payload_fields, permitted
 from streams.plumbing.runtime import Runtime
 
 LIST_PARAMS: Params = {**NAMESPACE_PARAMS, "repo": Param(REPO),

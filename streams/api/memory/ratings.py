@@ -6,7 +6,7 @@
 
 The POST publishes a `memory.rate` to `memory.events`, checked as the worker's intake will
 check it (400 with the reason its dead letter would carry); the rating stage applies it
-(streams/stages/memory_ratings.py). The rater is the key's agent; a key bound to no agent
+(streams/stages/memory/ratings.py). The rater is the key's agent; a key bound to no agent
 names one with `agent_id`, and only an admin key may (it rates as that agent, as it reads as
 it). Before publishing, the route checks what the stage will: each memory exists and the
 rater may read it; one that is not is answered 404, as a memory that does not exist, so that
@@ -33,10 +33,17 @@ from processors.recall.ratings import Owner, not_rateable, unrateable, visible_t
 from schemas.events import MemoryRate
 from stores.recall.scoring_configs import CurrentScoring
 from streams.api.auth import granted_namespace, reader_of
+from streams.api.memory.writes import (
+    POST,
+    EventGate,
+    answering,
+    envelope_of,
+    payload_fields,
+    permitted,
+)
 from streams.api.pages import Pages, no_record
 from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required
-from streams.api.search import adaptive_view, blend_of
-from streams.api.writes import POST, EventGate, answering, envelope_of, payload_fields, permitted
+from streams.api.recall.search import adaptive_view, blend_of
 from streams.plumbing.runtime import Runtime
 
 SCORE_PARAMS: Params = {**READER_PARAMS, "memory_id": Param(IDENTIFIER)}

@@ -43,9 +43,7 @@ from processors.recall.ranking import age_in_days
 from schemas.events import PlanningSyncRequested
 from stores.beads_repo import PlanningUnavailable, UnknownRepo
 from streams.api.auth import granted_namespace
-from streams.api.pages import Pages
-from streams.api.params import Param, Params, required
-from streams.api.writes import (
+from streams.api.memory.writes import (
     POST,
     EventGate,
     answering,
@@ -54,8 +52,10 @@ from streams.api.writes import (
     permitted,
     producer_of,
 )
-from streams.plumbing.planning import read_planning
+from streams.api.pages import Pages
+from streams.api.params import Param, Params, required
 from streams.plumbing.runtime import Runtime
+from streams.reads.planning import read_planning
 
 ITEMS_PARAMS: Params = {"namespace": Param(NAMESPACE), "repo": Param(REPO)}
 ITEM_PARAMS: Params = {**ITEMS_PARAMS, "item_id": Param(PLANNING_ITEM)}

@@ -6,7 +6,7 @@
 Sections, in order: core (the core blocks of the agent the pack is read as: the key's, or the
 one an admin key names; none without an agent), planning (with MEMORY_PLANNING=beads and a
 `planning_ref`: the Beads work item of the `repo` given, its blockers, its ready siblings,
-read fresh from the repository's file: streams/api/planning.py), history (for the error
+read fresh from the repository's file: streams/api/operations/planning.py), history (for the error
 given, or those the run met, the fix patterns of its signature, most successful first, then
 similar ones; run digests like the query), then long-term memories, then documents (the
 chunks of indexed documents most like the query, docs/documents.md). Each retrieved section
@@ -60,12 +60,11 @@ from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex, SearchScope
 from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, reader_of
-from streams.api.fix_patterns import ERROR
+from streams.api.operations.planning import planning_candidates
 from streams.api.pages import Pages
 from streams.api.params import BadQuery, Param, Params, optional, repeated, required, value
-from streams.api.planning import planning_candidates
-from streams.api.retrieval_log import RetrievalLog
-from streams.api.search import (
+from streams.api.recall.fix_patterns import ERROR
+from streams.api.recall.search import (
     DEFAULT_MIN_SCORE,
     MIN_SCORE,
     NOW,
@@ -85,6 +84,7 @@ from streams.api.search import (
 )
 from streams.plumbing.config import MemoryFlags
 from streams.plumbing.runtime import Runtime
+from streams.reads.retrieval_log import RetrievalLog
 
 log = logging.getLogger(__name__)
 

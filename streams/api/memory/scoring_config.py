@@ -12,7 +12,7 @@ Any key that reads the namespace reads its config and history: the scoring shape
 reader gets, and tells nothing of any memory.
 
 The PUT, for the namespace's admins, publishes a `memory.scoring` to `memory.events`, which
-the worker applies (streams/stages/scoring_config.py). Before publishing it checks the
+the worker applies (streams/stages/memory/scoring_config.py). Before publishing it checks the
 change as the worker will, against the newest version: a change the rules refuse is answered
 400 with every reason (`problems`) and the version it was checked against, and is never
 published. The author is the key (`key:<key id>`).
@@ -38,9 +38,7 @@ from processors.recall.scoring_changes import (
 from schemas.events import MemoryScoring
 from stores.recall.scoring_configs import ScoringVersion
 from streams.api.auth import granted_namespace
-from streams.api.pages import Pages
-from streams.api.params import NAMESPACE_PARAMS, Param, Params, value
-from streams.api.writes import (
+from streams.api.memory.writes import (
     EventGate,
     actor_of,
     answering,
@@ -48,6 +46,8 @@ from streams.api.writes import (
     payload_fields,
     permitted,
 )
+from streams.api.pages import Pages
+from streams.api.params import NAMESPACE_PARAMS, Param, Params, value
 from streams.plumbing.runtime import Runtime
 
 HISTORY_LIMIT = 20

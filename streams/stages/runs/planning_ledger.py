@@ -37,8 +37,8 @@ from stores.beads_repo import BeadsRepos, PlanningUnavailable
 from stores.planning import PlanningItemRow, WriteBack
 from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage, Outbound
-from streams.plumbing.planning import changed_items, publish_read
 from streams.plumbing.runtime import Runtime
+from streams.reads.planning import changed_items, publish_read
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """`memory.update`, `memory.deprecate`, `memory.review`, `memory.restore` → a new version of
 the record → the record sink → `memory.updated`; `memory.block` edits go to
-streams/stages/memory_blocks.py, `memory.rate` ratings to streams/stages/memory_ratings.py and
-`memory.scoring` changes to streams/stages/scoring_config.py, in the same order.
+streams/stages/memory/blocks.py, `memory.rate` ratings to streams/stages/memory/ratings.py and
+`memory.scoring` changes to streams/stages/memory/scoring_config.py, in the same order.
 
 Lifecycle events are applied one at a time, in the order of their partition (memory events
 are keyed by namespace, so every change of a record comes in order): read what the rules
@@ -50,10 +50,10 @@ from stores.record_versions import AppliedEvent, ChangedRecord, StoredCurrent
 from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
-from streams.stages.memory_blocks import BlockEditor
-from streams.stages.memory_ratings import RatingApplier
+from streams.stages.memory.blocks import BlockEditor
+from streams.stages.memory.ratings import RatingApplier
+from streams.stages.memory.scoring_config import ScoringConfigApplier
 from streams.stages.record_sink import RecordChange, RecordSink
-from streams.stages.scoring_config import ScoringConfigApplier
 
 # The events of memory.events other than writes, applied one at a time in their order.
 Applied = LifecycleEvent | MemoryBlock | MemoryRate | MemoryScoring
@@ -170,7 +170,7 @@ class LifecycleApplier:
                              for change, version in saved.versions], message, event_id)
 
     async def invalidate(self, newer: Record, found: Invalidation) -> None:
-        """Apply what a new memory found stale (streams/stages/stale_facts.py): the older
+        """Apply what a new memory found stale (streams/stages/knowledge/stale_facts.py): the older
         memory it restates with another value leaves recall as a version of its own, or waits
         for review when protected; once, by an id derived from the write and the older
         memory. A memory gone meanwhile (merged, invalidated by another) is left as it is."""

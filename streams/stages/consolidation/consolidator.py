@@ -4,7 +4,7 @@ transaction holding the replacements, the superseded members and a maintenance r
 It runs in a process of its own (`python -m streams.worker --role consolidator`, its own
 consumer group): HDBSCAN holds the GIL for seconds, which must not stall the writes. It needs
 Postgres and the model, not the index: the worker that owns the index publishes each report
-(streams/stages/report_relay.py), as it would any record change.
+(streams/stages/consolidation/report_relay.py), as it would any record change.
 
 A request's event_id names its report: a re-delivered request finds the report and changes
 nothing.

@@ -14,7 +14,7 @@ agent's personal memory) is answered 404, as one that does not exist.
 
 The event's `producer` names the key (`http:<key id>`); a key bound to an agent writes as
 that agent only; a review's reviewer is the key (`key:<key id>`), never the body, as is the
-author of a scoring change (streams/api/scoring_config.py).
+author of a scoring change (streams/api/memory/scoring_config.py).
 """
 
 from __future__ import annotations

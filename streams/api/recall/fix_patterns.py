@@ -23,7 +23,7 @@ from stores.records import FoundRecord
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, Param, Params, required
-from streams.api.search import (
+from streams.api.recall.search import (
     DEFAULT_LIMIT,
     DEFAULT_MIN_SCORE,
     LIMIT,

@@ -8,9 +8,9 @@ session's ledger.
 
 Each POST publishes a session event to `sessions.events`, checked as the worker's intake
 will check it (400 with the reason its dead letter would carry); the session stage applies it
-(streams/stages/session_ledger.py). Wake answers at once what the agent needs to start: its
+(streams/stages/memory/session_ledger.py). Wake answers at once what the agent needs to start: its
 last handoff, and the context pack for its task, whose core section holds its core blocks
-(the pack of streams/api/context.py: one way to pack them).
+(the pack of streams/api/recall/context.py: one way to pack them).
 
 A session is an agent's: a key bound to an agent wakes, checkpoints and sleeps as that agent
 only, and another agent's session answers 404 exactly as one that does not exist.
@@ -33,11 +33,7 @@ from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex
 from stores.sessions import SessionEntry
 from streams.api.auth import granted_namespace
-from streams.api.context import BUDGET_TOKENS, ContextQuery, build_context, note_gap
-from streams.api.pages import Pages, ViewHandler
-from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
-from streams.api.retrieval_log import RetrievalLog
-from streams.api.writes import (
+from streams.api.memory.writes import (
     POST,
     EventGate,
     answering,
@@ -45,8 +41,12 @@ from streams.api.writes import (
     payload_fields,
     permitted,
 )
+from streams.api.pages import Pages, ViewHandler
+from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
+from streams.api.recall.context import BUDGET_TOKENS, ContextQuery, build_context, note_gap
 from streams.plumbing.config import MemoryFlags
 from streams.plumbing.runtime import Runtime
+from streams.reads.retrieval_log import RetrievalLog
 
 SESSION_PARAMS: Params = {"session_id": Param(IDENTIFIER)}
 LEDGER_PARAMS: Params = {**NAMESPACE_PARAMS, **SESSION_PARAMS}

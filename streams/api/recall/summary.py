@@ -29,8 +29,7 @@ from stores.index.protocol import SearchIndex
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.params import Param, Params, value
-from streams.api.retrieval_log import RetrievalLog
-from streams.api.search import (
+from streams.api.recall.search import (
     DEFAULT_MIN_SCORE,
     SEARCH_PARAMS,
     SearchQuery,
@@ -41,6 +40,7 @@ from streams.api.search import (
 )
 from streams.plumbing.llm_hook import summary_prose
 from streams.plumbing.runtime import Runtime
+from streams.reads.retrieval_log import RetrievalLog
 
 # Seed 000's subagent_memory_search: a brief, not a context pack.
 DEFAULT_BUDGET_TOKENS = 400

@@ -3,7 +3,7 @@ it names counted (its secrets redacted, as every gap's: stores/recall/gaps.py), 
 (stores/recall/ratings.py).
 
 A rating comes on `memory.events` with the memory changes, and is applied in their order
-after its batch's writes (streams/stages/memory_lifecycle.py): a memory written just before
+after its batch's writes (streams/stages/memory/lifecycle.py): a memory written just before
 it in the partition is stored by then. Every memory it names must exist and be one the rater
 may read (processors/recall/ratings.py); one that is not dead-letters the whole event as
 `broken_reference`, naming it. A replay of an applied event changes nothing: its event id
