@@ -57,7 +57,7 @@ from schemas.records import Record
 from stores.index.factory import open_index
 from stores.index.payload import index_payload
 from stores.index.protocol import IndexPoint, SearchScope, VectorIndex
-from streams.api.recall.search import ranked
+from streams.reads.search import ranked
 
 DATA = Path(__file__).resolve().parent / "data" / "docs"
 DOCS_DIR = DATA / "httpx"

@@ -56,6 +56,7 @@ from streams.plumbing.config import Settings
 from streams.plumbing.faust_credentials import broker_credentials
 from streams.plumbing.runtime import Runtime
 from streams.reads.gap_keeper import GapKeeper
+from streams.reads.recalls import Recalls
 from streams.reads.retrieval_log import RetrievalLog
 from streams.stages.consolidation.consolidator import Consolidator
 from streams.stages.consolidation.report_relay import ReportRelay
@@ -183,10 +184,11 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
                      enricher.read_some)
 
     pages = wiring.pages
-    wire_search(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)
-    wire_context(pages, runtime, index, fallback, settings.memory,
-                 settings.max_searches_per_run, retrievals)
-    wire_summary(pages, runtime, index, fallback, settings.max_searches_per_run, retrievals)
+    recalls = Recalls(runtime, index, fallback, retrievals, settings.memory,
+                      settings.max_searches_per_run)
+    wire_search(pages, recalls)
+    wire_context(pages, recalls)
+    wire_summary(pages, recalls)
     wire_fix_patterns(pages, runtime, index, fallback)
     wire_consolidation(pages, runtime)
     edit_block = wire_writes(pages, runtime)
@@ -194,10 +196,8 @@ def wire_ingest(wiring: Wiring, runtime: Runtime, index: VectorIndex, fallback: 
     wire_review_queue(pages, runtime)
     wire_keys(pages, runtime.stores.keys)
     wire_changes(pages, runtime)
-    # After the writes: the first route that matches a path serves it, whatever the method,
-    # and POST /v1/runs/events must meet its own before /v1/runs/{run_id}.
     wire_runs(pages, runtime)
-    wire_sessions(pages, runtime, index, fallback, settings.memory, retrievals)
+    wire_sessions(pages, runtime, recalls)
     wire_ratings(pages, runtime)
     wire_scoring_config(pages, runtime)
     wire_gaps(pages, runtime.stores.gaps)

@@ -52,16 +52,20 @@ FILTERS = frozenset({"kind", "memory_type", "tag", "tier", "review_state", "rela
                      "since", "until"})
 
 
+def narrows(given: Iterable[str]) -> bool:
+    """Whether the parameters `given` to a recall narrow it with one of `FILTERS`."""
+    return not FILTERS.isdisjoint(given)
+
+
 def unanswered(query: str, min_score: float, shown: int, answer_floor: float,
-               given: Iterable[str]) -> bool:
+               narrowed: bool) -> bool:
     """Whether a recall met a gap: it asked a question (a search by related ids alone asks
-    none), over the whole namespace (none of `FILTERS` among the parameters `given`), looked
-    at least as far down as `answer_floor` (search's default minimum score: what a later
-    memory must reach to resolve the gap), and showed nothing. A recall that asked for more
-    than the floor and found nothing does not say that memory holds nothing at the floor;
-    one that asked for less and was shown weak hits was given something."""
-    return bool(query.strip()) and FILTERS.isdisjoint(given) and \
-        min_score <= answer_floor and shown == 0
+    none), over the whole namespace (not `narrowed` by a filter: `narrows`), looked at least
+    as far down as `answer_floor` (search's default minimum score: what a later memory must
+    reach to resolve the gap), and showed nothing. A recall that asked for more than the
+    floor and found nothing does not say that memory holds nothing at the floor; one that
+    asked for less and was shown weak hits was given something."""
+    return bool(query.strip()) and not narrowed and min_score <= answer_floor and shown == 0
 
 
 def kept_text(text: str) -> str:

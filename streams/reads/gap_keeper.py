@@ -14,13 +14,12 @@ Each pass, bounded:
    with that record's id and relevance. A namespace that announced nothing since costs
    nothing: no search is made for its gaps.
 
-Asking again, rather than matching each new memory against the open gaps, keeps "answers
-the question" meaning exactly what a recall would show: the same ranking, relevance and
-visibility, and whatever the search comes to weigh. It lives here, beside search, because it
-is a recall (a stage may not import the HTTP face, and hybrid search is the HTTP face's);
-like the retrieval log, it keeps bookkeeping of reads, never a record. Several workers share
-the work: each claims the gaps it asks for `LEASE_S`, and a claim left by a worker that died
-runs out. Two that embed the same new group place it once: the second finds it placed.
+Asking again, rather than matching each new memory against the open gaps, keeps "answers the
+question" meaning exactly what a recall would show: the same ranking, relevance and visibility, and
+whatever the search comes to weigh. It lives in the read core, beside search, because it is a
+recall; like the retrieval log, it keeps bookkeeping of reads, never a record. Several workers share
+the work: each claims the gaps it asks for `LEASE_S`, and a claim left by a worker that died runs
+out. Two that embed the same new group place it once: the second finds it placed.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from processors.recall.ranking import PROFILES
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex, SearchScope
 from stores.recall.gaps import Answer, DueCheck
-from streams.api.recall.search import DEFAULT_MIN_SCORE, hybrid_search
 from streams.plumbing.runtime import Runtime
+from streams.reads.search import DEFAULT_MIN_SCORE, hybrid_search
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,9 @@
 file as it is now, with the write-backs memstream has not written into it yet laid over it;
 the items of the file that changed since memstream last read them are published to
 `planning.events` as item upserts (named by their content, so re-reading an unchanged item
-adds nothing).
+adds nothing). A file missing or corrupt is read as memstream last read it (Postgres), with
+why (`planning_items`); a pack's planning section is the item, its blockers and its ready
+siblings, each with its cost in the model's tokens (`planning_candidates`).
 
 Beads failing never fails a run or a pack: a read that cannot be done raises
 PlanningUnavailable, which callers name in `degraded`, and is counted.
@@ -10,12 +12,17 @@ PlanningUnavailable, which callers name in `degraded`, and is counted.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from processors.planning.beads import BeadsFile, WorkItem
-from processors.planning.write_backs import change_of, content_hash, settle, upserted
+import numpy as np
+
+from processors.planning.beads import BeadsFile, WorkItem, blockers, is_ready, planning_context
+from processors.planning.write_backs import change_of, content_hash, pack_entries, settle, upserted
+from processors.recall.context_pack import Candidate
+from processors.recall.ranking import age_in_days
 from schemas.topics import PLANNING_EVENTS, destination
 from stores.beads_repo import PlanningUnavailable, UnknownRepo
 from streams.plumbing.messages import Outbound
@@ -69,3 +76,53 @@ async def changed_items(runtime: Runtime, namespace: str, repo: str,
              for row in await runtime.stores.planning.items(namespace, repo)}
     return [item for item in beads.items
             if known.get(item.id) != content_hash(dict(item.fields))]
+
+
+async def planning_items(runtime: Runtime, namespace: str, repo: str
+                ) -> tuple[BeadsFile, str | None]:
+    """The repo's items fresh from its file, or, when the file fails, as memstream last read
+    them, with why. Raises UnknownRepo for a repo it has no planning for."""
+    try:
+        return await read_planning(runtime, namespace, repo), None
+    except UnknownRepo:
+        raise
+    except PlanningUnavailable as exc:
+        rows = await runtime.stores.planning.items(namespace, repo)
+        return BeadsFile(tuple(WorkItem(row.fields) for row in rows), "bd", True), exc.detail
+
+
+async def planning_candidates(runtime: Runtime, namespace: str, repo: str,
+                              ref: str) -> list[Candidate]:
+    """The pack's planning section for `ref`: the item, its blockers, its ready siblings,
+    each with its cost in the model's tokens. Raises PlanningUnavailable (the file, bd) and
+    UnknownItem."""
+    beads = await read_planning(runtime, namespace, repo)
+    context = planning_context(beads, ref)
+    entries = pack_entries(context)
+    texts = [entry.text for entry in entries]
+    costs = await asyncio.to_thread(runtime.embedder.token_costs, texts)
+    # Not embedded: an item's description runs to hundreds of tokens, and embedding the
+    # section's items took 80-90 ms of every pack. A zero vector is no one's near-duplicate,
+    # so the work item and its neighbours are never dropped as repeats of a memory.
+    unembedded = np.zeros(runtime.embedder.dimension, dtype=np.float32)
+    now = datetime.now(UTC)
+    by_id = beads.by_id()
+    return [Candidate(
+        section="planning", record_id=f"beads:{repo}#{entry.item.id}",
+        kind=f"planning_{entry.role}", text=entry.text,
+        source=f"beads:{repo}#{entry.item.id}", trust_class="raw",
+        provenance={"repo": repo, "item_id": entry.item.id, "role": entry.role,
+                    "status": entry.item.status,
+                    "ready": is_ready(entry.item, by_id),
+                    "open_blockers": [b.item_id for b in blockers(entry.item, by_id) if b.open]},
+        # An item without its creation time is shown as read now.
+        created_at=str(entry.item.fields.get("created_at") or now.isoformat()),
+        age_days=_age(entry.item, now), score=1.0, token_cost=cost, vector=unembedded)
+        for entry, cost in zip(entries, costs, strict=True)]
+
+
+def _age(item: WorkItem, now: datetime) -> float:
+    try:
+        return age_in_days(datetime.fromisoformat(str(item.fields.get("created_at"))), now)
+    except ValueError:
+        return 0.0

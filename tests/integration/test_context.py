@@ -21,12 +21,16 @@ from harness.stack import MODEL_DIR, Stack, Worker
 from processors.recall.ranking import PROFILES
 from stores.index.factory import open_index
 from stores.index.postgres_search import RecordsSearch
+from stores.index.protocol import SearchIndex
 from stores.postgres.stores import PostgresStores
-from streams.api.recall.context import ContextQuery, build_context
-from streams.api.recall.search import hybrid_search, scope_of
+from streams.api.queries import context_query as query_of
+from streams.api.queries import scope_of
+from streams.api.rendering import context_answer
 from streams.plumbing.config import MemoryFlags
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
+from streams.reads.context import ContextQuery, build_context
+from streams.reads.search import hybrid_search
 from tests.integration.conftest import updated_ids
 
 pytestmark = pytest.mark.integration
@@ -293,11 +297,18 @@ async def local_runtime(stack: Stack) -> AsyncIterator[tuple[Runtime, RecordsSea
     await stores.close()
 
 
+async def packed(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
+                 flags: MemoryFlags, query: ContextQuery) -> dict[str, Any]:
+    """The pack as /v1/context answers it."""
+    return context_answer(await build_context(runtime, index, fallback,  # type: ignore[arg-type]
+                                              flags, query))
+
+
 def context_query(namespace: str, flags: MemoryFlags, **params: str) -> ContextQuery:
     # A query both sections answer: the VPN memory, and the runs that warmed the cache.
     query = "staging VPN, and warming the user cache at boot"
-    return ContextQuery.from_params({"namespace": namespace, "query": query, **params}, flags,
-                                    params.get("agent_id"))
+    return query_of({"namespace": namespace, "query": query, **params}, flags,
+                    params.get("agent_id"))
 
 
 async def test_with_the_index_down_the_pack_comes_from_postgres_and_says_so(
@@ -305,11 +316,11 @@ async def test_with_the_index_down_the_pack_comes_from_postgres_and_says_so(
 ) -> None:
     runtime, fallback = local_runtime
     flags = MemoryFlags()
-    down = await build_context(runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
+    down = await packed(runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
                                flags, context_query(seeded.namespace, flags))
     assert down["degraded"] == ["index"]
     assert down["sections"]["long_term"] and down["sections"]["history"]
-    live = await build_context(runtime, fallback, fallback, flags,
+    live = await packed(runtime, fallback, fallback, flags,
                                context_query(seeded.namespace, flags))
     assert [i["record_id"] for i in down["sections"]["long_term"]] == \
         [i["record_id"] for i in live["sections"]["long_term"]]
@@ -320,15 +331,15 @@ async def test_each_flag_does_what_it_says(
 ) -> None:
     runtime, fallback = local_runtime
     no_history = MemoryFlags(history=False)
-    pack = await build_context(runtime, fallback, fallback, no_history,
+    pack = await packed(runtime, fallback, fallback, no_history,
                                context_query(seeded.namespace, no_history))
     assert pack["sections"]["history"] == [] and pack["sections"]["long_term"]
     no_memories = MemoryFlags(long_term=False)
-    pack = await build_context(runtime, fallback, fallback, no_memories,
+    pack = await packed(runtime, fallback, fallback, no_memories,
                                context_query(seeded.namespace, no_memories))
     assert pack["sections"]["long_term"] == [] and pack["sections"]["history"]
     budget = MemoryFlags(context_budget_tokens=12)
-    pack = await build_context(runtime, fallback, fallback, budget,
+    pack = await packed(runtime, fallback, fallback, budget,
                                context_query(seeded.namespace, budget))
     assert pack["budget_tokens"] == 12 and pack["tokens"] <= 12
     closed = MemoryFlags(fail_open=False)
@@ -336,11 +347,11 @@ async def test_each_flag_does_what_it_says(
         await build_context(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
                             closed, context_query(seeded.namespace, closed))
     opened = MemoryFlags()
-    pack = await build_context(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
+    pack = await packed(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
                                opened, context_query(seeded.namespace, opened))
     assert pack["degraded"] == ["documents", "history", "long_term"] and pack["tokens"] == 0
     no_documents = MemoryFlags(documents=False)
-    pack = await build_context(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
+    pack = await packed(runtime, UnreachableIndex(), UnreachableIndex(),  # type: ignore[arg-type]
                                no_documents, context_query(seeded.namespace, no_documents))
     assert pack["degraded"] == ["history", "long_term"]
 

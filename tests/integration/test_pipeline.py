@@ -26,9 +26,10 @@ from processors.recall.ranking import PROFILES
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchScope
 from stores.postgres.stores import PostgresStores
-from streams.api.recall.search import SearchQuery, search
+from streams.api.rendering import search_answer
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
+from streams.reads.search import SearchQuery, search
 from tests.integration.conftest import event, tmp_file, updated_ids
 
 pytestmark = pytest.mark.integration
@@ -195,8 +196,8 @@ async def searched_from_postgres(stack: Stack) -> AsyncIterator[Searched]:
                       max_event_bytes=1024)
 
     async def searched(query: SearchQuery) -> dict[str, Any]:
-        return await search(runtime, UnreachableIndex(), fallback,  # type: ignore[arg-type]
-                            query)
+        return search_answer(await search(runtime, UnreachableIndex(),  # type: ignore[arg-type]
+                                          fallback, query))
 
     try:
         yield searched

@@ -18,7 +18,8 @@ from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from processors.events.ids import digest_record_id
 from processors.recall.ranking import PROFILES
-from streams.api.recall.search import SearchQuery, scope_of
+from streams.api.queries import scope_of
+from streams.reads.search import SearchQuery
 from tests.integration.conftest import updated_ids
 from tests.integration.test_pipeline import searched_from_postgres
 from tests.integration.test_write_endpoints import client, posted

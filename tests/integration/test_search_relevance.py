@@ -13,7 +13,7 @@ from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from processors.recall.ranking import PROFILES
 from stores.index.protocol import SearchScope
-from streams.api.recall.search import DEFAULT_MIN_SCORE, SearchQuery
+from streams.reads.search import DEFAULT_MIN_SCORE, SearchQuery
 from tests.integration.conftest import updated_ids
 from tests.integration.test_pipeline import searched_from_postgres
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,11 +21,11 @@ from harness.stack import MODEL_DIR, Stack, Worker
 from processors.recall.summary import RECORD_ID
 from stores.index.postgres_search import RecordsSearch
 from stores.postgres.stores import PostgresStores
-from streams.api.recall.search import SearchQuery
-from streams.api.recall.summary import summary_of
+from streams.api.queries import search_query
 from streams.plumbing.llm_hook import ChatEndpoint
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime
+from streams.reads.summary import Summary, summary_of
 from tests.integration.conftest import updated_ids
 from tests.integration.test_llm_hook import FakeChat, answering, chat_answer, fake_chat, too_late
 
@@ -164,9 +164,9 @@ async def local_runtime(stack: Stack) -> AsyncIterator[tuple[Runtime, RecordsSea
 
 
 async def summarized(runtime: Runtime, fallback: RecordsSearch, namespace: str,
-                     hook_url: str | None, timeout_s: float = 5.0) -> dict[str, Any]:
-    """The route's answer with the LLM hook at `hook_url` (none if None)."""
-    query = SearchQuery.from_params({"namespace": namespace, "query": QUESTION}, None)
+                     hook_url: str | None, timeout_s: float = 5.0) -> Summary:
+    """The summary with the LLM hook at `hook_url` (none if None)."""
+    query = search_query({"namespace": namespace, "query": QUESTION}, None)
     llm = None if hook_url is None else ChatEndpoint(hook_url, "small", "", timeout_s)
     try:
         return await summary_of(replace(runtime, llm=llm, metrics=Metrics()), fallback,
@@ -176,7 +176,7 @@ async def summarized(runtime: Runtime, fallback: RecordsSearch, namespace: str,
             await llm.close()
 
 
-def citing(ids: list[str]) -> dict[str, Any]:
+def citing(ids: Sequence[str]) -> dict[str, Any]:
     return chat_answer("Yes: staging deploys need the VPN profile from the ops vault "
                        + " ".join(f"[{memory_id}]" for memory_id in ids) + ".")
 
@@ -188,15 +188,15 @@ async def test_the_hooks_rewrite_is_kept_when_it_cites_the_same_memories(
     runtime, fallback = local_runtime
     fake, url = fake_chat
     plain = await summarized(runtime, fallback, seeded.namespace, None)
-    ids = plain["memory_ids"]
-    assert len(ids) >= 2 and plain["rewritten"] is False
+    ids = plain.memory_ids
+    assert len(ids) >= 2 and plain.rewritten is False
     fake.reply = answering(json=citing(ids))
     brief = await summarized(runtime, fallback, seeded.namespace, url)
-    assert brief["rewritten"] is True and brief["memory_ids"] == ids
-    assert brief["summary"] == citing(ids)["choices"][0]["message"]["content"]
-    assert brief["tokens"] == runtime.embedder.token_costs([brief["summary"]])[0] <= 200
+    assert brief.rewritten is True and brief.memory_ids == ids
+    assert brief.text == citing(ids)["choices"][0]["message"]["content"]
+    assert brief.tokens == runtime.embedder.token_costs([brief.text])[0] <= 200
     (request,) = fake.requests
-    assert request["messages"][1]["content"] == f"Question: {QUESTION}\n\n{plain['summary']}"
+    assert request["messages"][1]["content"] == f"Question: {QUESTION}\n\n{plain.text}"
 
 
 @pytest.mark.parametrize("failure", ["error", "slow", "drops an id", "invents an id",
@@ -208,7 +208,7 @@ async def test_a_failing_hook_answers_the_deterministic_summary(
     runtime, fallback = local_runtime
     fake, url = fake_chat
     plain = await summarized(runtime, fallback, seeded.namespace, None)
-    ids = plain["memory_ids"]
+    ids = plain.memory_ids
     fake.reply = {
         "error": answering(status=503, json={"error": "overloaded"}),
         "slow": too_late,
@@ -230,12 +230,12 @@ async def test_the_hooks_outcomes_are_counted(
     fake, url = fake_chat
     metrics = Metrics()
     counted = replace(runtime, metrics=metrics)
-    query = SearchQuery.from_params({"namespace": seeded.namespace, "query": QUESTION}, None)
+    query = search_query({"namespace": seeded.namespace, "query": QUESTION}, None)
     llm = ChatEndpoint(url, "small", "", 5.0)
     try:
         fake.reply = answering(status=500, json={})
         await summary_of(replace(counted, llm=llm), fallback, fallback, query, 200)
-        ids = (await summary_of(counted, fallback, fallback, query, 200))["memory_ids"]
+        ids = (await summary_of(counted, fallback, fallback, query, 200)).memory_ids
         fake.reply = answering(json=citing(ids))
         await summary_of(replace(counted, llm=llm), fallback, fallback, query, 200)
     finally:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.recall.gaps import gap_key, kept_text, terms_key, unanswered
+from processors.recall.gaps import gap_key, kept_text, narrows, terms_key, unanswered
 from stores.recall.gaps import GapSighting, counted
 
 FLOOR = 0.5
@@ -36,15 +36,16 @@ QUESTION = {"namespace", "query", "min_score", "limit", "profile", "agent_id", "
 ])
 def test_a_recall_met_a_gap_when_it_asked_and_showed_nothing_down_to_the_floor(
         query: str, min_score: float, shown: int, gap: bool) -> None:
-    assert unanswered(query, min_score, shown, FLOOR, QUESTION) is gap
+    assert unanswered(query, min_score, shown, FLOOR, narrows(QUESTION)) is gap
 
 
 @pytest.mark.parametrize("narrowing", ["kind", "memory_type", "tag", "tier", "review_state",
                                        "related_id", "since", "until"])
 def test_a_recall_narrowed_by_a_filter_meets_no_gap(narrowing: str) -> None:
     """An empty answer may be the filter's: the gap would be asked again without it."""
+    assert narrows(QUESTION | {narrowing})
     assert not unanswered("how do I rotate the signing keys", 0.5, 0, FLOOR,
-                          QUESTION | {narrowing})
+                          narrows(QUESTION | {narrowing}))
 
 
 def test_the_same_words_in_other_case_or_spacing_are_one_row() -> None:

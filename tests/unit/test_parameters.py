@@ -30,7 +30,7 @@ from processors.events.errors import Rejected
 from processors.events.intake import parse_event
 from schemas.events import MEMORY_EVENT_TYPES
 from streams.api.params import NO_PARAMS, READER_PARAMS, BadQuery, Param, check, repeated
-from streams.api.recall.search import SEARCH_PARAMS
+from streams.api.queries import SEARCH_PARAMS
 
 
 def written(**envelope: Any) -> bool:

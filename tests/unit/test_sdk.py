@@ -35,8 +35,8 @@ from client.sdk.client import AsyncRoute, Route
 from client.sdk.config import Config
 from client.sdk.errors import Forbidden, Unauthorized, error_of
 from client.sdk.models import BlockRef, SearchAnswer, Stats
+from tests.openapi_structure import operations
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG = Config("http://worker", "msk_k", "team-a")
 NO_WAIT = Retries(attempts=3, first_delay_s=0.0)
 ACCEPTED = {"record_id": "mem_1", "event_id": "e1", "topic": "memory.events"}
@@ -104,20 +104,11 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")
 
 
-def api_routes() -> set[tuple[str, str]]:
-    """(method, route template) of every route streams/api/ serves, from its source: each
-    `pages.page(route, …, methods=…)` on one line."""
-    served = set()
-    for source in (REPO / "streams" / "api").rglob("*.py"):
-        for line in source.read_text().splitlines():
-            found = re.search(r'pages\.page\("([^"]+)"(.*)', line)
-            if found is None or NOT_FOR_CLIENTS.match(found.group(1)):
-                continue
-            listed = re.search(r"methods=\(([^)]*)\)", found.group(2))
-            methods = re.findall(r'"(\w+)"', listed.group(1)) if listed else (
-                ["POST"] if "methods=POST" in found.group(2) else ["GET"])
-            served |= {(method, found.group(1)) for method in methods}
-    return served
+def api_routes(document: dict[str, Any]) -> set[tuple[str, str]]:
+    """(method, route template) of every route the ingest app serves, from its OpenAPI
+    document."""
+    return {(method, path) for method, path, _ in operations(document)
+            if not NOT_FOR_CLIENTS.match(path)}
 
 
 def route_of(call: Call[Any], served: set[tuple[str, str]]) -> tuple[str, str] | None:
@@ -129,7 +120,8 @@ def route_of(call: Call[Any], served: set[tuple[str, str]]) -> tuple[str, str] |
     return None
 
 
-def test_every_route_of_the_api_has_a_method_in_both_clients() -> None:
+def test_every_route_of_the_api_has_a_method_in_both_clients(
+        wired: tuple[Any, dict[str, Any]]) -> None:
     # A route's function: the client's settings, then the route's parameters, to a Call.
     builders = {name for name, function in inspect.getmembers(routes, inspect.isfunction)
                 if list(inspect.signature(function).parameters)[:1] == ["config"]
@@ -139,7 +131,7 @@ def test_every_route_of_the_api_has_a_method_in_both_clients() -> None:
             if isinstance(value, Route)} == builders
     assert {name for name, value in vars(AsyncMemoryClient).items()
             if isinstance(value, AsyncRoute)} == builders
-    served = api_routes()
+    served = api_routes(wired[1])
     called = set()
     for name, sample in SAMPLES.items():
         call = sample()

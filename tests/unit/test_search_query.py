@@ -7,8 +7,9 @@ from multidict import MultiDict
 from processors.recall.ranking import Fused
 from stores.records import FoundRecord
 from streams.api.params import BadQuery
-from streams.api.recall.fix_patterns import FixPatternQuery
-from streams.api.recall.search import Hit, SearchQuery, hit_view
+from streams.api.queries import fix_pattern_query, search_query
+from streams.api.rendering import hit_view
+from streams.reads.search import Hit
 
 
 def params(**values: str | list[str]) -> MultiDict[str]:
@@ -20,36 +21,36 @@ def params(**values: str | list[str]) -> MultiDict[str]:
 
 
 def test_defaults_follow_the_contract() -> None:
-    query = SearchQuery.from_params(params(namespace="a", query="vpn"), None)
+    query = search_query(params(namespace="a", query="vpn"), None)
     scope = query.scope
     assert (scope.limit, scope.min_score, scope.related_ids) == (5, 0.5, ())
     # Memories and history; chunks of documents only when asked for.
     assert scope.record_kinds == ("memory", "run_digest", "fix_pattern")
-    asked = SearchQuery.from_params(params(namespace="a", query="vpn", kind="doc_chunk"), None)
+    asked = search_query(params(namespace="a", query="vpn", kind="doc_chunk"), None)
     assert asked.scope.record_kinds == ("doc_chunk",)
     assert scope.review_states == ("approved",), "approved only, unless asked"
     assert (query.profile.name, query.run_id) == ("default", None)
 
 
 def test_related_ids_stand_for_the_query_and_are_capped() -> None:
-    query = SearchQuery.from_params(params(namespace="a", related_id=["mem_1,mem_2", "mem_1"]),
+    query = search_query(params(namespace="a", related_id=["mem_1,mem_2", "mem_1"]),
                                     None)
     assert (query.query, query.scope.related_ids) == ("", ("mem_1", "mem_2"))
     with pytest.raises(BadQuery, match="query is required"):
-        SearchQuery.from_params(params(namespace="a"), None)
+        search_query(params(namespace="a"), None)
     with pytest.raises(BadQuery, match="related_id: at most 100 in one request"):
-        SearchQuery.from_params(params(namespace="a", related_id=",".join(
+        search_query(params(namespace="a", related_id=",".join(
             f"mem_{n}" for n in range(101))), None)
 
 
 def test_kinds_may_repeat_or_be_comma_separated() -> None:
-    query = SearchQuery.from_params(params(namespace="a", query="q",
+    query = search_query(params(namespace="a", query="q",
                                            kind=["memory,run_digest", "memory"]), None)
     assert query.scope.record_kinds == ("memory", "run_digest")
 
 
 def test_filters_reach_the_scope() -> None:
-    query = SearchQuery.from_params(params(
+    query = search_query(params(
         namespace="a", query="q", tag=["ops", "db"], memory_type="decision,lesson",
         tier="long_term", review_state=["approved", "draft"], since="2026-01-01",
         until="2026-02-01T12:00:00+00:00", run_id="run-7"), "ann")
@@ -64,10 +65,10 @@ def test_filters_reach_the_scope() -> None:
 
 
 def test_a_profile_narrows_kinds_and_types_unless_the_request_does() -> None:
-    incident = SearchQuery.from_params(params(namespace="a", query="q", profile="incident"), None)
+    incident = search_query(params(namespace="a", query="q", profile="incident"), None)
     assert incident.scope.record_kinds == ("fix_pattern", "run_digest", "memory")
     assert "lesson" in incident.scope.memory_types
-    asked = SearchQuery.from_params(params(namespace="a", query="q", profile="incident",
+    asked = search_query(params(namespace="a", query="q", profile="incident",
                                            kind="memory"), None)
     assert asked.scope.record_kinds == ("memory",)
 
@@ -90,11 +91,11 @@ def test_a_profile_narrows_kinds_and_types_unless_the_request_does() -> None:
 )
 def test_unusable_requests_say_why(values: dict[str, str], message: str) -> None:
     with pytest.raises(BadQuery, match=message):
-        SearchQuery.from_params(params(**values), None)
+        search_query(params(**values), None)
 
 
 def test_a_fix_pattern_lookup_takes_the_error_text_and_the_same_limits() -> None:
-    query = FixPatternQuery.from_params(
+    query = fix_pattern_query(
         {"namespace": "a", "error": "KeyError: 'x'", "limit": "3", "min_score": "0.4"})
     assert (query.error, query.limit, query.min_score) == ("KeyError: 'x'", 3, 0.4)
 
@@ -110,7 +111,7 @@ def test_a_fix_pattern_lookup_takes_the_error_text_and_the_same_limits() -> None
 )
 def test_a_fix_pattern_lookup_refuses_bad_parameters(params: dict[str, str], message: str) -> None:
     with pytest.raises(BadQuery, match=message):
-        FixPatternQuery.from_params(params)
+        fix_pattern_query(params)
 
 
 def _found(**fields: Any) -> FoundRecord:

@@ -12,7 +12,8 @@ from processors.events.errors import Rejected
 from processors.events.intake import json_object, parse_event
 from schemas.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS, destination
-from streams.api.memory.writes import EventGate, NotPublished, envelope_of, run_fields
+from streams.api.operations.runs import run_fields
+from streams.api.publishing import EventGate, NotPublished, envelope_of
 from streams.plumbing.messages import Outbound
 
 MAX = 64 * 1024

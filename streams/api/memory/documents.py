@@ -28,7 +28,9 @@ from processors.events.intake import json_object
 from schemas.events import DocDelete, DocUpsert
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace
-from streams.api.memory.writes import (
+from streams.api.pages import Pages, ViewHandler
+from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optional, value
+from streams.api.publishing import (
     POST,
     EventGate,
     answering,
@@ -36,8 +38,6 @@ from streams.api.memory.writes import (
     payload_fields,
     permitted,
 )
-from streams.api.pages import Pages, ViewHandler
-from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optional, value
 from streams.plumbing.runtime import Runtime
 
 LIST_PARAMS: Params = {**NAMESPACE_PARAMS, "repo": Param(REPO),

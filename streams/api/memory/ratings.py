@@ -33,7 +33,9 @@ from processors.recall.ratings import Owner, not_rateable, unrateable, visible_t
 from schemas.events import MemoryRate
 from stores.recall.scoring_configs import CurrentScoring
 from streams.api.auth import granted_namespace, reader_of
-from streams.api.memory.writes import (
+from streams.api.pages import Pages, no_record
+from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required
+from streams.api.publishing import (
     POST,
     EventGate,
     answering,
@@ -41,10 +43,9 @@ from streams.api.memory.writes import (
     payload_fields,
     permitted,
 )
-from streams.api.pages import Pages, no_record
-from streams.api.params import NO_PARAMS, READER_PARAMS, Param, Params, required
-from streams.api.recall.search import adaptive_view, blend_of
+from streams.api.rendering import adaptive_view
 from streams.plumbing.runtime import Runtime
+from streams.reads.search import blend_of
 
 SCORE_PARAMS: Params = {**READER_PARAMS, "memory_id": Param(IDENTIFIER)}
 # The latest ratings a score read shows.

@@ -14,8 +14,8 @@ from processors.api.access import Caller
 from processors.api.listing import ListingPosition, cursor_position, description, encode_cursor
 from processors.api.openapi import payload_body
 from processors.api.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer, one_of, opaque
-from processors.memory.blocks import BlockDiff, usage
-from processors.memory.lifecycle import PendingDiff, RecordVersion, superseded_note, version_diff
+from processors.memory.blocks import usage
+from processors.memory.lifecycle import RecordVersion, superseded_note, version_diff
 from processors.recall.as_of import standing_at, version_at
 from schemas.events import MemoryBlock, Scope
 from schemas.records import Record
@@ -37,7 +37,8 @@ from streams.api.params import (
     repeated,
     value,
 )
-from streams.api.recall.search import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
+from streams.api.queries import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
+from streams.api.rendering import block_diff_json, diff_json
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -284,23 +285,6 @@ def _version_json(version: RecordVersion) -> dict[str, Any]:
             "event_id": version.event_id, "changed_at": version.changed_at.isoformat(),
             "changed": list(version.changed), "reason": version.reason, "text": version.text,
             **version.fields}
-
-
-def block_diff_json(diff: BlockDiff) -> dict[str, Any]:
-    return {"diff_id": diff.diff_id, "target": "block",
-            "block": {"agent_id": diff.agent_id, "label": diff.label},
-            "base_version": diff.base_version,
-            "proposed": diff.payload.model_dump(mode="json", exclude_defaults=True,
-                                                exclude={"agent_id", "label"}),
-            "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
-            "state": diff.state}
-
-
-def diff_json(diff: PendingDiff) -> dict[str, Any]:
-    return {"diff_id": diff.diff_id, "target": "record", "record_id": diff.record_id,
-            "base_version": diff.base_version, "proposed": dict(diff.proposed),
-            "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
-            "state": diff.state}
 
 
 def standing_view(record: Record, merged_into: str | None) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from processors.memory.lifecycle import PendingDiff
 from stores.record_versions import DraftMerge, ProposedLearningDraft
 from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, personal_reader
-from streams.api.memory.records import block_diff_json, diff_json
 from streams.api.pages import Pages
 from streams.api.params import READER_PARAMS, Param, Params, optional, value
+from streams.api.rendering import block_diff_json, diff_json
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 

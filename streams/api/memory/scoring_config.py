@@ -38,7 +38,9 @@ from processors.recall.scoring_changes import (
 from schemas.events import MemoryScoring
 from stores.recall.scoring_configs import ScoringVersion
 from streams.api.auth import granted_namespace
-from streams.api.memory.writes import (
+from streams.api.pages import Pages
+from streams.api.params import NAMESPACE_PARAMS, Param, Params, value
+from streams.api.publishing import (
     EventGate,
     actor_of,
     answering,
@@ -46,8 +48,6 @@ from streams.api.memory.writes import (
     payload_fields,
     permitted,
 )
-from streams.api.pages import Pages
-from streams.api.params import NAMESPACE_PARAMS, Param, Params, value
 from streams.plumbing.runtime import Runtime
 
 HISTORY_LIMIT = 20

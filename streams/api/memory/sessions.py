@@ -10,7 +10,7 @@ Each POST publishes a session event to `sessions.events`, checked as the worker'
 will check it (400 with the reason its dead letter would carry); the session stage applies it
 (streams/stages/memory/session_ledger.py). Wake answers at once what the agent needs to start: its
 last handoff, and the context pack for its task, whose core section holds its core blocks
-(the pack of streams/api/recall/context.py: one way to pack them).
+(the pack of streams/reads/context.py: one way to pack them).
 
 A session is an agent's: a key bound to an agent wakes, checkpoints and sleeps as that agent
 only, and another agent's session answers 404 exactly as one that does not exist.
@@ -29,11 +29,11 @@ from processors.api.parameters import IDENTIFIER
 from processors.events.intake import json_object
 from processors.memory.sessions import checkpoint_record_ids, handoff_record_id, memory_writes
 from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
-from stores.index.postgres_search import RecordsSearch
-from stores.index.protocol import SearchIndex
 from stores.sessions import SessionEntry
 from streams.api.auth import granted_namespace
-from streams.api.memory.writes import (
+from streams.api.pages import Pages, ViewHandler
+from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
+from streams.api.publishing import (
     POST,
     EventGate,
     answering,
@@ -41,13 +41,14 @@ from streams.api.memory.writes import (
     payload_fields,
     permitted,
 )
-from streams.api.pages import Pages, ViewHandler
-from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
-from streams.api.recall.context import BUDGET_TOKENS, ContextQuery, build_context, note_gap
-from streams.plumbing.config import MemoryFlags
+from streams.api.queries import BUDGET_TOKENS
+from streams.api.rendering import context_answer
 from streams.plumbing.runtime import Runtime
-from streams.reads.retrieval_log import RetrievalLog
+from streams.reads.context import task_query
+from streams.reads.recalls import Exhausted, Recalls
+from streams.reads.search import DEFAULT_MIN_SCORE
 
+WAKE_ROUTE = "/v1/sessions/wake"
 SESSION_PARAMS: Params = {"session_id": Param(IDENTIFIER)}
 LEDGER_PARAMS: Params = {**NAMESPACE_PARAMS, **SESSION_PARAMS}
 # Body fields of a wake that are not the event's: how large a pack it answers.
@@ -55,12 +56,9 @@ WAKE_ONLY = frozenset({"budget_tokens"})
 
 
 class SessionViews:
-    def __init__(self, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
-                 flags: MemoryFlags, retrievals: RetrievalLog) -> None:
+    def __init__(self, runtime: Runtime, recalls: Recalls) -> None:
         self._runtime = runtime
-        self._retrievals = retrievals
-        self._index, self._fallback = index, fallback
-        self._flags = flags
+        self._recalls = recalls
         self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
 
     async def _body(self, request: Request) -> dict[str, Any]:
@@ -111,20 +109,15 @@ class SessionViews:
                        budget_tokens: int | None) -> dict[str, Any] | None:
         """The context pack for the task, its core blocks first; for a session woken without
         a task, the core blocks alone; none when memory is disabled."""
-        if not self._flags.enabled:
+        flags = self._recalls.flags
+        if not flags.enabled:
             return None
-        params = {"namespace": namespace, "query": task}
-        if budget_tokens is not None:
-            params["budget_tokens"] = str(budget_tokens)
-        query = ContextQuery.from_params(params, self._flags, agent, query_required=False)
-        pack = await build_context(self._runtime, self._index, self._fallback, self._flags,
-                                   query)
-        self._retrievals.surfaced(
-            namespace=namespace, query=task, route="/v1/sessions/wake", agent_id=agent, run_id=None,
-            record_ids=[item["record_id"] for items in pack["sections"].values()
-                        for item in items])
-        note_gap(self._retrievals, self._flags, query, pack, params.keys())
-        return pack
+        pack = await self._recalls.context(task_query(
+            namespace, agent, task, flags.context_budget_tokens if budget_tokens is None
+            else budget_tokens, DEFAULT_MIN_SCORE), WAKE_ROUTE)
+        # A wake names no run: no budget refuses it.
+        assert not isinstance(pack, Exhausted)
+        return context_answer(pack)
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:
         return (await self._runtime.stores.sessions.session_ledgers(
@@ -201,12 +194,11 @@ def no_session(web: View, session_id: str, namespace: str) -> Response:
     return web.json({"error": f"no session {session_id!r} in {namespace!r}"}, status=404)
 
 
-def wire_sessions(pages: Pages, runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
-                  flags: MemoryFlags, retrievals: RetrievalLog) -> None:
-    views = SessionViews(runtime, index, fallback, flags, retrievals)
+def wire_sessions(pages: Pages, runtime: Runtime, recalls: Recalls) -> None:
+    views = SessionViews(runtime, recalls)
     # The first route that matches a path serves it: wake before the ledger's
     # /v1/sessions/{session_id}.
-    pages.page("/v1/sessions/wake", params=NO_PARAMS, methods=POST, body=payload_body(
+    pages.page(WAKE_ROUTE, params=NO_PARAMS, methods=POST, body=payload_body(
         SessionWoke, optional={"session_id", "agent_id"},
         extra={"budget_tokens": BUDGET_TOKENS.schema}))(answering(views.wake))
     pages.page("/v1/sessions/{session_id}/checkpoint", params=SESSION_PARAMS, methods=POST,

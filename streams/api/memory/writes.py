@@ -19,168 +19,42 @@ author of a scoring change (streams/api/memory/scoring_config.py).
 
 from __future__ import annotations
 
-import asyncio
-import json
-import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from functools import wraps
 from typing import Any, TypeVar
 
 from faust.web import Request, Response, View
 
-from processors.api.access import Caller, Permission
-from processors.api.openapi import event_body, payload_body
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
 from processors.api.parameters import IDENTIFIER
-from processors.events.errors import Unavailable
 from processors.events.ids import memory_record_id
-from processors.events.intake import Parsed, json_object, parse_event
+from processors.events.intake import json_object
 from schemas.events import (
-    RUN_EVENT_TYPES,
-    DocumentEvent,
     MemoryBlock,
     MemoryDeprecate,
-    MemoryEvent,
     MemoryRestore,
     MemoryReview,
     MemoryUpdate,
     MemoryWrite,
-    PlanningEvent,
-    RunEvent,
-    SessionEvent,
 )
-from schemas.topics import destination
 from streams.api.auth import may_see
 from streams.api.pages import Pages, ViewHandler, no_record
 from streams.api.params import NO_PARAMS, Param, Params
-from streams.plumbing.failures import classify
-from streams.plumbing.messages import Outbound
-from streams.plumbing.runtime import Producer, Runtime
+from streams.api.publishing import (
+    POST,
+    EventGate,
+    actor_of,
+    answering,
+    envelope_of,
+    payload_fields,
+    permitted,
+)
+from streams.plumbing.runtime import Runtime
 
-E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent | DocumentEvent | PlanningEvent)
 # The changes of a stored memory that name it in their path.
 C = TypeVar("C", MemoryUpdate, MemoryDeprecate, MemoryRestore)
 
-# How long a request waits for the broker's acknowledgement before answering 503.
-PUBLISH_TIMEOUT_S = 10.0
-# Body fields that belong to the envelope, not to the payload.
-ENVELOPE_FIELDS = frozenset({"namespace", "event_id"})
-POST = ("POST",)
 # A change of a stored memory names it in its path.
 CHANGE_PARAMS: Params = {"record_id": Param(IDENTIFIER)}
-
-
-class NotPublished(Exception):
-    """The broker did not acknowledge the event in time: it may or may not have it."""
-
-    def __init__(self, event_id: str, detail: str) -> None:
-        super().__init__(f"Kafka is unavailable ({detail}): the event may not have been "
-                         f"published; retry with the same event_id ({event_id}), which the "
-                         "worker applies once")
-        self.event_id = event_id
-
-
-@dataclass(frozen=True)
-class Published:
-    event_id: str
-    topic: str
-
-
-class EventGate:
-    """Checks an event as the worker's intake will, and publishes it as it was checked."""
-
-    def __init__(self, producer: Producer, max_event_bytes: int,
-                 timeout_s: float = PUBLISH_TIMEOUT_S) -> None:
-        self._producer = producer
-        self._max_event_bytes = max_event_bytes
-        self._timeout_s = timeout_s
-
-    def checked(self, document: dict[str, Any],
-                accepted: Mapping[str, type[E]]) -> tuple[bytes, Parsed[E]]:
-        """The event's bytes and the event they parse into; `Rejected` if the worker would
-        dead-letter them."""
-        raw = json.dumps(document).encode()
-        return raw, parse_event(raw, accepted, self._max_event_bytes)
-
-    async def publish(self, raw: bytes, event: RunEvent | MemoryEvent | SessionEvent
-                      | DocumentEvent | PlanningEvent) -> Published:
-        topic, key = destination(event)
-        try:
-            await asyncio.wait_for(self._producer.produce([Outbound(topic, key, raw)]),
-                                   self._timeout_s)
-        except TimeoutError:
-            raise NotPublished(event.event_id,
-                               f"no acknowledgement within {self._timeout_s:g}s") from None
-        except Exception as exc:
-            error = classify(exc)
-            if isinstance(error, Unavailable):
-                raise NotPublished(event.event_id, error.detail) from None
-            raise
-        return Published(event.event_id, topic)
-
-
-def envelope_of(event_type: str, body: Mapping[str, Any], payload: dict[str, Any],
-                caller: Caller) -> dict[str, Any]:
-    """The event a request asks for: its namespace and event_id (a new one unless given)
-    from the body, its producer from the key."""
-    return {
-        "event_id": body.get("event_id") or uuid.uuid4().hex,
-        "type": event_type,
-        "namespace": body.get("namespace"),
-        "occurred_at": datetime.now(UTC).isoformat(),
-        "producer": producer_of(caller),
-        "payload": payload,
-    }
-
-
-def producer_of(caller: Caller) -> str:
-    return f"http:{caller.key_id}"
-
-
-def actor_of(caller: Caller) -> str:
-    """Who a change made with the key is by: a review's reviewer, a scoring change's author."""
-    return f"key:{caller.key_id}"
-
-
-def payload_fields(body: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in body.items() if name not in ENVELOPE_FIELDS}
-
-
-def permitted(caller: Caller, body: Mapping[str, Any], permission: Permission) -> None:
-    """Refuse (403) a key that may not `permission` in the body's namespace. A namespace that
-    is no string is left to validation, which refuses it: no such event is published."""
-    namespace = body.get("namespace")
-    if isinstance(namespace, str) and namespace:
-        caller.check(permission, namespace)
-
-
-def run_fields(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """A run event as posted, with its producer from the key; `occurred_at` may be given (an
-    orchestrator posting events it buffered), and a bound key starts runs as its agent."""
-    document = {**body, "event_id": body.get("event_id") or uuid.uuid4().hex,
-                "occurred_at": body.get("occurred_at") or datetime.now(UTC).isoformat(),
-                "producer": producer_of(caller)}
-    payload = document.get("payload")
-    if document.get("type") == "run.started" and isinstance(payload, dict):
-        agent = caller.writer_for(payload.get("agent") or None)
-        if agent is not None:
-            document["payload"] = {**payload, "agent": agent}
-    return document
-
-
-def answering(handler: ViewHandler) -> ViewHandler:
-    """A broker away answered 503, with the event id to retry with. (An event the intake
-    would refuse is answered 400 by every view: streams/api/pages.py.)"""
-
-    @wraps(handler)
-    async def answered(web: View, request: Request, **kwargs: Any) -> Response:
-        try:
-            return await handler(web, request, **kwargs)
-        except NotPublished as exc:
-            return web.json({"error": str(exc), "event_id": exc.event_id}, status=503)
-
-    return answered
 
 
 class WriteViews:
@@ -260,14 +134,6 @@ class WriteViews:
         return web.json({"agent_id": parsed.event.payload.agent_id, "label": label,
                          "event_id": published.event_id}, status=202)
 
-    async def run_event(self, web: View, request: Request, caller: Caller) -> Response:
-        body = await self._body(request)
-        permitted(caller, body, "write")
-        raw, parsed = self._gate.checked(run_fields(body, caller), RUN_EVENT_TYPES)
-        published = await self._gate.publish(raw, parsed.event)
-        return web.json({"event_id": published.event_id,
-                         "run_id": parsed.event.payload.run_id}, status=202)
-
 
 def wire_writes(pages: Pages, runtime: Runtime) -> ViewHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
@@ -286,7 +152,4 @@ def wire_writes(pages: Pages, runtime: Runtime) -> ViewHandler:
         answering(views.change("memory.restore", MemoryRestore)))
     pages.page("/v1/reviews", params=NO_PARAMS, methods=POST,
                body=payload_body(MemoryReview, filled={"reviewer"}))(answering(views.review))
-    pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST,
-               body=event_body("RunEventBody", list(RUN_EVENT_TYPES.values())))(
-        answering(views.run_event))
     return answering(views.edit_block)

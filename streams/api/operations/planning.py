@@ -17,11 +17,8 @@ naming planning and why; an item then answers 404 unless it was read before.
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 from faust.web import Request, Response, View
 
 from processors.api.access import Caller
@@ -29,21 +26,17 @@ from processors.api.openapi import payload_body
 from processors.api.parameters import NAMESPACE, PLANNING_ITEM, REPO
 from processors.events.intake import json_object
 from processors.planning.beads import (
-    BeadsFile,
     UnknownItem,
     WorkItem,
-    blockers,
-    is_ready,
     listing,
     planning_context,
 )
-from processors.planning.write_backs import pack_entries
-from processors.recall.context_pack import Candidate
-from processors.recall.ranking import age_in_days
 from schemas.events import PlanningSyncRequested
-from stores.beads_repo import PlanningUnavailable, UnknownRepo
+from stores.beads_repo import UnknownRepo
 from streams.api.auth import granted_namespace
-from streams.api.memory.writes import (
+from streams.api.pages import Pages
+from streams.api.params import Param, Params, required
+from streams.api.publishing import (
     POST,
     EventGate,
     answering,
@@ -52,10 +45,8 @@ from streams.api.memory.writes import (
     permitted,
     producer_of,
 )
-from streams.api.pages import Pages
-from streams.api.params import Param, Params, required
 from streams.plumbing.runtime import Runtime
-from streams.reads.planning import read_planning
+from streams.reads.planning import planning_items
 
 ITEMS_PARAMS: Params = {"namespace": Param(NAMESPACE), "repo": Param(REPO)}
 ITEM_PARAMS: Params = {**ITEMS_PARAMS, "item_id": Param(PLANNING_ITEM)}
@@ -70,7 +61,7 @@ def wire_planning(pages: Pages, runtime: Runtime) -> None:
         namespace = granted_namespace(caller, request.query)
         repo = required(request.query, "repo", REPO)
         try:
-            read, degraded = await _read(runtime, namespace, repo)
+            read, degraded = await planning_items(runtime, namespace, repo)
         except UnknownRepo as exc:
             return no_planning(web, exc)
         return web.json({"namespace": namespace, "repo": repo, **degraded_view(degraded),
@@ -84,7 +75,7 @@ def wire_planning(pages: Pages, runtime: Runtime) -> None:
         namespace = granted_namespace(caller, request.query)
         repo = required(request.query, "repo", REPO)
         try:
-            read, degraded = await _read(runtime, namespace, repo)
+            read, degraded = await planning_items(runtime, namespace, repo)
             context = planning_context(read, item_id)
         except UnknownRepo as exc:
             return no_planning(web, exc)
@@ -127,19 +118,6 @@ def wire_planning(pages: Pages, runtime: Runtime) -> None:
         return web.json({"repo": repo, "event_id": published.event_id}, status=202)
 
 
-async def _read(runtime: Runtime, namespace: str, repo: str
-                ) -> tuple[BeadsFile, str | None]:
-    """The repo's items fresh from its file, or, when the file fails, as memstream last read
-    them, with why. Raises UnknownRepo for a repo it has no planning for."""
-    try:
-        return await read_planning(runtime, namespace, repo), None
-    except UnknownRepo:
-        raise
-    except PlanningUnavailable as exc:
-        rows = await runtime.stores.planning.items(namespace, repo)
-        return BeadsFile(tuple(WorkItem(row.fields) for row in rows), "bd", True), exc.detail
-
-
 def degraded_view(why: str | None) -> dict[str, Any]:
     return {"degraded": [] if why is None else ["planning"], "degraded_why": why}
 
@@ -162,40 +140,3 @@ def blocker_row(item_id: str, kind: str, item: WorkItem | None) -> dict[str, Any
     return {"id": item_id, "kind": kind, "status": None if item is None else item.status,
             "title": None if item is None else item.title,
             "open": item is not None and not item.closed}
-
-
-async def planning_candidates(runtime: Runtime, namespace: str, repo: str,
-                              ref: str) -> list[Candidate]:
-    """The pack's planning section for `ref`: the item, its blockers, its ready siblings,
-    each with its cost in the model's tokens. Raises PlanningUnavailable (the file, bd) and
-    UnknownItem."""
-    beads = await read_planning(runtime, namespace, repo)
-    context = planning_context(beads, ref)
-    entries = pack_entries(context)
-    texts = [entry.text for entry in entries]
-    costs = await asyncio.to_thread(runtime.embedder.token_costs, texts)
-    # Not embedded: an item's description runs to hundreds of tokens, and embedding the
-    # section's items took 80-90 ms of every pack. A zero vector is no one's near-duplicate,
-    # so the work item and its neighbours are never dropped as repeats of a memory.
-    unembedded = np.zeros(runtime.embedder.dimension, dtype=np.float32)
-    now = datetime.now(UTC)
-    by_id = beads.by_id()
-    return [Candidate(
-        section="planning", record_id=f"beads:{repo}#{entry.item.id}",
-        kind=f"planning_{entry.role}", text=entry.text,
-        source=f"beads:{repo}#{entry.item.id}", trust_class="raw",
-        provenance={"repo": repo, "item_id": entry.item.id, "role": entry.role,
-                    "status": entry.item.status,
-                    "ready": is_ready(entry.item, by_id),
-                    "open_blockers": [b.item_id for b in blockers(entry.item, by_id) if b.open]},
-        # An item without its creation time is shown as read now.
-        created_at=str(entry.item.fields.get("created_at") or now.isoformat()),
-        age_days=_age(entry.item, now), score=1.0, token_cost=cost, vector=unembedded)
-        for entry, cost in zip(entries, costs, strict=True)]
-
-
-def _age(item: WorkItem, now: datetime) -> float:
-    try:
-        return age_in_days(datetime.fromisoformat(str(item.fields.get("created_at"))), now)
-    except ValueError:
-        return 0.0

@@ -1,4 +1,5 @@
-"""Run history over HTTP: the runs of a namespace (`GET /v1/runs`) and one run with its
+"""Runs over HTTP: a run event posted (`POST /v1/runs/events`, published to runs.events as a
+producer would publish it), the runs of a namespace (`GET /v1/runs`) and one run with its
 ledger, its digest, the errors it met with their fix patterns, and the fix patterns it fixed
 (`GET /v1/runs/{run_id}`).
 
@@ -10,21 +11,26 @@ shows records, only to a key that may see them.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
 from processors.api.access import Caller
+from processors.api.openapi import event_body
 from processors.api.parameters import IDENTIFIER, instant, integer, one_of
 from processors.events.ids import digest_record_id, fix_pattern_record_id
+from processors.events.intake import json_object
 from processors.runs.fix_patterns import RunError, run_errors
-from schemas.events import RunStatus
+from schemas.events import RUN_EVENT_TYPES, RunStatus
 from stores.records import FoundRecord
 from stores.runs import UNFINISHED, LedgerEntry, RunQuery
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
-from streams.api.params import NAMESPACE_PARAMS, Param, Params, optional, repeated, value
+from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optional, repeated, value
+from streams.api.publishing import POST, EventGate, answering, permitted, producer_of
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -43,6 +49,22 @@ RUN_PARAMS: Params = {**NAMESPACE_PARAMS, "run_id": Param(IDENTIFIER)}
 
 
 def wire_runs(pages: Pages, runtime: Runtime) -> None:
+    gate = EventGate(runtime.producer, runtime.max_event_bytes)
+
+    # The first route that matches a path serves it, whatever the method: the run events'
+    # before /v1/runs/{run_id}.
+    @pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST,
+                body=event_body("RunEventBody", list(RUN_EVENT_TYPES.values())))
+    @answering
+    async def run_event_view(web: View, request: Request, caller: Caller) -> Response:
+        """Publish a run event (202: published, not applied yet)."""
+        body = json_object(await request.read(), runtime.max_event_bytes)
+        permitted(caller, body, "write")
+        raw, parsed = gate.checked(run_fields(body, caller), RUN_EVENT_TYPES)
+        published = await gate.publish(raw, parsed.event)
+        return web.json({"event_id": published.event_id,
+                         "run_id": parsed.event.payload.run_id}, status=202)
+
     @pages.page("/v1/runs", params=RUNS_PARAMS)
     async def runs_view(web: View, request: Request, caller: Caller) -> Response:
         namespace = granted_namespace(caller, request.query)
@@ -145,3 +167,16 @@ def _fixed_json(pattern: FoundRecord, run_id: str) -> dict[str, Any] | None:
             "signature_id": pattern.body.get("signature_id"),
             "after_runs": fix.get("after_runs", [])}
 
+
+def run_fields(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    """A run event as posted, with its producer from the key; `occurred_at` may be given (an
+    orchestrator posting events it buffered), and a bound key starts runs as its agent."""
+    document = {**body, "event_id": body.get("event_id") or uuid.uuid4().hex,
+                "occurred_at": body.get("occurred_at") or datetime.now(UTC).isoformat(),
+                "producer": producer_of(caller)}
+    payload = document.get("payload")
+    if document.get("type") == "run.started" and isinstance(payload, dict):
+        agent = caller.writer_for(payload.get("agent") or None)
+        if agent is not None:
+            document["payload"] = {**payload, "agent": agent}
+    return document
