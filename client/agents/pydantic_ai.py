@@ -22,7 +22,8 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from client.sdk import AsyncMemoryClient, BadRequest, MemstreamError, NotFound
-from client.sdk.models import SearchAnswer, StoredRecord
+from schemas.answers.recall import SearchAnswer
+from schemas.answers.records import StoredRecord
 from schemas.events import MAX_RELATED_IDS
 
 # Seed 000: top 5, relevance at least 0.5.

@@ -29,19 +29,12 @@ from client.cli.tables import (
     wrapped,
 )
 from client.sdk import Config, MemoryClient, MemstreamError, UnexpectedAnswer
-from client.sdk.models import (
-    Change,
-    ContextPack,
-    GapGroup,
-    ListPlace,
-    MemorySummary,
-    RecordVersion,
-    ReviewItem,
-    SearchAnswer,
-    SearchHit,
-)
 from processors.documents.chunk_records import content_hash
 from processors.text.redaction import redact_secrets
+from schemas.answers.gaps import GapGroup
+from schemas.answers.recall import ContextPack, ListPlace, MemorySummary, SearchAnswer, SearchHit
+from schemas.answers.records import Change, RecordVersion
+from schemas.answers.review import ReviewItem
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0

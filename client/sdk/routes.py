@@ -19,58 +19,37 @@ from pydantic import BaseModel
 from client.sdk._base import Call, QueryValue, body_of, query_of, segment
 from client.sdk.config import Config
 from client.sdk.errors import ConfigError
-from client.sdk.models import (
-    ApiKey,
-    BlockEditAccepted,
-    BlockRef,
-    ChangeAccepted,
+from processors.events.errors import DeadLetterReason
+from processors.memory.writes import linked_text
+from schemas.answers.consolidation import ConsolidationCounts, ConsolidationReports
+from schemas.answers.documents import Document, DocumentAccepted, DocumentList
+from schemas.answers.gaps import GapList
+from schemas.answers.graph import EntityList, EntityPage, MemoryGraph, Neighbourhood
+from schemas.answers.operations import ApiKey, DeadLetter, DeadLetterList, KeyList, MadeKey
+from schemas.answers.planning import PlanningContext, PlanningItems, PlanningSyncAccepted
+from schemas.answers.recall import ContextPack, FixPatterns, MemorySummary, SearchAnswer
+from schemas.answers.records import (
     Changes,
-    ConsolidationCounts,
-    ConsolidationReports,
-    ContextPack,
     CoreBlock,
-    DeadLetter,
-    DeadLetterList,
-    Document,
-    DocumentAccepted,
-    DocumentList,
-    EntityList,
-    EntityPage,
-    FixPatterns,
-    GapList,
-    Health,
-    KeyList,
-    MadeKey,
-    MemoryGraph,
-    MemoryScores,
-    MemorySummary,
-    MemoryWritten,
-    Neighbourhood,
-    PendingDiffs,
-    PlanningContext,
-    PlanningItems,
-    PlanningSyncAccepted,
-    RatingAccepted,
     RecordBatch,
     RecordDiff,
     RecordHistory,
     RecordLineage,
     RecordList,
-    ReviewQueue,
-    RunEventAccepted,
-    RunHistory,
-    RunList,
+    Stats,
+)
+from schemas.answers.review import AgentBlock, PendingDiffs, ReviewQueue
+from schemas.answers.runs import RunEventAccepted, RunHistory, RunList
+from schemas.answers.scoring import (
+    MemoryScores,
+    RatingAccepted,
     ScoringChangeAccepted,
     ScoringHistory,
     ScoringSettings,
-    SearchAnswer,
-    Session,
-    SessionStepAccepted,
-    Stats,
-    Woke,
 )
-from processors.events.errors import DeadLetterReason
-from processors.memory.writes import linked_text
+from schemas.answers.sessions import Session, SessionStepAccepted, Woke
+from schemas.answers.status import Health
+from schemas.answers.writes import BlockEditAccepted, ChangeAccepted, MemoryWritten
 from schemas.events import (
     MemoryType,
     RecordKind,
@@ -502,7 +481,7 @@ def restore_memory(config: Config, record_id: str, *, version: int,
 
 def review(config: Config, decision: ReviewDecision, *, namespace: str | None = None,
            record_id: str | None = None, diff_id: str | None = None,
-           block: BlockRef | Mapping[str, str] | None = None, note: str | None = None,
+           block: AgentBlock | Mapping[str, str] | None = None, note: str | None = None,
            event_id: str | None = None) -> Call[ChangeAccepted]:
     """Approve or reject a draft record, a record's pending diff (`record_id`, `diff_id`), or
     a block's (`block`: agent_id and label, `diff_id`); the reviewer is the key. A review
@@ -693,8 +672,8 @@ def _listed(values: Sequence[str] | None) -> list[str] | None:
     return [values] if isinstance(values, str) else list(values)
 
 
-def _block_body(block: BlockRef | Mapping[str, str] | None) -> dict[str, str] | None:
-    if isinstance(block, BlockRef):
+def _block_body(block: AgentBlock | Mapping[str, str] | None) -> dict[str, str] | None:
+    if isinstance(block, AgentBlock):
         return {"agent_id": block.agent_id, "label": block.label}
     return None if block is None else dict(block)
 

@@ -6,9 +6,10 @@ here is a hand-written copy of a route, so that the document cannot drift from t
 A body a route publishes as an event is described by that event's JSON Schema (the models of
 schemas/events.py that schemas/json/ exports): the payload's fields beside the envelope's
 `namespace` and `event_id`, less the fields the route fills itself (from its path or the
-key). What a route answers on success is described as a JSON object only: the server keeps
-no typed description of its answers (the SDK's models, client/sdk/models.py, are the
-client's). Its error answers are described by their shapes.
+key). What a route answers on success is the JSON Schema of the answer model it declares
+(schemas/answers/, as the worker serializes it: the models the SDK reads too), or, for a
+page, a script or metrics, its media types. Its error answers are described by their
+shapes.
 """
 
 from __future__ import annotations
@@ -62,17 +63,40 @@ class Body:
 
 
 @dataclass(frozen=True)
+class Raw:
+    """An answer that is no JSON object: content of these media types (a page, a script,
+    Prometheus' exposition format), or none (a redirect, with its own `status`)."""
+
+    media_types: tuple[str, ...]
+    status: int | None = None
+
+
+# What a method of a route answers on success: a model's JSON, or raw content.
+Answered = type[BaseModel] | Raw
+
+
+@dataclass(frozen=True)
 class Route:
     """A route as it is registered: its path template (`/v1/records/{record_id}`), methods,
-    the parameters it takes (its path segments among them), its body if it takes one, what
-    its handler says of itself, and whether it answers without a key."""
+    the parameters it takes (its path segments among them), what each method answers on
+    success, its body if it takes one, what its handler says of itself, and whether it
+    answers without a key."""
 
     path: str
     methods: tuple[str, ...]
     parameters: tuple[Parameter, ...]
+    answers: Mapping[str, Answered]
     body: Body | None = None
     summary: str = ""
     public: bool = False
+
+    def success(self, method: str) -> int:
+        """The status of the method's answer on success: a redirect's own, its body's (a
+        write that publishes answers 202), else 200."""
+        answered = self.answers[method]
+        if isinstance(answered, Raw) and answered.status is not None:
+            return answered.status
+        return self.body.status if self.body is not None and method in _TAKES_BODY else 200
 
 
 def payload_body(event: type[BaseModel], *, filled: Iterable[str] = (),
@@ -125,24 +149,25 @@ def event_body(name: str, events: Sequence[type[BaseModel]]) -> Body:
 def openapi_document(routes: Sequence[Route], *, title: str, description: str) -> dict[str, Any]:
     """The OpenAPI 3.1 document of `routes`, each operation named by its method and path."""
     paths: dict[str, dict[str, Any]] = {}
-    schemas: dict[str, Any] = dict(_ERROR_SCHEMAS)
+    schemas = Components(dict(_ERROR_SCHEMAS))
     for route in routes:
         path_names = set(_PATH_NAME.findall(route.path))
         parameters = [_parameter(parameter, parameter.name in path_names)
                       for parameter in route.parameters]
         if route.body is not None:
-            schemas.update(route.body.definitions)
-            schemas[route.body.name] = dict(route.body.schema)
+            schemas.add_all(route.body.definitions)
+            schemas.add(route.body.name, route.body.schema)
         operations = paths.setdefault(route.path, {})
         for method in route.methods:
             operations[method.lower()] = _operation(route, method, parameters,
-                                                    bool(path_names))
+                                                    bool(path_names),
+                                                    schemas.answer(route.answers[method]))
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": API_VERSION, "description": description},
         "paths": paths,
         "components": {
-            "schemas": schemas,
+            "schemas": schemas.schemas,
             "securitySchemes": {SECURITY_SCHEME: {
                 "type": "http", "scheme": "bearer", "bearerFormat": "msk_<key id>_<secret>",
                 "description": "An API key (docs/access.md): it decides the namespace, the "
@@ -162,13 +187,41 @@ def operation_id(method: str, path: str) -> str:
     return f"{method.lower()}_{name}{'_index' if path.endswith('/') else ''}"
 
 
+class Components:
+    """The document's schemas by name: event bodies, answers and what they reference. A name
+    given twice must name the same schema: two models of one name would otherwise describe
+    each other's answers."""
+
+    def __init__(self, schemas: dict[str, Any]) -> None:
+        self.schemas = schemas
+
+    def add(self, name: str, schema: Mapping[str, Any]) -> None:
+        known = self.schemas.setdefault(name, dict(schema))
+        if known != schema:
+            raise ValueError(f"two schemas are named {name!r}: rename one of their models")
+
+    def add_all(self, schemas: Mapping[str, Mapping[str, Any]]) -> None:
+        for name, schema in schemas.items():
+            self.add(name, schema)
+
+    def answer(self, answered: Answered) -> dict[str, Any]:
+        """The content of an answer, its model's schema (and what it references) added."""
+        if isinstance(answered, Raw):
+            return {media_type: {"schema": {"type": "string"}}
+                    for media_type in answered.media_types}
+        schema = answered.model_json_schema(ref_template=REFERENCE, mode="serialization")
+        self.add_all(schema.pop("$defs", {}))
+        self.add(answered.__name__, schema)
+        return {"application/json": {"schema": {"$ref": REFERENCE.format(
+            model=answered.__name__)}}}
+
+
 def _operation(route: Route, method: str, parameters: list[dict[str, Any]],
-               names_something: bool) -> dict[str, Any]:
+               names_something: bool, content: dict[str, Any]) -> dict[str, Any]:
     body = route.body if method in _TAKES_BODY else None
-    success = str(body.status) if body is not None else "200"
     responses: dict[str, Any] = {
-        success: {"description": "The answer: a JSON object" if not route.public
-                  else "The answer", **({} if route.public else {"content": _JSON_OBJECT})},
+        str(route.success(method)): {"description": route.summary or "The answer",
+                                     **({"content": content} if content else {})},
         "400": {"$ref": "#/components/responses/BadRequest"},
     }
     operation: dict[str, Any] = {
@@ -222,7 +275,6 @@ def _referenced(schema: Mapping[str, Any]) -> str:
     return str(schema["$ref"]).rsplit("/", 1)[-1]
 
 
-_JSON_OBJECT = {"application/json": {"schema": {"type": "object"}}}
 _ERROR_SCHEMAS: dict[str, Any] = {
     "Error": {"type": "object", "required": ["error"],
               "properties": {"error": {"type": "string"}}},

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ class Candidate:
     source: str
     trust_class: str
     provenance: Mapping[str, Any]
-    created_at: str
+    created_at: datetime
     age_days: float
     score: float
     token_cost: int

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from faust.web import Request, Response, View
 
+from processors.api.openapi import Raw
 from processors.api.parameters import opaque
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS, Param
@@ -40,18 +41,22 @@ def wire_browser(pages: Pages) -> None:
         # In the headers: aiohttp's content_type argument refuses a charset.
         return web.bytes(files[name], headers={"Content-Type": UI_FILES[name], **HEADERS})
 
-    @pages.page("/ui", public=True, params=NO_PARAMS)
+    @pages.page("/ui", public=True, params=NO_PARAMS, answer=Raw((), status=308))
     async def ui_root(web: View, request: Request) -> Response:
+        """Redirects to the browser's page."""
         # The app's files are named relative to /ui/.
         return web.text("", status=308, headers={"Location": "/ui/"})
 
-    @pages.page("/ui/", public=True, params=NO_PARAMS)
+    @pages.page("/ui/", public=True, params=NO_PARAMS, answer=Raw(("text/html",)))
     async def ui_index(web: View, request: Request) -> Response:
+        """The memory browser's page."""
         return serve(web, "index.html")
 
     # Any name: it only picks one of the files, and any other is 404.
     @pages.page("/ui/{name}", public=True, params={
-        "name": Param(opaque(str, "the name of one of the browser's files"))})
+        "name": Param(opaque(str, "the name of one of the browser's files"))},
+        answer=Raw(tuple(sorted({kind.split(";")[0] for kind in UI_FILES.values()}))))
     async def ui_file(web: View, request: Request, name: str) -> Response:
+        """One of the memory browser's files: its page, script or style sheet."""
         return serve(web, name)
 

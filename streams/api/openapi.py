@@ -5,9 +5,10 @@ tells nothing of any namespace."""
 
 from __future__ import annotations
 
-from faust.web import Request, Response, View
+from faust.web import Request, View
 
 from processors.api.openapi import openapi_document
+from schemas.answers.status import ApiDocument
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS
 
@@ -16,15 +17,16 @@ DESCRIPTION = (
     "Long-term memory for AI agents: search, the context pack, records and their history, "
     "writes (published to Kafka and applied by the worker: 202), sessions, runs, keys. "
     "Every route but /healthz, /metrics, /ui and this document takes an API key as "
-    "`Authorization: Bearer msk_...`. Answers are described as JSON objects; their fields "
-    "are in docs/http-api.md.")
+    "`Authorization: Bearer msk_...`. Every answer is described by its schema; what each "
+    "field means is in docs/http-api.md.")
 
 
 def wire_openapi(pages: Pages) -> None:
     """Serve the document of every route `pages` serves, this one included: built when it
     is asked for, by when every route is registered."""
 
-    @pages.page("/v1/openapi.json", public=True, params=NO_PARAMS)
-    async def openapi_view(web: View, request: Request) -> Response:
+    @pages.page("/v1/openapi.json", public=True, params=NO_PARAMS, answer=ApiDocument)
+    async def openapi_view(web: View, request: Request) -> ApiDocument:
         """The OpenAPI 3.1 document of this API."""
-        return web.json(openapi_document(pages.routes, title=TITLE, description=DESCRIPTION))
+        return ApiDocument(**openapi_document(pages.routes, title=TITLE,
+                                              description=DESCRIPTION))

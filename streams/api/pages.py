@@ -1,11 +1,13 @@
 """How a view is served: given its caller's key (unless public), timed by route and status,
-and answered alike on errors, whichever module of the HTTP face it comes from."""
+answered alike on errors, whichever module of the HTTP face it comes from, and its answer
+rendered as the route declares it (schemas/answers/): a view returns the declared model, or
+a response of its own (an error, raw content)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import wraps
 from typing import Any
 
@@ -13,8 +15,9 @@ import faust
 from faust.web import Request, Response, View
 
 from processors.api.access import AccessDenied
-from processors.api.openapi import Body, Parameter, Route
+from processors.api.openapi import Answered, Body, Parameter, Raw, Route
 from processors.events.errors import Refused, Rejected
+from schemas.answers.base import Answer
 from streams.api.auth import Authenticator
 from streams.api.params import BadQuery, Params, check, path_names
 from streams.plumbing.failures import classify
@@ -22,17 +25,20 @@ from streams.plumbing.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-ViewHandler = Callable[..., Awaitable[Response]]
+ViewHandler = Callable[..., Awaitable[Response | Answer]]
+Served = Callable[..., Awaitable[Response]]
 
 
-def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
-                  authenticator: Authenticator | None, params: Params) -> ViewHandler:
+def observed_view(declared: Route, handler: ViewHandler, metrics: Metrics,
+                  authenticator: Authenticator | None, params: Params) -> Served:
     """The handler, given the request's `caller` unless the route is public (no
     `authenticator`), once its path segments and query parameters are those of `params`
     (streams/api/params.py), with a `BadQuery` answered as 400, an `AccessDenied` as 401 or
     403 and counted, a `Rejected` body as 400 with its dead-letter reason, data a store
     refuses as 400 with the store's reason, and its latency observed by route template and
-    status code."""
+    status code. An answer is rendered with the route's status of success; one that is not
+    the model the route declares for the method is a fault of the view's (500)."""
+    route = declared.path
     segments = path_names(route)
 
     @wraps(handler)
@@ -45,7 +51,8 @@ def observed_view(route: str, handler: ViewHandler, metrics: Metrics,
                     kwargs["caller"] = await authenticator.caller(
                         request.headers.get("Authorization"))
                 check(params, {name: kwargs[name] for name in segments}, request.query)
-                response = await handler(web, request, **kwargs)
+                response = rendered(web, declared, request.method,
+                                    await handler(web, request, **kwargs))
             except BadQuery as exc:
                 response = web.json({"error": str(exc)}, status=400)
             except Rejected as exc:
@@ -90,25 +97,34 @@ class Pages:
         """Every route served so far, as it was declared, in the order of registration."""
         return tuple(self._routes)
 
-    def page(self, route: str, *, params: Params, public: bool = False,
+    def page(self, route: str, *, params: Params,
+             answer: Answered | Mapping[str, Answered] | None = None, public: bool = False,
              methods: Sequence[str] = ("GET",),
              body: Body | None = None) -> Callable[[ViewHandler], ViewHandler]:
         """Serve the decorated handler at `route` for `methods` (others answer 405), given
         the caller unless `public`, for requests whose path segments and query parameters
-        are those of `params`, which names every segment of `route`. `body` describes the
-        JSON body its POST takes (the view reads and checks it)."""
+        are those of `params`, which names every segment of `route`. `answer` is what it
+        answers on success (by method, when its methods answer differently). `body`
+        describes the JSON body its POST takes (the view reads and checks it)."""
         unruled = [name for name in path_names(route) if name not in params]
         if unruled:
             raise ValueError(f"{route}: no rule for its path segments {unruled}")
+        # TODO(answers): required once every view declares its answer.
+        answers = dict(answer) if isinstance(answer, Mapping) else \
+            dict.fromkeys(methods, answer or UNDECLARED)
+        if set(answers) != set(methods):
+            raise ValueError(f"{route}: answers declared for {sorted(answers)}, not for its "
+                             f"methods {sorted(methods)}")
 
         def register(handler: ViewHandler) -> ViewHandler:
-            observed = observed_view(route, handler, self._metrics,
-                                     None if public else self._authenticator, params)
-            self._routes.append(Route(
+            declared = Route(
                 route, tuple(methods),
                 tuple(Parameter(name, param.rule.schema, param.repeats)
                       for name, param in params.items()),
-                body, summary=_summary(handler), public=public))
+                answers, body, summary=_summary(handler), public=public)
+            observed = observed_view(declared, handler, self._metrics,
+                                     None if public else self._authenticator, params)
+            self._routes.append(declared)
             # Faust's own function views answer GET only.
             view = type(handler.__name__, (View,), {
                 "__doc__": handler.__doc__, "__module__": handler.__module__,
@@ -117,6 +133,22 @@ class Pages:
             return handler
 
         return register
+
+
+UNDECLARED = Raw(("application/json",))
+
+
+def rendered(web: View, route: Route, method: str, answer: Response | Answer) -> Response:
+    """A view's answer as sent: a response as it is; a model as JSON with the route's status
+    of success, once it is the model the route declares for the method."""
+    if not isinstance(answer, Answer):
+        return answer
+    declared = route.answers[method]
+    if isinstance(declared, Raw) or not isinstance(answer, declared):
+        raise TypeError(f"{method} {route.path} answered a {type(answer).__name__}; it "
+                        f"declares {declared}")
+    return web.bytes(answer.rendered(), content_type="application/json",
+                     status=route.success(method))
 
 
 def _summary(handler: ViewHandler) -> str:

@@ -21,6 +21,7 @@ from faust.web import Request, Response, View
 from processors.api.access import Caller, Permission
 from processors.events.errors import Unavailable
 from processors.events.intake import Parsed, parse_event
+from schemas.answers.base import Answer
 from schemas.events import DocumentEvent, MemoryEvent, PlanningEvent, RunEvent, SessionEvent
 from schemas.topics import destination
 from streams.api.pages import ViewHandler
@@ -39,7 +40,6 @@ ENVELOPE_FIELDS = frozenset({"namespace", "event_id"})
 POST = ("POST",)
 
 
-
 class NotPublished(Exception):
     """The broker did not acknowledge the event in time: it may or may not have it."""
 
@@ -50,12 +50,10 @@ class NotPublished(Exception):
         self.event_id = event_id
 
 
-
 @dataclass(frozen=True)
 class Published:
     event_id: str
     topic: str
-
 
 
 class EventGate:
@@ -91,7 +89,6 @@ class EventGate:
         return Published(event.event_id, topic)
 
 
-
 def envelope_of(event_type: str, body: Mapping[str, Any], payload: dict[str, Any],
                 caller: Caller) -> dict[str, Any]:
     """The event a request asks for: its namespace and event_id (a new one unless given)
@@ -106,10 +103,8 @@ def envelope_of(event_type: str, body: Mapping[str, Any], payload: dict[str, Any
     }
 
 
-
 def producer_of(caller: Caller) -> str:
     return f"http:{caller.key_id}"
-
 
 
 def actor_of(caller: Caller) -> str:
@@ -117,10 +112,8 @@ def actor_of(caller: Caller) -> str:
     return f"key:{caller.key_id}"
 
 
-
 def payload_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in body.items() if name not in ENVELOPE_FIELDS}
-
 
 
 def permitted(caller: Caller, body: Mapping[str, Any], permission: Permission) -> None:
@@ -131,13 +124,12 @@ def permitted(caller: Caller, body: Mapping[str, Any], permission: Permission) -
         caller.check(permission, namespace)
 
 
-
 def answering(handler: ViewHandler) -> ViewHandler:
     """A broker away answered 503, with the event id to retry with. (An event the intake
     would refuse is answered 400 by every view: streams/api/pages.py.)"""
 
     @wraps(handler)
-    async def answered(web: View, request: Request, **kwargs: Any) -> Response:
+    async def answered(web: View, request: Request, **kwargs: Any) -> Response | Answer:
         try:
             return await handler(web, request, **kwargs)
         except NotPublished as exc:

@@ -5,53 +5,92 @@ search, the context pack (search, context, fix patterns, sessions, ratings), and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from processors.knowledge.graph import Reached
 from processors.memory.blocks import BlockDiff
 from processors.memory.lifecycle import PendingDiff
 from processors.recall.context_pack import SECTIONS, Candidate, CorePack, Pack
+from schemas.answers.recall import (
+    AdaptivePart,
+    ContextItem,
+    ContextPack,
+    CoreSection,
+    Explanation,
+    ListPlace,
+    PackedCoreBlock,
+    Ranks,
+    Recency,
+    SearchAnswer,
+    SearchHit,
+    SectionTokens,
+    Via,
+)
+from schemas.answers.review import AgentBlock
+from schemas.answers.review import PendingDiff as PendingDiffAnswer
 from stores.records import FoundRecord, RelatedRecord
-from streams.reads.context import ContextPack
+from streams.reads import context
 from streams.reads.recalls import Exhausted
 from streams.reads.search import Blend, Hit, Searched
 
 
-def hit_view(hit: Hit, explain: bool = False) -> dict[str, Any]:
-    """A record as search answers show it; with `explain`, how its score was made."""
-    view = {
-        **record_view(hit.record),
-        "score": round(hit.score, 4),
-        "similarity": round(hit.similarity, 4),
-        "relevance": round(hit.relevance, 4),
-        "ranks": {"dense": hit.fused.dense_rank, "lexical": hit.fused.lexical_rank},
-        "via": None if hit.via is None else via_view(hit.via),
-    }
-    return {**view, "explain": explanation(hit)} if explain else view
+def hit_answer(hit: Hit, explain: bool = False) -> SearchHit:
+    """A record as search answers show it, with how it was reached from a better hit (if it
+    was); with `explain`, how its score was made."""
+    found = record_hit(hit.record, score=round(hit.score, 4),
+                       similarity=round(hit.similarity, 4),
+                       relevance=round(hit.relevance, 4),
+                       ranks=Ranks(dense=hit.fused.dense_rank, lexical=hit.fused.lexical_rank))
+    how: dict[str, object] = {"via": None if hit.via is None else via_answer(hit.via)}
+    if explain:
+        how["explain"] = explanation(hit)
+    return found.model_copy(update=how)
 
 
+def related_hit(found: RelatedRecord, related_ids: Sequence[str]) -> SearchHit:
+    """A record found by related ids, as search answers show it: its score and relevance the
+    share of the ids asked that it lists; no similarity, no ranks (no query was embedded)."""
+    share = round(found.shared / len(related_ids), 4)
+    record = found.record
+    return record_hit(record, score=share, similarity=None, relevance=share,
+                      ranks=Ranks(dense=None, lexical=None)).model_copy(update={
+        "shared_related_ids": [i for i in related_ids if i in record.related_ids]})
 
-def via_view(way: Reached) -> dict[str, Any]:
+
+def record_hit(record: FoundRecord, *, score: float, similarity: float | None,
+               relevance: float, ranks: Ranks) -> SearchHit:
+    """What every hit shows of its record, with its score and ranks."""
+    return SearchHit(
+        record_id=record.record_id, kind=record.record_kind, title=record.title,
+        text=record.text, score=score, similarity=similarity, relevance=relevance,
+        ranks=ranks, created_at=record.created_at, source_ref=record.source_ref,
+        # A merge's members' source refs (from its body); empty for any other record.
+        member_source_refs=list(record.body.get("member_source_refs", ())),
+        scope=record.scope, memory_type=record.memory_type, tags=list(record.tags),
+        related_ids=list(record.related_ids), tier=record.tier,
+        review_state=record.review_state, trust_class=record.trust_class, repo=record.repo,
+        security_scope=record.security_scope, confidence=round(record.confidence, 4),
+        # When the fact held, and when memory learned it (processors/recall/as_of.py).
+        valid_from=record.created_at, valid_until=record.valid_until,
+        invalidated_by=record.invalidated_by, recorded_at=record.recorded_at)
+
+
+def via_answer(way: Reached) -> Via:
     """How a record reached from a hit's links was reached: from which hit, how many hops,
     by what link last, and how strongly."""
-    return {"from": way.origin, "hops": way.hops, "last": way.via, "relation": way.relation,
-            "strength": round(way.strength, 4)}
+    return Via.model_validate({"from": way.origin, "hops": way.hops, "last": way.via,
+                               "relation": way.relation, "strength": round(way.strength, 4)})
 
 
-
-def adaptive_view(blend: Blend) -> dict[str, Any]:
+def adaptive_answer(blend: Blend) -> AdaptivePart:
     """An adaptive score, its three parts, and the config version that made it."""
-    return {
-        "score": round(blend.adaptive.score, 4),
-        "usefulness": round(blend.adaptive.usefulness, 4),
-        "recency": round(blend.adaptive.recency, 4),
-        "frequency": round(blend.adaptive.frequency, 4),
-        "config_version": blend.config_version,
-    }
+    return AdaptivePart(score=round(blend.adaptive.score, 4),
+                        usefulness=round(blend.adaptive.usefulness, 4),
+                        recency=round(blend.adaptive.recency, 4),
+                        frequency=round(blend.adaptive.frequency, 4),
+                        config_version=blend.config_version)
 
 
-
-def explanation(hit: Hit) -> dict[str, Any]:
+def explanation(hit: Hit) -> Explanation:
     """Why a hit ranks where it does: each list's score (dense: the cosine the index gave;
     lexical: BM25) and its share scaled over the list, the fused score, the profile's
     weight, the agent's adaptive score with its parts and the blend it made, and the
@@ -61,170 +100,115 @@ def explanation(hit: Hit) -> dict[str, Any]:
     def rounded(value: float | None) -> float | None:
         return None if value is None else round(value, 4)
 
-    return {
-        "dense": {"rank": fused.dense_rank, "score": rounded(fused.dense_score),
-                  "scaled": round(fused.dense_scaled, 4)},
-        "lexical": {"rank": fused.lexical_rank, "score": rounded(fused.lexical_score),
-                    "scaled": round(fused.lexical_scaled, 4)},
-        "fused": round(fused.score, 4),
-        "profile_weight": round(hit.weight, 4),
-        "adaptive": None if blend is None else adaptive_view(blend),
-        "blend_factor": 1.0 if blend is None else round(blend.factor, 4),
-        "score": round(hit.score, 4),
-        "support": round(hit.support, 4),
-        "relevance": round(hit.relevance, 4),
-    }
+    return Explanation(
+        dense=ListPlace(rank=fused.dense_rank, score=rounded(fused.dense_score),
+                        scaled=round(fused.dense_scaled, 4)),
+        lexical=ListPlace(rank=fused.lexical_rank, score=rounded(fused.lexical_score),
+                          scaled=round(fused.lexical_scaled, 4)),
+        fused=round(fused.score, 4),
+        profile_weight=round(hit.weight, 4),
+        adaptive=None if blend is None else adaptive_answer(blend),
+        blend_factor=1.0 if blend is None else round(blend.factor, 4),
+        score=round(hit.score, 4),
+        support=round(hit.support, 4),
+        relevance=round(hit.relevance, 4),
+    )
 
 
-
-def record_view(record: FoundRecord) -> dict[str, Any]:
-    """What every hit shows of its record."""
-    return {
-        "record_id": record.record_id,
-        "kind": record.record_kind,
-        "title": record.title,
-        "text": record.text,
-        "created_at": record.created_at.isoformat(),
-        "source_ref": record.source_ref,
-        # A merge's members' source refs (from its body); empty for any other record.
-        "member_source_refs": list(record.body.get("member_source_refs", ())),
-        "scope": record.scope,
-        "memory_type": record.memory_type,
-        "tags": list(record.tags),
-        "related_ids": list(record.related_ids),
-        "tier": record.tier,
-        "review_state": record.review_state,
-        "trust_class": record.trust_class,
-        "repo": record.repo,
-        "security_scope": record.security_scope,
-        "confidence": round(record.confidence, 4),
-        # When the fact held, and when memory learned it (processors/recall/as_of.py).
-        "valid_from": record.created_at.isoformat(),
-        "valid_until": None if record.valid_until is None else record.valid_until.isoformat(),
-        "invalidated_by": record.invalidated_by,
-        "recorded_at": None if record.recorded_at is None else record.recorded_at.isoformat(),
-    }
-
-
-
-def related_hit_view(found: RelatedRecord, related_ids: Sequence[str]) -> dict[str, Any]:
-    """A record found by related ids, as search answers show it: its score and relevance the
-    share of the ids asked that it lists; no similarity, no ranks (no query was embedded)."""
-    share = round(found.shared / len(related_ids), 4)
-    record = found.record
-    return {**record_view(record), "score": share, "similarity": None, "relevance": share,
-            "ranks": {"dense": None, "lexical": None},
-            "shared_related_ids": [i for i in related_ids if i in record.related_ids]}
-
-
-
-def search_answer(searched: Searched) -> dict[str, Any]:
+def search_answer(searched: Searched) -> SearchAnswer:
     """A search as /v1/search answers it."""
     query = searched.query
-    hits = [hit_view(hit, query.explain) for hit in searched.found.hits] \
+    hits = [hit_answer(hit, query.explain) for hit in searched.found.hits] \
         if searched.found is not None else \
-        [related_hit_view(found, query.scope.related_ids) for found in searched.related]
-    return {
-        "namespace": query.scope.namespace,
-        "namespace_holds_records": searched.holds_records,
-        "query": query.query or None,
-        "profile": query.profile.name,
-        "degraded": searched.degraded,
-        "hits": hits,
-        "budget_exhausted": False,
-    }
+        [related_hit(found, query.scope.related_ids) for found in searched.related]
+    return SearchAnswer(namespace=query.scope.namespace,
+                        namespace_holds_records=searched.holds_records,
+                        query=query.query or None, profile=query.profile.name,
+                        degraded=searched.degraded, hits=hits, budget_exhausted=False)
 
 
-def exhausted_answer(exhausted: Exhausted) -> dict[str, Any]:
-    """The answer of a recall the run's search budget refused."""
-    return {"namespace": exhausted.namespace, "run_id": exhausted.run_id,
-            "budget_exhausted": True,
-            "max_searches_per_run": exhausted.max_searches_per_run}
-
-
-def context_answer(pack: ContextPack) -> dict[str, Any]:
+def context_answer(pack: context.ContextPack) -> ContextPack:
     """A context pack as /v1/context (and a session's wake) answers it."""
     query, packed = pack.query, pack.packed
-    return {
-        "namespace": query.scope.namespace,
-        "namespace_holds_records": pack.holds_records,
-        "query": query.query,
-        "profile": query.profile.name,
-        "budget_tokens": query.budget_tokens,
-        "tokens": packed.tokens,
-        "degraded": sorted(pack.degraded),
-        "dropped": packed.dropped,
-        "core": core_view(query.scope.agent_id, packed.core, "core" in pack.degraded),
-        "sections": sections_view(packed, pack.hits if query.explain else None),
+    return ContextPack(
+        namespace=query.scope.namespace,
+        namespace_holds_records=pack.holds_records,
+        query=query.query,
+        profile=query.profile.name,
+        budget_tokens=query.budget_tokens,
+        tokens=packed.tokens,
+        degraded=sorted(pack.degraded),
+        dropped=dict(packed.dropped),
+        core=core_answer(query.scope.agent_id, packed.core, "core" in pack.degraded),
+        sections=sections_answer(packed, pack.hits if query.explain else None),
         # What each section was given of the budget, and what its items cost.
-        "section_tokens": {name: {"share_tokens": use.share_tokens, "tokens": use.tokens,
-                                  "items": use.items}
-                           for name, use in packed.sections.items()},
-        "enabled": True,
-        "budget_exhausted": False,
-    }
+        section_tokens={name: SectionTokens(share_tokens=use.share_tokens, tokens=use.tokens,
+                                            items=use.items)
+                        for name, use in packed.sections.items()},
+        enabled=True,
+        budget_exhausted=False,
+    )
 
 
-def sections_view(packed: Pack, hits: Mapping[str, Hit] | None
-                  ) -> dict[str, list[dict[str, Any]]]:
-    """The packed items by section; with `hits`, each searched one with how its score
-    was made (a planning item is read from its file, not searched)."""
-    def view(item: Candidate) -> dict[str, Any]:
+def exhausted_pack(exhausted: Exhausted) -> ContextPack:
+    """The pack of a recall the run's search budget refused: empty."""
+    return ContextPack(namespace=exhausted.namespace, run_id=exhausted.run_id,
+                       budget_exhausted=True,
+                       max_searches_per_run=exhausted.max_searches_per_run, sections={},
+                       tokens=0, degraded=[])
+
+
+def sections_answer(packed: Pack, hits: Mapping[str, Hit] | None
+                    ) -> dict[str, list[ContextItem]]:
+    """The packed items by section; with `hits`, each searched one with how its score was
+    made (a planning item is read from its file, not searched)."""
+    def answer(item: Candidate) -> ContextItem:
         if hits is None or item.record_id not in hits:
-            return item_view(item)
-        return {**item_view(item), "explain": explanation(hits[item.record_id])}
+            return item_answer(item)
+        return item_answer(item, explanation(hits[item.record_id]))
 
-    return {name: [view(item) for item in packed.items if item.section == name]
+    return {name: [answer(item) for item in packed.items if item.section == name]
             for name in SECTIONS}
 
 
-
-def core_view(agent: str | None, core: CorePack, failed: bool) -> dict[str, Any]:
+def core_answer(agent: str | None, core: CorePack, failed: bool) -> CoreSection:
     """The core section: every block of the agent, what of it fits, and what was left out
     and why; `absent` says why there are no blocks at all."""
     absent = ("no agent: a key bound to an agent, or an admin key that names one, reads its "
               "core blocks") if agent is None else \
         "its store failed (see degraded)" if failed else \
         "the agent has no core blocks" if not core.blocks else None
-    return {
-        "agent_id": agent,
-        "absent": absent,
-        "tokens": core.tokens,
-        "share_tokens": core.share_tokens,
-        "truncated": core.truncated,
-        "blocks": [{"label": block.label, "version": block.version, "text": block.text,
-                    "token_cost": block.token_cost, "fields_left_out": list(block.left_out)}
-                   for block in core.blocks],
-    }
+    return CoreSection(
+        agent_id=agent, absent=absent, tokens=core.tokens, share_tokens=core.share_tokens,
+        truncated=core.truncated,
+        blocks=[PackedCoreBlock(label=block.label, version=block.version, text=block.text,
+                                token_cost=block.token_cost,
+                                fields_left_out=list(block.left_out))
+                for block in core.blocks])
 
 
-
-def item_view(item: Candidate) -> dict[str, Any]:
-    return {
-        "record_id": item.record_id,
-        "kind": item.kind,
-        "text": item.text,
-        "source": item.source,
-        "trust_class": item.trust_class,
-        "provenance": dict(item.provenance),
-        "recency": {"created_at": item.created_at, "age_days": round(item.age_days, 2)},
-        "score": round(item.score, 4),
-        "token_cost": item.token_cost,
-    }
+def item_answer(item: Candidate, explain: Explanation | None = None) -> ContextItem:
+    """A packed item; with `explain`, how its score was made."""
+    answer = ContextItem(
+        record_id=item.record_id, kind=item.kind, text=item.text, source=item.source,
+        trust_class=item.trust_class, provenance=dict(item.provenance),
+        recency=Recency(created_at=item.created_at, age_days=round(item.age_days, 2)),
+        score=round(item.score, 4), token_cost=item.token_cost)
+    return answer if explain is None else answer.model_copy(update={"explain": explain})
 
 
-def block_diff_json(diff: BlockDiff) -> dict[str, Any]:
-    return {"diff_id": diff.diff_id, "target": "block",
-            "block": {"agent_id": diff.agent_id, "label": diff.label},
-            "base_version": diff.base_version,
-            "proposed": diff.payload.model_dump(mode="json", exclude_defaults=True,
-                                                exclude={"agent_id", "label"}),
-            "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
-            "state": diff.state}
+def block_diff_answer(diff: BlockDiff) -> PendingDiffAnswer:
+    return PendingDiffAnswer(
+        diff_id=diff.diff_id, target="block",
+        block=AgentBlock(agent_id=diff.agent_id, label=diff.label),
+        base_version=diff.base_version,
+        proposed=diff.payload.model_dump(mode="json", exclude_defaults=True,
+                                         exclude={"agent_id", "label"}),
+        proposer=diff.proposer, proposed_at=diff.proposed_at, state=diff.state)
 
 
-def diff_json(diff: PendingDiff) -> dict[str, Any]:
-    return {"diff_id": diff.diff_id, "target": "record", "record_id": diff.record_id,
-            "base_version": diff.base_version, "proposed": dict(diff.proposed),
-            "proposer": diff.proposer, "proposed_at": diff.proposed_at.isoformat(),
-            "state": diff.state}
+def diff_answer(diff: PendingDiff) -> PendingDiffAnswer:
+    return PendingDiffAnswer(
+        diff_id=diff.diff_id, target="record", record_id=diff.record_id,
+        base_version=diff.base_version, proposed=dict(diff.proposed),
+        proposer=diff.proposer, proposed_at=diff.proposed_at, state=diff.state)

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from processors.api.openapi import Raw
+from schemas.answers import status as answers
 from stores.index.protocol import VectorIndex
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS
@@ -17,30 +17,36 @@ from streams.plumbing.runtime import Runtime
 
 def wire_status(pages: Pages, runtime: Runtime, health: Health, index: VectorIndex | None,
                 role: str) -> None:
-    @pages.page("/healthz", public=True, params=NO_PARAMS)
-    async def health_view(web: View, request: Request) -> Response:
-        checks: dict[str, Any] = {}
+    @pages.page("/healthz", public=True, params=NO_PARAMS, answer=answers.Health)
+    async def health_view(web: View, request: Request) -> answers.Health | Response:
+        """Whether this worker can serve: 200, or 503 with the same answer."""
         try:
             await runtime.stores.ping()
-            checks["postgres"] = "ok"
+            postgres = "ok"
         except Exception as exc:
-            checks["postgres"] = f"down: {exc}"
+            postgres = f"down: {exc}"
+        indexed: dict[str, str] = {}
         if index is not None:
             try:
                 await index.count()
-                checks["index"] = "ok"
+                indexed["index"] = "ok"
             except Exception as exc:
-                checks["index"] = f"down: {exc}"
+                indexed["index"] = f"down: {exc}"
         problems = health.problems()
-        healthy = checks["postgres"] == "ok" and not problems
+        healthy = postgres == "ok" and not problems
         # The index is rebuildable and searches fall back to Postgres: degraded, not down.
-        status = ("down" if checks["postgres"] != "ok" else "stalled" if problems
-                  else "degraded" if checks.get("index", "ok") != "ok" else "ok")
-        return web.json({"status": status, "role": role, **checks, **problems},
-                        status=200 if healthy else 503)
+        status = ("down" if postgres != "ok" else "stalled" if problems
+                  else "degraded" if indexed.get("index", "ok") != "ok" else "ok")
+        # A role without an index says nothing of one; a worker without problems lists none.
+        answer = answers.Health.model_validate(
+            {"status": status, "role": role, "postgres": postgres, **indexed, **problems})
+        if healthy:
+            return answer
+        return web.bytes(answer.rendered(), content_type="application/json", status=503)
 
-    @pages.page("/metrics", public=True, params=NO_PARAMS)
+    @pages.page("/metrics", public=True, params=NO_PARAMS, answer=Raw(("text/plain",)))
     async def metrics_view(web: View, request: Request) -> Response:
+        """The worker's Prometheus metrics, in the text exposition format."""
         # aiohttp refuses a charset inside content_type; the exposition format is UTF-8.
         return web.bytes(
             generate_latest(runtime.metrics.registry),

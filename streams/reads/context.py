@@ -318,7 +318,7 @@ async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> lis
             section=section, record_id=hit.record.record_id, kind=hit.record.record_kind,
             text=hit.record.text, source=source_of(hit.record),
             trust_class=hit.record.trust_class, provenance=hit.record.provenance,
-            created_at=hit.record.created_at.isoformat(),
+            created_at=hit.record.created_at,
             age_days=age_in_days(hit.record.created_at, now), score=hit.score,
             token_cost=cost, vector=hit.record.embedding)
         # Packing compares vectors: search leaves records without one out, and a fix pattern

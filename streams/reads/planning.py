@@ -115,14 +115,17 @@ async def planning_candidates(runtime: Runtime, namespace: str, repo: str,
                     "status": entry.item.status,
                     "ready": is_ready(entry.item, by_id),
                     "open_blockers": [b.item_id for b in blockers(entry.item, by_id) if b.open]},
-        # An item without its creation time is shown as read now.
-        created_at=str(entry.item.fields.get("created_at") or now.isoformat()),
-        age_days=_age(entry.item, now), score=1.0, token_cost=cost, vector=unembedded)
-        for entry, cost in zip(entries, costs, strict=True)]
+        created_at=created, age_days=age_in_days(created, now), score=1.0, token_cost=cost,
+        vector=unembedded)
+        for entry, cost in zip(entries, costs, strict=True)
+        for created in (_created(entry.item, now),)]
 
 
-def _age(item: WorkItem, now: datetime) -> float:
+def _created(item: WorkItem, now: datetime) -> datetime:
+    """When the item was created, as Beads wrote it (in UTC when it names no zone); one
+    without a time Python can read is shown as read now."""
     try:
-        return age_in_days(datetime.fromisoformat(str(item.fields.get("created_at"))), now)
+        created = datetime.fromisoformat(str(item.fields.get("created_at")))
     except ValueError:
-        return 0.0
+        return now
+    return created if created.tzinfo is not None else created.replace(tzinfo=UTC)

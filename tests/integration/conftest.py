@@ -15,6 +15,23 @@ import pytest
 
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
+from tests.answers_check import AnswerLog, DeclaredAnswers
+from tests.wired_app import wired_ingest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def declared_answers() -> Iterator[AnswerLog]:
+    """Every success answer the tests receive over HTTP, held against the schema its route
+    declares (tests/answers_check.py): an answer that drifts from its declaration fails the
+    run, at its end, with every drift it found."""
+    _, document = wired_ingest()
+    log = AnswerLog(DeclaredAnswers(document))
+    with log.capturing():
+        yield log
+    print("\n" + log.summary())
+    if log.problems:
+        pytest.fail("answers that drift from their declared schemas:\n" + "\n".join(
+            dict.fromkeys(log.problems)), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ sections in order, near-duplicates out."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ def candidate(record_id: str, section: str, tokens: int,
     return Candidate(
         section=section, record_id=record_id, kind="memory", text=f"text of {record_id}",
         source=f"record:{record_id}", trust_class="raw", provenance={"source_event_id": "e"},
-        created_at="2026-11-01T00:00:00+00:00", age_days=1.0, score=0.5, token_cost=tokens,
+        created_at=datetime(2026, 11, 1, tzinfo=UTC), age_days=1.0, score=0.5, token_cost=tokens,
         vector=unit(RNG.standard_normal(384)) if vector is None else vector)
 
 

@@ -12,6 +12,7 @@ from referencing import Registry, Resource
 
 from processors.api.openapi import (
     Parameter,
+    Raw,
     Route,
     event_body,
     openapi_document,
@@ -19,6 +20,12 @@ from processors.api.openapi import (
     payload_body,
 )
 from processors.api.parameters import IDENTIFIER, NAMESPACE, integer, one_of
+from schemas.answers.base import Answer
+from schemas.answers.operations import KeyList, MadeKey
+from schemas.answers.records import RecordLineage
+from schemas.answers.runs import RunEventAccepted
+from schemas.answers.status import Health
+from schemas.answers.writes import ChangeAccepted
 from schemas.events import MemoryUpdate, MemoryWrite, RunFinished, RunStarted
 from tests.openapi_structure import operations, structural_problems
 
@@ -26,13 +33,15 @@ READ = Route("/v1/records/{record_id}", ("GET",), (
     Parameter("namespace", NAMESPACE.schema), Parameter("record_id", IDENTIFIER.schema),
     Parameter("limit", integer(1, 50).schema),
     Parameter("tier", one_of(["active", "long_term"]).schema, repeats=True)),
-    summary="One record.")
+    {"GET": RecordLineage}, summary="One record.")
 UPDATE = Route("/v1/memories/{record_id}/update", ("POST",),
-               (Parameter("record_id", IDENTIFIER.schema),),
+               (Parameter("record_id", IDENTIFIER.schema),), {"POST": ChangeAccepted},
                payload_body(MemoryUpdate, filled={"record_id"}))
-RUNS = Route("/v1/runs/events", ("POST",), (),
+RUNS = Route("/v1/runs/events", ("POST",), (), {"POST": RunEventAccepted},
              event_body("RunEventBody", [RunStarted, RunFinished]))
-HEALTH = Route("/healthz", ("GET",), (), public=True)
+HEALTH = Route("/healthz", ("GET",), (), {"GET": Health}, public=True)
+METRICS = Route("/metrics", ("GET",), (), {"GET": Raw(("text/plain",))}, public=True)
+UI = Route("/ui", ("GET",), (), {"GET": Raw((), status=308)}, public=True)
 
 
 def document(*routes: Route) -> dict[str, Any]:
@@ -145,9 +154,34 @@ def test_operation_ids_name_the_method_and_path(method: str, path: str, expected
 
 def test_a_route_of_two_methods_is_one_path_of_two_operations() -> None:
     both = Route("/v1/keys", ("GET", "POST"), (Parameter("namespace", NAMESPACE.schema),),
-                 payload_body(MemoryWrite))
+                 {"GET": KeyList, "POST": MadeKey}, payload_body(MemoryWrite))
     built = document(both)
     get, post = built["paths"]["/v1/keys"]["get"], built["paths"]["/v1/keys"]["post"]
     assert "requestBody" not in get and "requestBody" in post
     assert get["operationId"] != post["operationId"]
     assert structural_problems(built) == []
+
+
+def test_each_answer_is_the_schema_of_its_model_as_serialized() -> None:
+    built = document(READ, UPDATE, HEALTH, METRICS, UI)
+    assert structural_problems(built) == []
+    paths, schemas = built["paths"], built["components"]["schemas"]
+    read = paths["/v1/records/{record_id}"]["get"]["responses"]["200"]["content"]
+    assert read == {"application/json": {"schema": {
+        "$ref": "#/components/schemas/RecordLineage"}}}
+    # What it references is there too; a moment is written as a string.
+    assert schemas["RecordView"]["properties"]["created_at"] == {
+        "format": "date-time", "title": "Created At", "type": "string"}
+    assert "202" in paths["/v1/memories/{record_id}/update"]["post"]["responses"]
+    assert paths["/metrics"]["get"]["responses"]["200"]["content"] == {
+        "text/plain": {"schema": {"type": "string"}}}
+    assert "content" not in paths["/ui"]["get"]["responses"]["308"]
+
+
+def test_two_models_of_one_name_cannot_both_be_described() -> None:
+    class ChangeAccepted(Answer):
+        elsewhere: int
+
+    twin = Route("/v1/twin", ("GET",), (), {"GET": ChangeAccepted})
+    with pytest.raises(ValueError, match="two schemas are named 'ChangeAccepted'"):
+        document(UPDATE, twin)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.answers_check import DeclaredAnswers
 from tests.openapi_structure import operations, structural_problems
 
 # Methods aiohttp answers for every route by itself.
@@ -23,6 +24,47 @@ def test_the_document_lists_exactly_the_routes_the_app_registers(
     assert described == registered
     assert ("GET", "/v1/openapi.json") in described
     assert len(described) > 30
+
+
+def test_every_success_answer_is_declared(wired: tuple[Any, dict[str, Any]]) -> None:
+    """A JSON answer names the schema of its model (schemas/answers/); a page, a script or
+    metrics name their media types; a redirect has no body."""
+    _, document = wired
+    schemas = document["components"]["schemas"]
+    for method, path, operation in operations(document):
+        successes = {status: answer for status, answer in operation["responses"].items()
+                     if status.startswith(("2", "3"))}
+        assert len(successes) == 1, f"{method} {path}: {sorted(successes)}"
+        ((status, answer),) = successes.items()
+        content = answer.get("content")
+        if status.startswith("3"):
+            assert content is None, f"{method} {path}"
+            continue
+        assert content, f"{method} {path} declares no answer"
+        if "application/json" in content:
+            reference = content["application/json"]["schema"]["$ref"]
+            model = schemas[reference.rsplit("/", 1)[-1]]
+            assert model["type"] == "object" and model["properties"], f"{method} {path}"
+        else:
+            assert all(kind.startswith("text/") for kind in content), f"{method} {path}"
+            assert path in {"/metrics", "/ui/", "/ui/{name}"}, f"{method} {path}"
+
+
+def test_an_answer_that_drifts_from_its_declaration_is_named(
+        wired: tuple[Any, dict[str, Any]]) -> None:
+    declared = DeclaredAnswers(wired[1])
+    operation = declared.operation_of("GET", "/v1/search")
+    assert operation is not None
+    answer = {"namespace": "a", "hits": [], "budget_exhausted": False}
+    assert declared.problems(operation, 200, answer) == []
+    assert declared.problems(operation, 200, {**answer, "undeclared": 1}) == [
+        "GET /v1/search 200: the answer: Additional properties are not allowed ('undeclared' "
+        "was unexpected)"]
+    assert declared.problems(operation, 200, {"namespace": "a"})
+    assert declared.problems(operation, 202, answer) == [
+        "GET /v1/search 202: the status is not declared"]
+    assert declared.operation_of("POST", "/v1/runs/events").template == "/v1/runs/events"
+    assert declared.operation_of("GET", "/v1/runs/r-1").template == "/v1/runs/{run_id}"
 
 
 def test_the_document_is_structurally_sound(wired: tuple[Any, dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@ a request, even one the rules let through, is answered 500 when a store refuses 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -10,12 +11,15 @@ import pytest
 from asyncpg.exceptions import CharacterNotInRepertoireError
 from multidict import MultiDict
 
+from processors.api.openapi import Route
 from processors.api.parameters import IDENTIFIER
+from schemas.answers.writes import ChangeAccepted, MemoryWritten
 from streams.api.pages import observed_view
 from streams.api.params import READER_PARAMS, Param
 from streams.plumbing.metrics import Metrics
 
 PARAMS = {**READER_PARAMS, "record_id": Param(IDENTIFIER)}
+ROUTE = Route("/v1/records/{record_id}", ("GET",), (), {"GET": ChangeAccepted})
 
 
 @dataclass
@@ -28,15 +32,20 @@ class Web:
     def json(self, body: Any, status: int = 200, headers: Any = None) -> Answer:
         return Answer(body, status)
 
+    def bytes(self, body: bytes, content_type: str, status: int = 200) -> Answer:
+        assert content_type == "application/json"
+        return Answer(json.loads(body), status)
+
 
 @dataclass
 class Request:
     query: MultiDict[str]
     headers: dict[str, str] = field(default_factory=dict)
+    method: str = "GET"
 
 
 async def answer(handler: Any, record_id: str, *pairs: tuple[str, str]) -> Answer:
-    view = observed_view("/v1/records/{record_id}", handler, Metrics(), None, PARAMS)
+    view = observed_view(ROUTE, handler, Metrics(), None, PARAMS)
     # The fakes stand for faust's View and Request, and its Response for theirs.
     return cast(Answer, await view(Web(), Request(MultiDict(pairs)), record_id=record_id))
 
@@ -70,3 +79,16 @@ async def test_data_a_store_refuses_is_the_requests_fault_and_anything_else_a_fa
     assert "0x00" in answered.body["error"]
     with pytest.raises(RuntimeError):
         await answer(broken, "mem_1", ("namespace", "team-a"))
+
+
+async def test_a_view_answers_the_model_its_route_declares_and_no_other() -> None:
+    async def declared(web: Web, request: Request, record_id: str) -> ChangeAccepted:
+        return ChangeAccepted(record_id=record_id, event_id="e1")
+
+    async def other(web: Web, request: Request, record_id: str) -> MemoryWritten:
+        return MemoryWritten(record_id=record_id, event_id="e1", topic="memory.events")
+
+    answered = await answer(declared, "mem_1", ("namespace", "team-a"))
+    assert (answered.status, answered.body) == (200, {"record_id": "mem_1", "event_id": "e1"})
+    with pytest.raises(TypeError, match="answered a MemoryWritten; it declares"):
+        await answer(other, "mem_1", ("namespace", "team-a"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from client.cli.commands import awaiting_of
-from client.sdk.models import ReviewItem
 from processors.memory.blocks import BlockDiff
 from processors.memory.lifecycle import PendingDiff
+from schemas.answers.review import ReviewItem
 from schemas.events import MemoryBlockPayload
 from stores.record_versions import DraftMerge, MergeMember, ProposedLearningDraft
 from stores.records import FoundRecord

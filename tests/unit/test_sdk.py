@@ -34,7 +34,9 @@ from client.sdk._base import Call, answer_of
 from client.sdk.client import AsyncRoute, Route
 from client.sdk.config import Config
 from client.sdk.errors import Forbidden, Unauthorized, error_of
-from client.sdk.models import BlockRef, SearchAnswer, Stats
+from schemas.answers.recall import SearchAnswer
+from schemas.answers.records import Stats
+from schemas.answers.review import AgentBlock
 from tests.openapi_structure import operations
 
 CONFIG = Config("http://worker", "msk_k", "team-a")
@@ -120,6 +122,29 @@ def route_of(call: Call[Any], served: set[tuple[str, str]]) -> tuple[str, str] |
     return None
 
 
+def test_each_call_reads_the_answer_its_route_declares(
+        wired: tuple[Any, dict[str, Any]]) -> None:
+    """The SDK declares no answer model of its own: each call reads its route's answer into
+    the very model the server renders it from (schemas/answers/), named by the document."""
+    document = wired[1]
+    served = api_routes(document)
+    for name, sample in SAMPLES.items():
+        call = sample()
+        route = route_of(call, served)
+        assert route is not None, name
+        method, path = route
+        answers = document["paths"][path][method.lower()]["responses"]
+        (answered,) = [answer for status, answer in answers.items() if status.startswith("2")]
+        declared = answered["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        model = getattr(call.read, "__self__", call.read)
+        if name == "openapi":
+            # The document is read as the JSON it is, for a generator to take.
+            assert (model, declared) == (dict, "ApiDocument")
+            continue
+        assert model.__module__.startswith("schemas.answers."), name
+        assert model.__name__ == declared, f"{name}: reads {model.__name__}, not {declared}"
+
+
 def test_every_route_of_the_api_has_a_method_in_both_clients(
         wired: tuple[Any, dict[str, Any]]) -> None:
     # A route's function: the client's settings, then the route's parameters, to a Call.
@@ -197,7 +222,7 @@ def test_a_write_carries_a_new_event_id_unless_given_and_only_the_fields_given()
         "/v1/memories/mem_1/update", {"namespace": "team-a", "event_id": "e-42",
                                       "expected_version": 2, "text": "New."},
         frozenset({202}))
-    block = routes.review(CONFIG, "reject", block=BlockRef(agent_id="finn", label="human"),
+    block = routes.review(CONFIG, "reject", block=AgentBlock(agent_id="finn", label="human"),
                           diff_id="d1", event_id="e-43")
     assert block.body == {"namespace": "team-a", "event_id": "e-43", "decision": "reject",
                           "diff_id": "d1", "block": {"agent_id": "finn", "label": "human"}}

@@ -8,7 +8,7 @@ from processors.recall.ranking import Fused
 from stores.records import FoundRecord
 from streams.api.params import BadQuery
 from streams.api.queries import fix_pattern_query, search_query
-from streams.api.rendering import hit_view
+from streams.api.rendering import hit_answer
 from streams.reads.search import Hit
 
 
@@ -127,5 +127,5 @@ def _found(**fields: Any) -> FoundRecord:
 def test_a_merged_hit_shows_its_members_source_refs() -> None:
     fused = Fused("mem_1", 1.0, 1, None)
     merged = _found(body={"merged_from": ["m1", "m2"], "member_source_refs": ["D1:3", "run-42"]})
-    assert hit_view(Hit(merged, fused, 1.0, 0.9, 0.9))["member_source_refs"] == ["D1:3", "run-42"]
-    assert hit_view(Hit(_found(), fused, 1.0, 0.9, 0.9))["member_source_refs"] == []
+    assert hit_answer(Hit(merged, fused, 1.0, 0.9, 0.9)).member_source_refs == ["D1:3", "run-42"]
+    assert hit_answer(Hit(_found(), fused, 1.0, 0.9, 0.9)).member_source_refs == []

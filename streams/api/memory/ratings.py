@@ -43,7 +43,7 @@ from streams.api.publishing import (
     payload_fields,
     permitted,
 )
-from streams.api.rendering import adaptive_view
+from streams.api.rendering import adaptive_answer
 from streams.plumbing.runtime import Runtime
 from streams.reads.search import blend_of
 
@@ -120,7 +120,7 @@ def use_view(use: MemoryUse, current: CurrentScoring, now: datetime) -> dict[str
     blend = blend_of(use, current, now)
     return {
         **inputs_view(use),
-        "adaptive": adaptive_view(blend),
+        "adaptive": adaptive_answer(blend).model_dump(mode="json", by_alias=True, exclude_unset=True),
         "blend_factor": round(blend.factor, 4),
     }
 

@@ -17,6 +17,7 @@ from processors.api.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer,
 from processors.memory.blocks import usage
 from processors.memory.lifecycle import RecordVersion, superseded_note, version_diff
 from processors.recall.as_of import standing_at, version_at
+from schemas.answers.base import Answer
 from schemas.events import MemoryBlock, Scope
 from schemas.records import Record
 from stores.core_blocks import CoreBlocks
@@ -38,7 +39,7 @@ from streams.api.params import (
     value,
 )
 from streams.api.queries import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
-from streams.api.rendering import block_diff_json, diff_json
+from streams.api.rendering import block_diff_answer, diff_answer
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -140,7 +141,8 @@ def wire_records(pages: Pages, runtime: Runtime, index: VectorIndex, block_max_c
 
     @pages.page("/v1/blocks/{label}", params=BLOCK_PARAMS, methods=("GET", "POST"),
                 body=payload_body(MemoryBlock, filled={"label"}, optional={"agent_id"}))
-    async def block_view(web: View, request: Request, caller: Caller, label: str) -> Response:
+    async def block_view(web: View, request: Request, caller: Caller,
+                         label: str) -> Response | Answer:
         if request.method == "POST":
             return await edit_block(web, request, caller=caller, label=label)
         namespace = granted_namespace(caller, request.query)
@@ -248,10 +250,10 @@ async def pending_diffs(versions: RecordVersions, blocks: CoreBlocks, namespace:
     `reader` may see; `record_id` keeps a record's alone."""
     limit = value(params, "limit", DIFFS, DIFFS_LIMIT)
     record_id = optional(params, "record_id", IDENTIFIER)
-    found = [diff_json(diff) for diff in
+    found = [diff_answer(diff).model_dump(mode="json", by_alias=True, exclude_unset=True) for diff in
              await versions.pending_diffs(namespace, record_id, limit, reader)]
     if record_id is None:
-        found += [block_diff_json(diff) for diff in
+        found += [block_diff_answer(diff).model_dump(mode="json", by_alias=True, exclude_unset=True) for diff in
                   await blocks.pending_block_diffs(namespace, limit, reader)]
     found.sort(key=lambda diff: (diff["proposed_at"], diff["diff_id"]))
     return {"namespace": namespace, "pending_diffs": found[:limit]}

@@ -23,7 +23,7 @@ from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
 from streams.api.params import READER_PARAMS, Param, Params, optional, value
-from streams.api.rendering import block_diff_json, diff_json
+from streams.api.rendering import block_diff_answer, diff_answer
 from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
@@ -73,14 +73,14 @@ def queue_items(namespace: str, diffs: Sequence[PendingDiff],
         items.append((diff.proposed_at, diff.diff_id, {
             **_head("pending_diff", diff.diff_id, diff.record_id,
                     subject.title if subject else None, subject.text if subject else None),
-            **diff_json(diff),
+            **diff_answer(diff).model_dump(mode="json", by_alias=True, exclude_unset=True),
             "review": review_bodies(namespace, {"record_id": diff.record_id,
                                                 "diff_id": diff.diff_id})}))
     for block_diff in block_diffs:
         block = {"agent_id": block_diff.agent_id, "label": block_diff.label}
         items.append((block_diff.proposed_at, block_diff.diff_id, {
             **_head("pending_diff", block_diff.diff_id, None, None, None),
-            **block_diff_json(block_diff),
+            **block_diff_answer(block_diff).model_dump(mode="json", by_alias=True, exclude_unset=True),
             "review": review_bodies(namespace, {"block": block,
                                                 "diff_id": block_diff.diff_id})}))
     for merge in merges:

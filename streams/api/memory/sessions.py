@@ -117,7 +117,7 @@ class SessionViews:
             else budget_tokens, DEFAULT_MIN_SCORE), WAKE_ROUTE)
         # A wake names no run: no budget refuses it.
         assert not isinstance(pack, Exhausted)
-        return context_answer(pack)
+        return context_answer(pack).model_dump(mode="json", by_alias=True, exclude_unset=True)
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:
         return (await self._runtime.stores.sessions.session_ledgers(

@@ -9,28 +9,29 @@ The pack is read as the key's agent (or the one an admin key names); with memory
 
 from __future__ import annotations
 
-from faust.web import Request, Response, View
+from faust.web import Request, View
 
 from processors.api.access import Caller
+from schemas.answers.recall import ContextPack
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.queries import CONTEXT_PARAMS, context_query
-from streams.api.rendering import context_answer, exhausted_answer
+from streams.api.rendering import context_answer, exhausted_pack
 from streams.reads.recalls import Exhausted, Recalls
 
 ROUTE = "/v1/context"
 
 
 def wire_context(pages: Pages, recalls: Recalls) -> None:
-    @pages.page(ROUTE, params=CONTEXT_PARAMS)
-    async def context_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page(ROUTE, params=CONTEXT_PARAMS, answer=ContextPack)
+    async def context_view(web: View, request: Request, caller: Caller) -> ContextPack:
+        """The context pack for a task: core blocks, planning, history, memories, documents."""
         namespace = granted_namespace(caller, request.query)
         query = context_query(request.query, recalls.flags, reader_of(caller, request.query))
         if not recalls.flags.enabled:
-            return web.json({"namespace": namespace, "enabled": False, "sections": {},
-                             "tokens": 0, "degraded": []})
+            return ContextPack(namespace=namespace, enabled=False, sections={}, tokens=0,
+                               degraded=[])
         pack = await recalls.context(query, ROUTE)
         if isinstance(pack, Exhausted):
-            return web.json({**exhausted_answer(pack), "sections": {}, "tokens": 0,
-                             "degraded": []})
-        return web.json(context_answer(pack))
+            return exhausted_pack(pack)
+        return context_answer(pack)

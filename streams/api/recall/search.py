@@ -4,24 +4,28 @@
 
 from __future__ import annotations
 
-from faust.web import Request, Response, View
+from faust.web import Request, View
 
 from processors.api.access import Caller
+from schemas.answers.recall import SearchAnswer
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.queries import SEARCH_PARAMS, search_query
-from streams.api.rendering import exhausted_answer, search_answer
+from streams.api.rendering import search_answer
 from streams.reads.recalls import Exhausted, Recalls
 
 ROUTE = "/v1/search"
 
 
 def wire_search(pages: Pages, recalls: Recalls) -> None:
-    @pages.page(ROUTE, params=SEARCH_PARAMS)
-    async def search_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page(ROUTE, params=SEARCH_PARAMS, answer=SearchAnswer)
+    async def search_view(web: View, request: Request, caller: Caller) -> SearchAnswer:
+        """Hybrid search within one namespace, or the records that list the related ids."""
         granted_namespace(caller, request.query)
         query = search_query(request.query, reader_of(caller, request.query))
         searched = await recalls.search(query, ROUTE)
         if isinstance(searched, Exhausted):
-            return web.json({**exhausted_answer(searched), "hits": []})
-        return web.json(search_answer(searched))
+            return SearchAnswer(namespace=searched.namespace, run_id=searched.run_id,
+                                budget_exhausted=True,
+                                max_searches_per_run=searched.max_searches_per_run, hits=[])
+        return search_answer(searched)
