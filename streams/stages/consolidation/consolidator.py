@@ -30,8 +30,7 @@ from processors.consolidation.plan import (
     report_clusters,
 )
 from processors.consolidation.trigger import RunOutcome, skip_reason
-from processors.events.errors import MemstreamError, Rejected, Rejection
-from processors.events.intake import parse_event
+from processors.events.errors import MemstreamError
 from processors.text.embedding import Vector, embedding_text
 from schemas.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
 from schemas.records import Record
@@ -41,6 +40,7 @@ from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.llm_hook import merge_prose
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
+from streams.stages.parsing import ParsedBatch, parse_batch
 
 Embed = Callable[[Sequence[str]], Awaitable[Vector]]
 
@@ -101,12 +101,6 @@ def usable(vector: Vector | None, dimension: int) -> bool:
     return np.isfinite(norm) and norm > 0
 
 
-@dataclass(frozen=True)
-class ParsedRequests:
-    rejected: list[tuple[InboundMessage, Rejection]]
-    requests: list[tuple[InboundMessage, ConsolidateRequest]]
-
-
 class Consolidator:
     """The stages of the consolidator agent: one request at a time."""
 
@@ -114,24 +108,16 @@ class Consolidator:
         self._runtime = runtime
         self._attempts = runtime.attempts(MEMORY_CONSOLIDATE)
 
-    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedRequests:
-        parsed = ParsedRequests([], [])
-        for message in messages:
-            try:
-                request = parse_event(message.value, CONSOLIDATE_EVENT_TYPES,
-                                      self._runtime.max_event_bytes).event
-            except Rejected as exc:
-                parsed.rejected.append((message, exc.rejection))
-                continue
-            parsed.requests.append((message, request))
-        return parsed
+    async def prepare(self, messages: Sequence[InboundMessage]
+                      ) -> ParsedBatch[ConsolidateRequest]:
+        return parse_batch(self._runtime, messages, CONSOLIDATE_EVENT_TYPES)
 
-    async def complete(self, parsed: ParsedRequests) -> None:
+    async def complete(self, parsed: ParsedBatch[ConsolidateRequest]) -> None:
         """Carry out each request (retried while the stores are away: its offset must not
         pass before); a request that fails for good is dead-lettered."""
         runtime = self._runtime
         dead = list(parsed.rejected)
-        for message, request in parsed.requests:
+        for message, request in ((message, event.event) for message, event in parsed.parsed):
             provenance = message.provenance(request.event_id, request.producer)
             try:
                 outcome = await self._attempts.until_done(

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 
 from processors.documents.chunk_records import chunk_record, content_hash, plan_chunks
 from processors.documents.chunking import chunk_document
-from processors.events.errors import MemstreamError, Rejected, Rejection
-from processors.events.intake import Parsed, parse_event
+from processors.events.errors import MemstreamError, Rejection
 from processors.text.redaction import redact_secrets
 from schemas.events import DOCUMENT_EVENT_TYPES, DocDelete, DocumentEvent, DocUpsert
 from schemas.topics import DOCUMENTS_EVENTS
@@ -35,15 +33,10 @@ from streams.plumbing.failures import Attempts
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
 from streams.stages.embedding import embedded, start_embedding
+from streams.stages.parsing import ParsedBatch, parse_batch
 from streams.stages.record_sink import RecordChange, RecordSink
 
 Dead = list[tuple[InboundMessage, Rejection]]
-
-
-@dataclass(frozen=True)
-class ParsedDocumentEvents:
-    rejected: Dead
-    parsed: list[tuple[InboundMessage, Parsed[DocumentEvent]]]
 
 
 class DocumentIntake:
@@ -54,19 +47,11 @@ class DocumentIntake:
         self._sink = sink
         self._attempts = runtime.attempts(DOCUMENTS_EVENTS)
 
-    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedDocumentEvents:
-        rejected: Dead = []
-        parsed: list[tuple[InboundMessage, Parsed[DocumentEvent]]] = []
-        with self._runtime.stage("validate"):
-            for message in messages:
-                try:
-                    parsed.append((message, parse_event(
-                        message.value, DOCUMENT_EVENT_TYPES, self._runtime.max_event_bytes)))
-                except Rejected as exc:
-                    rejected.append((message, exc.rejection))
-        return ParsedDocumentEvents(rejected, parsed)
+    async def prepare(self, messages: Sequence[InboundMessage]
+                      ) -> ParsedBatch[DocumentEvent]:
+        return parse_batch(self._runtime, messages, DOCUMENT_EVENT_TYPES)
 
-    async def complete(self, batch: ParsedDocumentEvents) -> None:
+    async def complete(self, batch: ParsedBatch[DocumentEvent]) -> None:
         runtime = self._runtime
         dead = list(batch.rejected)
         events = runtime.metrics.events

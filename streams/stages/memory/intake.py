@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from processors.events.errors import MemstreamError, Rejected, Rejection, Unexpected
-from processors.events.intake import Parsed, parse_event
+from processors.events.intake import Parsed
 from processors.memory.refusal import RefusalReason, refusal_of
 from processors.memory.twins import Twin
 from processors.memory.writes import check_references, memory_record, with_context
@@ -33,6 +33,7 @@ from streams.stages.consolidation.requests import ConsolidationTrigger
 from streams.stages.embedding import embedded, start_embedding
 from streams.stages.memory.lifecycle import Lifecycle, LifecycleApplier
 from streams.stages.memory.twins import TwinFinder
+from streams.stages.parsing import parse_batch
 from streams.stages.record_sink import RecordChange, RecordSink
 
 
@@ -91,25 +92,23 @@ class MemoryWriter:
         self._in_flight = state.in_flight
 
     async def prepare(self, messages: Sequence[InboundMessage]) -> PreparedWrites:
-        runtime = self._runtime
-        rejected: list[tuple[InboundMessage, Rejection]] = []
+        batch = parse_batch(self._runtime, messages, MEMORY_EVENT_TYPES)
+        rejected = list(batch.rejected)
         candidates: list[tuple[InboundMessage, Record]] = []
         lifecycle: list[Lifecycle] = []
-        with runtime.stage("validate"):
-            for message in messages:
-                try:
-                    parsed = parse_event(message.value, MEMORY_EVENT_TYPES,
-                                         runtime.max_event_bytes)
-                    if isinstance(parsed.event, MemoryWrite):
-                        candidates.append((message, self._record_of(
-                            message, Parsed(parsed.event, parsed.sanitized))))
-                    else:
-                        lifecycle.append((message, Parsed(parsed.event, parsed.sanitized)))
-                except Rejected as exc:
-                    rejected.append((message, exc.rejection))
-                except Exception as exc:
-                    # A pure step gives the same answer every time: no use retrying it.
-                    rejected.append((message, Unexpected.of(exc).rejection))
+        for message, parsed in batch.parsed:
+            event = parsed.event
+            if not isinstance(event, MemoryWrite):
+                lifecycle.append((message, Parsed(event, parsed.sanitized)))
+                continue
+            try:
+                candidates.append((message, self._record_of(
+                    message, Parsed(event, parsed.sanitized))))
+            except Rejected as exc:
+                rejected.append((message, exc.rejection))
+            except Exception as exc:
+                # A pure step gives the same answer every time: no use retrying it.
+                rejected.append((message, Unexpected.of(exc).rejection))
 
         refusals = self._refusals(record for _, record in candidates)
         candidates = await self._with_context(candidates, refusals)
@@ -143,7 +142,7 @@ class MemoryWriter:
                    for message, record in _first_of_each(declined, unannounced_refusals)]
         return PreparedWrites(rejected, todo, refused,
                               len(kept) + len(declined) - len(todo) - len(refused),
-                              start_embedding(runtime, [record for _, record in todo]),
+                              start_embedding(self._runtime, [record for _, record in todo]),
                               lifecycle)
 
     def _refusals(self, records: Iterable[Record]) -> dict[str, RefusalReason]:

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from processors.events.errors import Rejected, Rejection
-from processors.events.intake import Parsed, parse_event
 from processors.memory.sessions import SessionState, admitted, memory_writes
 from schemas.events import SESSION_EVENT_TYPES, MemoryWrite, SessionEvent, SessionSlept
 from schemas.topics import MEMORY_EVENTS, SESSIONS_EVENTS, destination
@@ -24,14 +23,9 @@ from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.llm_hook import handoff_prose
 from streams.plumbing.messages import InboundMessage, Outbound
 from streams.plumbing.runtime import Runtime
+from streams.stages.parsing import ParsedBatch, parse_batch
 
 Dead = list[tuple[InboundMessage, Rejection]]
-
-
-@dataclass(frozen=True)
-class ParsedSessionEvents:
-    rejected: Dead
-    parsed: list[tuple[InboundMessage, Parsed[SessionEvent]]]
 
 
 @dataclass(frozen=True)
@@ -51,19 +45,11 @@ class SessionLedger:
         self._runtime = runtime
         self._attempts = runtime.attempts(SESSIONS_EVENTS)
 
-    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedSessionEvents:
-        rejected: Dead = []
-        parsed: list[tuple[InboundMessage, Parsed[SessionEvent]]] = []
-        with self._runtime.stage("validate"):
-            for message in messages:
-                try:
-                    parsed.append((message, parse_event(
-                        message.value, SESSION_EVENT_TYPES, self._runtime.max_event_bytes)))
-                except Rejected as exc:
-                    rejected.append((message, exc.rejection))
-        return ParsedSessionEvents(rejected, parsed)
+    async def prepare(self, messages: Sequence[InboundMessage]
+                      ) -> ParsedBatch[SessionEvent]:
+        return parse_batch(self._runtime, messages, SESSION_EVENT_TYPES)
 
-    async def complete(self, batch: ParsedSessionEvents) -> None:
+    async def complete(self, batch: ParsedBatch[SessionEvent]) -> None:
         runtime, attempts = self._runtime, self._attempts
         dead = list(batch.rejected)
         keys = {(p.event.namespace, p.event.payload.session_id) for _, p in batch.parsed}

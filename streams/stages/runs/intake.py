@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from processors.events.errors import Rejected, Rejection, Unexpected
+from processors.events.errors import Rejection, Unexpected
 from processors.events.ids import digest_record_id
-from processors.events.intake import Parsed, parse_event
 from processors.runs.digests import build_digest, digest_record
 from processors.runs.fix_patterns import ErrorOccurrence, error_occurrences
 from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
@@ -31,18 +30,13 @@ from streams.plumbing.llm_hook import digest_prose
 from streams.plumbing.messages import InboundMessage
 from streams.plumbing.runtime import Runtime
 from streams.stages.embedding import embedded, start_embedding
+from streams.stages.parsing import ParsedBatch, parse_batch
 from streams.stages.record_sink import RecordChange, RecordSink
 from streams.stages.runs.fix_pattern_refresh import FixPatternKey, refresh_fix_patterns
 from streams.stages.runs.learnings import propose_lessons, propose_patterns
 from streams.stages.runs.planning import publish_planning
 
 Dead = list[tuple[InboundMessage, Rejection]]
-
-
-@dataclass(frozen=True)
-class ParsedRunEvents:
-    rejected: Dead
-    parsed: list[tuple[InboundMessage, Parsed[RunEvent]]]
 
 
 @dataclass(frozen=True)
@@ -60,19 +54,11 @@ class RunLedger:
         self._sink = sink
         self._attempts = runtime.attempts(RUNS_EVENTS)
 
-    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedRunEvents:
-        rejected: Dead = []
-        parsed: list[tuple[InboundMessage, Parsed[RunEvent]]] = []
-        with self._runtime.stage("validate"):
-            for message in messages:
-                try:
-                    parsed.append((message, parse_event(
-                        message.value, RUN_EVENT_TYPES, self._runtime.max_event_bytes)))
-                except Rejected as exc:
-                    rejected.append((message, exc.rejection))
-        return ParsedRunEvents(rejected, parsed)
+    async def prepare(self, messages: Sequence[InboundMessage]
+                      ) -> ParsedBatch[RunEvent]:
+        return parse_batch(self._runtime, messages, RUN_EVENT_TYPES)
 
-    async def complete(self, batch: ParsedRunEvents) -> None:
+    async def complete(self, batch: ParsedBatch[RunEvent]) -> None:
         runtime, attempts = self._runtime, self._attempts
         metrics = runtime.metrics
         dead = list(batch.rejected)

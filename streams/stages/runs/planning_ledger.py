@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from processors.events.errors import Rejected, Rejection
-from processors.events.intake import Parsed, parse_event
+from processors.events.errors import Rejection
 from processors.planning.write_backs import change_of, content_hash, settle
 from schemas.events import (
     PLANNING_EVENT_TYPES,
@@ -39,6 +37,7 @@ from streams.plumbing.dead_letters import send_dead_letters
 from streams.plumbing.messages import InboundMessage, Outbound
 from streams.plumbing.runtime import Runtime
 from streams.reads.planning import changed_items, publish_read
+from streams.stages.parsing import ParsedBatch, parse_batch
 
 log = logging.getLogger(__name__)
 
@@ -46,30 +45,16 @@ Dead = list[tuple[InboundMessage, Rejection]]
 TIMER_PRODUCER = "memstream-planning-timer"
 
 
-@dataclass(frozen=True)
-class ParsedPlanningEvents:
-    rejected: Dead
-    parsed: list[tuple[InboundMessage, Parsed[PlanningEvent]]]
-
-
 class PlanningLedger:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
         self._attempts = runtime.attempts(PLANNING_EVENTS)
 
-    async def prepare(self, messages: Sequence[InboundMessage]) -> ParsedPlanningEvents:
-        rejected: Dead = []
-        parsed: list[tuple[InboundMessage, Parsed[PlanningEvent]]] = []
-        with self._runtime.stage("validate"):
-            for message in messages:
-                try:
-                    parsed.append((message, parse_event(
-                        message.value, PLANNING_EVENT_TYPES, self._runtime.max_event_bytes)))
-                except Rejected as exc:
-                    rejected.append((message, exc.rejection))
-        return ParsedPlanningEvents(rejected, parsed)
+    async def prepare(self, messages: Sequence[InboundMessage]
+                      ) -> ParsedBatch[PlanningEvent]:
+        return parse_batch(self._runtime, messages, PLANNING_EVENT_TYPES)
 
-    async def complete(self, batch: ParsedPlanningEvents) -> None:
+    async def complete(self, batch: ParsedBatch[PlanningEvent]) -> None:
         runtime, attempts = self._runtime, self._attempts
         dead = list(batch.rejected)
         items: list[tuple[InboundMessage, PlanningItemRow]] = []
