@@ -31,6 +31,15 @@ import qdrant_edge as qe
 
 from processors.text.embedding import Vector
 from processors.text.lexical import SparseVector
+from stores.index.conditions import (
+    AnyOf,
+    Condition,
+    NoneOf,
+    OneOf,
+    Within,
+    in_namespace,
+    scope_conditions,
+)
 from stores.index.protocol import (
     DEFAULT_COLLECTION,
     DIM,
@@ -43,7 +52,6 @@ from stores.index.protocol import (
     IndexPoint,
     SearchScope,
     TermCounts,
-    Visibility,
     as_vector,
     point_id,
     prepare_points,
@@ -242,7 +250,8 @@ class EdgeIndex:
     async def search(self, vector: Vector, scope: SearchScope) -> list[IndexHit]:
         query = as_vector(vector, self._dim).tolist()
         return self._search(qe.QueryRequest(
-            limit=scope.limit, query=qe.Query.Nearest(query), filter=_scope_filter(scope),
+            limit=scope.limit, query=qe.Query.Nearest(query),
+            filter=_filter(scope_conditions(scope, time.time())),
             score_threshold=scope.min_score, with_payload=False,
         ))
 
@@ -250,7 +259,7 @@ class EdgeIndex:
                       min_score: float) -> list[IndexHit]:
         return self._query(qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(as_vector(vector, self._dim).tolist()),
-            filter=_filter(namespace, None, ()), score_threshold=min_score,
+            filter=_filter(in_namespace(namespace)), score_threshold=min_score,
             with_payload=_NEAREST_PAYLOAD,
         ))
 
@@ -261,7 +270,7 @@ class EdgeIndex:
             limit=scope.limit,
             query=qe.Query.Nearest(qe.SparseVector(list(query.indices), list(query.values)),
                                    using=LEXICAL),
-            filter=_scope_filter(scope), with_payload=False,
+            filter=_filter(scope_conditions(scope, time.time())), with_payload=False,
         ))
 
     def _search(self, request: qe.QueryRequest) -> list[IndexHit]:
@@ -297,7 +306,7 @@ class EdgeIndex:
         return await self._counts.counts(namespace, term_ids, count)
 
     async def count(self, namespace: str | None = None) -> int:
-        flt = _filter(namespace, None, ()) if namespace else None
+        flt = _filter(in_namespace(namespace)) if namespace else None
         return self._open_shard().count(qe.CountRequest(exact=True, filter=flt))
 
     def _stored_record_ids(self) -> Iterator[tuple[qe.PointId, str]]:
@@ -319,7 +328,7 @@ class EdgeIndex:
         self, namespace: str | None = None, batch_size: int = 1024
     ) -> AsyncIterator[list[str]]:
         offset: qe.PointId | None = None
-        flt = _filter(namespace, None, ()) if namespace else None
+        flt = _filter(in_namespace(namespace)) if namespace else None
         while True:
             records, offset = self._open_shard().scroll(
                 qe.ScrollRequest(offset=offset, limit=batch_size, filter=flt,
@@ -359,50 +368,21 @@ class EdgeIndex:
                 shard.close()
 
 
-def _scope_filter(scope: SearchScope) -> qe.Filter:
-    """What a search of `scope` may return: its namespace, kinds, related ids, visibility,
-    and the optional filters."""
-    must = _conditions(scope.namespace, scope.record_kinds, scope.related_ids,
-                       Visibility(scope.agent_id, time.time()))
-    for name, values in (("tags", scope.tags), ("tier", scope.tiers),
-                         ("review_state", scope.review_states), ("repo", scope.repo_keys),
-                         ("security_scope", scope.security_scopes)):
-        if values:
-            must.append(qe.FieldCondition(name, match=qe.MatchAny(list(values))))
-    if scope.memory_types:
-        # Memory types narrow memories only: digests and fix patterns have none.
-        must.append(qe.Filter(should=[
-            qe.FieldCondition("memory_type", match=qe.MatchAny(list(scope.memory_types))),
-            qe.Filter(must_not=[qe.FieldCondition("record_kind",
-                                                  match=qe.MatchValue("memory"))]),
-        ]))
-    if scope.since is not None or scope.until is not None:
-        must.append(qe.FieldCondition("created_at", range=qe.RangeFloat(
-            gte=scope.since, lte=scope.until)))
-    return qe.Filter(must=must)
+def _filter(conditions: Sequence[Condition]) -> qe.Filter:
+    """The engine's filter of conditions that must all hold (stores/index/conditions.py)."""
+    return qe.Filter(must=[_condition(condition) for condition in conditions])
 
 
-def _filter(namespace: str | None, record_kinds: Sequence[str] | None,
-            related_ids: Sequence[str]) -> qe.Filter:
-    return qe.Filter(must=_conditions(namespace, record_kinds, related_ids))
-
-
-def _conditions(
-    namespace: str | None,
-    record_kinds: Sequence[str] | None,
-    related_ids: Sequence[str],
-    visibility: Visibility | None = None,
-) -> list[qe.ConditionType]:
-    must: list[qe.ConditionType] = []
-    if namespace is not None:
-        must.append(qe.FieldCondition("namespace", match=qe.MatchValue(namespace)))
-    if record_kinds:
-        must.append(qe.FieldCondition("record_kind", match=qe.MatchAny(list(record_kinds))))
-    if related_ids:
-        # On an array field, MatchAny matches when any element is one of the values.
-        must.append(qe.FieldCondition("related_ids", match=qe.MatchAny(list(related_ids))))
-    if visibility is not None:
-        must.append(qe.FieldCondition("readers", match=qe.MatchAny(visibility.readers)))
-        must.append(qe.FieldCondition("live_until", range=qe.RangeFloat(gt=visibility.now)))
-    return must
+def _condition(condition: Condition) -> qe.ConditionType:
+    match condition:
+        case OneOf(field, (value,)):
+            return qe.FieldCondition(field, match=qe.MatchValue(value))
+        case OneOf(field, values):
+            return qe.FieldCondition(field, match=qe.MatchAny(list(values)))
+        case Within(field, gt, gte, lte):
+            return qe.FieldCondition(field, range=qe.RangeFloat(gt=gt, gte=gte, lte=lte))
+        case AnyOf(conditions):
+            return qe.Filter(should=[_condition(each) for each in conditions])
+        case NoneOf(conditions):
+            return qe.Filter(must_not=[_condition(each) for each in conditions])
 

@@ -16,6 +16,15 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 
 from processors.text.embedding import Vector
 from processors.text.lexical import SparseVector
+from stores.index.conditions import (
+    AnyOf,
+    Condition,
+    NoneOf,
+    OneOf,
+    Within,
+    in_namespace,
+    scope_conditions,
+)
 from stores.index.protocol import (
     DEFAULT_COLLECTION,
     DIM,
@@ -28,7 +37,6 @@ from stores.index.protocol import (
     IndexPoint,
     SearchScope,
     TermCounts,
-    Visibility,
     as_vector,
     point_id,
     prepare_points,
@@ -170,7 +178,7 @@ class QdrantClientIndex:
         response = await self._client.query_points(
             self._collection,
             query=as_vector(vector, self._dim).tolist(),
-            query_filter=_scope_filter(scope),
+            query_filter=_filter(scope_conditions(scope, time.time())),
             limit=scope.limit,
             score_threshold=scope.min_score,
             with_payload=_HIT_PAYLOAD,
@@ -182,7 +190,7 @@ class QdrantClientIndex:
         response = await self._client.query_points(
             self._collection,
             query=as_vector(vector, self._dim).tolist(),
-            query_filter=_filter(namespace, None, ()),
+            query_filter=_filter(in_namespace(namespace)),
             limit=limit,
             score_threshold=min_score,
             with_payload=_NEAREST_PAYLOAD,
@@ -196,7 +204,7 @@ class QdrantClientIndex:
             self._collection,
             query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
             using=LEXICAL,
-            query_filter=_scope_filter(scope),
+            query_filter=_filter(scope_conditions(scope, time.time())),
             limit=scope.limit,
             with_payload=_HIT_PAYLOAD,
         )
@@ -223,7 +231,7 @@ class QdrantClientIndex:
     async def count(self, namespace: str | None = None) -> int:
         result = await self._client.count(
             self._collection,
-            count_filter=_filter(namespace, None, ()) if namespace else None,
+            count_filter=_filter(in_namespace(namespace)) if namespace else None,
             exact=True,
         )
         return result.count
@@ -235,7 +243,7 @@ class QdrantClientIndex:
         while True:
             records, next_offset = await self._client.scroll(
                 self._collection,
-                scroll_filter=_filter(namespace, None, ()) if namespace else None,
+                scroll_filter=_filter(in_namespace(namespace)) if namespace else None,
                 limit=batch_size,
                 offset=offset,
                 with_payload=["record_id"],
@@ -255,58 +263,23 @@ class QdrantClientIndex:
             await self._client.close()
 
 
-def _scope_filter(scope: SearchScope) -> models.Filter:
-    """What a search of `scope` may return: its namespace, kinds, related ids, visibility,
-    and the optional filters."""
-    must = _conditions(scope.namespace, scope.record_kinds, scope.related_ids,
-                       Visibility(scope.agent_id, time.time()))
-    for name, values in (("tags", scope.tags), ("tier", scope.tiers),
-                         ("review_state", scope.review_states), ("repo", scope.repo_keys),
-                         ("security_scope", scope.security_scopes)):
-        if values:
-            must.append(models.FieldCondition(key=name, match=models.MatchAny(any=list(values))))
-    if scope.memory_types:
-        # Memory types narrow memories only: digests and fix patterns have none.
-        must.append(models.Filter(should=[
-            models.FieldCondition(key="memory_type",
-                                  match=models.MatchAny(any=list(scope.memory_types))),
-            models.Filter(must_not=[models.FieldCondition(
-                key="record_kind", match=models.MatchValue(value="memory"))]),
-        ]))
-    if scope.since is not None or scope.until is not None:
-        must.append(models.FieldCondition(key="created_at", range=models.Range(
-            gte=scope.since, lte=scope.until)))
-    return models.Filter(must=must)
+def _filter(conditions: Sequence[Condition]) -> models.Filter:
+    """The client's filter of conditions that must all hold (stores/index/conditions.py)."""
+    return models.Filter(must=[_condition(condition) for condition in conditions])
 
 
-def _filter(namespace: str | None, record_kinds: Sequence[str] | None,
-            related_ids: Sequence[str]) -> models.Filter:
-    return models.Filter(must=_conditions(namespace, record_kinds, related_ids))
-
-
-def _conditions(
-    namespace: str | None,
-    record_kinds: Sequence[str] | None,
-    related_ids: Sequence[str],
-    visibility: Visibility | None = None,
-) -> list[models.Condition]:
-    must: list[models.Condition] = []
-    if namespace is not None:
-        must.append(models.FieldCondition(key="namespace",
-                                          match=models.MatchValue(value=namespace)))
-    if record_kinds:
-        must.append(models.FieldCondition(key="record_kind",
-                                          match=models.MatchAny(any=list(record_kinds))))
-    if related_ids:
-        # On an array field, MatchAny matches when any element is one of the values.
-        must.append(models.FieldCondition(key="related_ids",
-                                          match=models.MatchAny(any=list(related_ids))))
-    if visibility is not None:
-        must.append(models.FieldCondition(key="readers",
-                                          match=models.MatchAny(any=visibility.readers)))
-        must.append(models.FieldCondition(key="live_until",
-                                          range=models.Range(gt=visibility.now)))
-    return must
+def _condition(condition: Condition) -> models.Condition:
+    match condition:
+        case OneOf(field, (value,)):
+            return models.FieldCondition(key=field, match=models.MatchValue(value=value))
+        case OneOf(field, values):
+            return models.FieldCondition(key=field, match=models.MatchAny(any=list(values)))
+        case Within(field, gt, gte, lte):
+            return models.FieldCondition(key=field, range=models.Range(gt=gt, gte=gte, lte=lte))
+        case AnyOf(conditions):
+            return models.Filter(should=[_condition(each) for each in conditions])
+        case NoneOf(conditions):
+            return models.Filter(must_not=[_condition(each) for each in conditions])
 
 
 def _hit(payload: dict[str, Any], score: float) -> IndexHit:
