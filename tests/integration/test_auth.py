@@ -28,6 +28,8 @@ from stores.postgres.migrate import apply_migrations
 from streams.api.auth import Authenticator
 from streams.plumbing.config import REPO_ROOT
 from streams.worker import make_development_key
+from tests.openapi_structure import operations
+from tests.wired_app import wired_ingest
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +38,11 @@ SECRET_TOPIC = "the rotation schedule of the pager"
 
 
 def authenticated_routes() -> list[str]:
-    """Every route the worker serves with a key, read from the code that registers them, so
-    that a route added later is covered too."""
-    routes = []
-    for source in sorted((REPO_ROOT / "streams").rglob("*.py")):
-        text = source.read_text(encoding="utf-8")
-        routes += [route for route, options in re.findall(r'page\("(/[^"]*)"([^)]*)\)', text)
-                   if "public=True" not in options]
-    return sorted(set(routes))
+    """Every route the worker serves with a key, as the app registers them (its OpenAPI
+    document), so that a route added later is covered too."""
+    _, document = wired_ingest()
+    return sorted({path for _, path, operation in operations(document)
+                   if operation["security"] != []})
 
 
 def concrete(route: str) -> str:
