@@ -1,7 +1,7 @@
-"""The Python SDK of memstream's HTTP API: `MemoryClient` and `AsyncMemoryClient`, typed
-answers (client/sdk/models.py), errors that carry the HTTP status, the dead-letter reason and
-whether to retry (client/sdk/errors.py), and the settings the CLI shares
-(client/sdk/config.py). docs/sdk.md shows it in ten lines."""
+"""The Python SDK of memstream's HTTP API: `MemoryClient` and `AsyncMemoryClient`, answers
+read into the models the worker renders them from (schemas/answers/), errors that carry the
+HTTP status, the dead-letter reason and whether to retry (client/sdk/errors.py), and the
+settings the CLI shares (client/sdk/config.py). docs/sdk.md shows it in ten lines."""
 
 from client.sdk._base import Retries
 from client.sdk.client import AsyncMemoryClient, MemoryClient

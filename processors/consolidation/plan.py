@@ -141,7 +141,7 @@ def merged_record(merge: MergedMemory, members: Sequence[Record], provenance: Pr
             "medoid_id": merge.medoid_id,
             "source_event_ids": list(merge.source_event_ids),
             # Every member's speaker or agent, source_ref and time: nothing of who said what
-            # is lost in the merge, and search shows the source refs (streams/api/recall/search.py).
+            # is lost in the merge, and search shows the source refs (streams/api/rendering.py).
             "members": [attribution.as_json() for attribution in merge.attributions],
             "member_source_refs": list(merge.member_source_refs),
             "wiki_links": wiki_links(text),

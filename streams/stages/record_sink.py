@@ -136,7 +136,7 @@ class RecordSink:
 
     async def _store_text_tokens(self, changes: Sequence[RecordChange]) -> None:
         """Keep the text of each record the index will hold in the model's tokens, before it
-        is searchable: a pack prices what it reads by this count (streams/api/recall/context.py)."""
+        is searchable: a pack prices what it reads by this count (streams/reads/context.py)."""
         kept = [change for change in changes if change.vector is not None]
         if not kept:
             return
