@@ -5,6 +5,7 @@ budget per run, and the retrieval log."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -300,8 +301,9 @@ async def local_runtime(stack: Stack) -> AsyncIterator[tuple[Runtime, RecordsSea
 async def packed(runtime: Runtime, index: SearchIndex, fallback: SearchIndex,
                  flags: MemoryFlags, query: ContextQuery) -> dict[str, Any]:
     """The pack as /v1/context answers it."""
-    return context_answer(await build_context(runtime, index, fallback,  # type: ignore[arg-type]
-                                              flags, query))
+    pack = await build_context(runtime, index, fallback,  # type: ignore[arg-type]
+                               flags, query)
+    return dict(json.loads(context_answer(pack).rendered()))
 
 
 def context_query(namespace: str, flags: MemoryFlags, **params: str) -> ContextQuery:

@@ -196,8 +196,10 @@ async def searched_from_postgres(stack: Stack) -> AsyncIterator[Searched]:
                       max_event_bytes=1024)
 
     async def searched(query: SearchQuery) -> dict[str, Any]:
-        return search_answer(await search(runtime, UnreachableIndex(),  # type: ignore[arg-type]
-                                          fallback, query))
+        # As /v1/search answers it.
+        answer = search_answer(await search(runtime, UnreachableIndex(),  # type: ignore[arg-type]
+                                            fallback, query))
+        return dict(json.loads(answer.rendered()))
 
     try:
         yield searched
