@@ -19,8 +19,8 @@ from processors.events.dead_letters import DeadLetterEntry, DeadLetterHeaders, d
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
 from streams.api.operations.dead_letters import (
     cursor_position,
-    dead_letter_filter,
     dead_letter_answer,
+    dead_letter_filter,
     encode_cursor,
 )
 from streams.api.params import BadQuery
