@@ -305,8 +305,8 @@ def neighbours(client: MemoryClient, args: argparse.Namespace, config: Config,
                  [(node.hops, node.id, f"{node.relation} of {node.via}", node.strength)
                   for node in nodes],
                  texts=[one_line(node.raw) if node.type == "record"
-                        else f"entity {node.raw.get('name')} ({node.raw.get('entity_kind')}, "
-                             f"{node.raw.get('records')} records)" for node in nodes])
+                        else f"entity {node.name} ({node.entity_kind}, {node.records} records)"
+                        for node in nodes])
     if answer.truncated:
         output.note("the walk stopped early: it reached the most nodes one answer shows")
     return 0

@@ -26,11 +26,12 @@ class GraphEdge(Answer):
 class MemoryGraph(Answer):
     namespace: str
     truncated: bool
+    # The moment asked: the memories in force then, as they stood; None: now.
+    as_of: Instant | None
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     unresolved_links: int
     related_outside: int
-    as_of: Instant | None = None
     # Asked with entities=true: those two or more of the nodes mention, and the mentions.
     entities: list[Entity] = Field(default_factory=list)
     mentions: list[GraphEdge] = Field(default_factory=list)
@@ -85,22 +86,39 @@ class EntityPage(Entity):
 class Neighbour(Answer):
     """A record or an entity a walk reached: `hops` between records from the start, `via` the
     node it came from by `relation`, `strength` the product of its links' strengths. A
-    record's fields (title, excerpt, kind ...) or an entity's (key, name, ...) are
-    attributes too."""
+    record (`type` record) has a record's fields, an entity (`type` entity) an entity's;
+    neither has the other's."""
 
     id: str
-    type: str
     hops: int
     via: str | None
     relation: str | None
     strength: float
+    # record or entity.
+    type: str
+    # A record's.
+    record_id: str | None = None
+    kind: str | None = None
+    title: str | None = None
+    # The start of its text.
+    excerpt: str | None = None
+    memory_type: str | None = None
+    version: int | None = None
+    # An entity's (as Entity shows it).
+    key: str | None = None
+    name: str | None = None
+    entity_kind: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    records: int | None = None
+    first_seen: Instant | None = None
 
 
 class Neighbourhood(Answer):
     namespace: str
+    # The moment asked: the records in force then, as they stood; None: now.
+    as_of: Instant | None
     from_: str = Field(alias="from")
     depth: int
-    as_of: Instant | None
     truncated: bool
     nodes: list[Neighbour]
     edges: list[GraphEdge]

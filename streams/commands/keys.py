@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from processors.api.access import PERMISSIONS, parse_permissions
 from stores.api_keys import KeyGrant, PostgresApiKeys
 from stores.postgres.migrate import apply_migrations
-from streams.api.operations.keys import key_json
+from streams.api.operations.keys import key_answer, made_key
 from streams.plumbing.config import Settings
 
 
@@ -34,17 +34,17 @@ async def run(args: argparse.Namespace, dsn: str) -> int:
                 return 2
             made = await keys.make_key(KeyGrant(args.namespace, parse_permissions(args.perm),
                                                  args.agent, args.label))
-            print(json.dumps({**key_json(made.key), "token": made.token}, indent=2))
+            print(json.dumps(made_key(made.key, made.token).model_dump(mode="json"), indent=2))
             print("The token is shown this once; only its hash is kept.", file=sys.stderr)
         elif args.command == "list":
             for key in await keys.keys(args.namespace):
-                print(json.dumps(key_json(key)))
+                print(json.dumps(key_answer(key).model_dump(mode="json")))
         elif args.command == "revoke":
             revoked = await keys.revoke(args.key_id)
             if revoked is None:
                 print(f"no key {args.key_id!r}", file=sys.stderr)
                 return 1
-            print(json.dumps(key_json(revoked)))
+            print(json.dumps(key_answer(revoked).model_dump(mode="json")))
         return 0
     finally:
         await keys.close()

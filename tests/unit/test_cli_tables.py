@@ -108,6 +108,20 @@ ANSWERS: dict[str, dict[str, Any]] = {
         gap_group(7, "open", "How do I get a VPN profile for the staging bastion before my "
                   "first deploy, and who in ops hands them out?", ["ann", "bob"], []),
         gap_group(3, "resolved", "staging deploy VPN", ["ann"], [RECORD])]},
+    "/v1/graph/neighbours": {
+        "namespace": "team-a", "as_of": None, "from": RECORD, "depth": 1, "truncated": False,
+        "nodes": [
+            {"id": RECORD, "hops": 0, "via": None, "relation": None, "strength": 1.0,
+             "type": "record", "record_id": RECORD, "kind": "memory", "title": TITLE,
+             "excerpt": TEXT, "memory_type": "fact", "version": 1},
+            {"id": FIX, "hops": 1, "via": RECORD, "relation": "related", "strength": 1.0,
+             "type": "record", "record_id": FIX, "kind": "fix_pattern", "title": None,
+             "excerpt": NEW_TEXT, "memory_type": None, "version": 2},
+            {"id": "entity:bastion host", "hops": 1, "via": RECORD, "relation": "mentions",
+             "strength": 0.9, "type": "entity", "key": "bastion host",
+             "name": "bastion host", "entity_kind": "service", "aliases": ["Bastion"],
+             "records": 3, "first_seen": CREATED_AT}],
+        "edges": [{"source": RECORD, "target": FIX, "relation": "related"}]},
 }
 
 
@@ -165,6 +179,12 @@ def test_gaps_show_each_group_with_its_question_under_it_and_what_resolved_it() 
                                f"(answered by {RECORD})")
     rows = [line.split() for line in lines[1:] if not line.startswith(TEXT_INDENT)]
     assert [row[:3] for row in rows] == [["7", "open", "12"], ["3", "resolved", "12"]]
+
+
+def test_neighbours_show_a_record_by_its_words_and_an_entity_by_its_name() -> None:
+    lines = shown("neighbours", RECORD)
+    assert lines[0].split() == ["hops", "node", "via", "strength"]
+    assert texts_in(lines) == f"{NEW_TEXT} entity bastion host (service, 3 records)"
 
 
 def test_history_and_tail_say_what_each_version_changed() -> None:

@@ -122,12 +122,13 @@ async def test_the_counts_view_shows_the_current_window_and_the_last_request() -
     consolidations.windows = {"ns": [CountWindow(current - window, 4), CountWindow(current, 3)]}
     consolidations.new_since_report = {"ns": 7}
     quiet = await consolidation_counts(live, "ns")
-    assert quiet["current_window"] == {"start": current, "memories": 3}
-    assert [w.window_start for w in quiet["windows"]] == [current, current - window]
-    assert (quiet["skip_reason"], quiet["last_request"]) == ("too_few_new_memories", None)
+    assert (quiet.current_window.start, quiet.current_window.memories) == (current, 3)
+    assert [w.window_start for w in quiet.windows] == [current, current - window]
+    assert (quiet.skip_reason, quiet.last_request) == ("too_few_new_memories", None)
 
     consolidations.new_since_report = {"ns": 10}
     await ConsolidationTrigger(live).request_due(["ns"], live.attempts("memory.events"))
     due = await consolidation_counts(live, "ns")
-    assert due["skip_reason"] is None
-    assert due["last_request"].request_id == consolidate_request_id("ns", today_basis())
+    assert due.skip_reason is None
+    assert due.last_request is not None
+    assert due.last_request.request_id == consolidate_request_id("ns", today_basis())

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,12 +15,12 @@ from multidict import MultiDict
 from client.cli.commands import Output, dead_letters, parser
 from client.sdk import MemoryClient
 from processors.api.parameters import InvalidValue
-from processors.events.dead_letters import DeadLetterHeaders, dead_letter_entry
+from processors.events.dead_letters import DeadLetterEntry, DeadLetterHeaders, dead_letter_entry
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition
 from streams.api.operations.dead_letters import (
     cursor_position,
+    dead_letter_answer,
     dead_letter_filter,
-    dead_letter_json,
     encode_cursor,
 )
 from streams.api.params import BadQuery
@@ -66,6 +67,12 @@ def test_a_cursor_resumes_after_its_dead_letter() -> None:
     for bad in ("not-a-cursor", "MjAyNi0wNS0wMVQxMjowMDowMA"):
         with pytest.raises(InvalidValue, match="not a cursor this listing gave"):
             cursor_position(bad)
+
+
+def dead_letter_json(entry: DeadLetterEntry) -> dict[str, Any]:
+    """A dead letter as the worker sends it."""
+    answer: dict[str, Any] = json.loads(dead_letter_answer(entry).rendered())
+    return answer
 
 
 def test_a_dead_letter_as_json() -> None:

@@ -3,6 +3,7 @@ feed of changes starts, and which records a run view shows to which key."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -142,18 +143,19 @@ async def test_a_run_shows_its_digest_and_its_errors_with_the_runs_that_fixed_th
     shown = await run_history(runtime([record(DIGEST_ID, "run_digest", {"status": "failed"}),
                                        PATTERN]), caller(), NAMESPACE, "r1")
     assert shown is not None
-    assert shown["run"]["event_count"] == 2 and shown["run"]["status"] == "failed"
-    assert len(shown["events"]) == 500, "the first 500 events of a long run"
-    assert shown["events"][0] == {"event_id": "e0", "type": "run.step",
-                                  "occurred_at": T0.isoformat(), "producer": "tests",
-                                  "payload": {"run_id": "r1", "n": 0}}
-    assert shown["digest"]["record_id"] == DIGEST_ID
-    assert shown["digest"]["body"] == {"status": "failed"}
-    (error,) = shown["errors"]
-    assert (error["count"], error["example"]) == (1, "TimeoutError: after 30s")
-    assert error["fix_pattern"]["fixes"][0]["run_id"] == "r2"
-    assert error["fix_pattern"]["success_count"] == 1
-    assert shown["fixed"] == []
+    assert shown.run.event_count == 2 and shown.run.status == "failed"
+    assert len(shown.events) == 500, "the first 500 events of a long run"
+    assert json.loads(shown.events[0].rendered()) == {
+        "event_id": "e0", "type": "run.step", "occurred_at": T0.isoformat(),
+        "producer": "tests", "payload": {"run_id": "r1", "n": 0}}
+    assert shown.digest is not None and shown.digest.record_id == DIGEST_ID
+    assert shown.digest.body == {"status": "failed"}
+    (error,) = shown.errors
+    assert (error.count, error.example) == (1, "TimeoutError: after 30s")
+    assert error.fix_pattern is not None
+    assert error.fix_pattern.fixes[0]["run_id"] == "r2"
+    assert error.fix_pattern.success_count == 1
+    assert shown.fixed == []
 
 
 async def test_a_run_the_namespace_does_not_have_is_none() -> None:
@@ -163,11 +165,11 @@ async def test_a_run_the_namespace_does_not_have_is_none() -> None:
 async def test_records_a_key_may_not_see_are_left_out_as_missing_ones() -> None:
     personal = record(DIGEST_ID, "run_digest", {}, scope="personal", agent_id="finn")
     hidden = await run_history(runtime([personal, PATTERN]), caller("ana"), NAMESPACE, "r1")
-    assert hidden is not None and hidden["digest"] is None
+    assert hidden is not None and hidden.digest is None
     missing = await run_history(runtime([PATTERN]), caller("ana"), NAMESPACE, "r1")
-    assert hidden == missing
+    assert missing is not None and hidden.rendered() == missing.rendered()
     own = await run_history(runtime([personal, PATTERN]), caller("finn"), NAMESPACE, "r1")
-    assert own is not None and own["digest"]["record_id"] == DIGEST_ID
+    assert own is not None and own.digest is not None and own.digest.record_id == DIGEST_ID
 
 
 async def test_the_patterns_a_run_fixed_name_the_runs_it_came_after() -> None:
@@ -178,5 +180,6 @@ async def test_the_patterns_a_run_fixed_name_the_runs_it_came_after() -> None:
     shown = await run_history(runtime([fixed, dropped], ["fix_other", "fix_dropped"]),
                               caller(), NAMESPACE, "r1")
     assert shown is not None
-    assert shown["fixed"] == [{"record_id": "fix_other", "title": "title of fix_other",
-                               "signature_id": "sig_x", "after_runs": ["r0"]}]
+    assert json.loads(shown.rendered())["fixed"] == [{
+        "record_id": "fix_other", "title": "title of fix_other", "signature_id": "sig_x",
+        "after_runs": ["r0"]}]

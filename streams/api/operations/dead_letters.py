@@ -22,6 +22,7 @@ from processors.events.dead_letters import (
     dead_letter_scope,
     may_see,
 )
+from schemas.answers.operations import DeadLetter, DeadLetterList, TopicPosition
 from schemas.topics import INPUT_TOPICS, dead_letter_topic
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, DeadLetters
 from streams.api.pages import Pages
@@ -38,8 +39,10 @@ TOPIC = one_of(INPUT_TOPICS)
 
 
 def wire_dead_letters(pages: Pages, dead_letters: DeadLetters) -> None:
-    @pages.page("/v1/dead-letters", params=DEAD_LETTERS_PARAMS)
-    async def dead_letters_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page("/v1/dead-letters", params=DEAD_LETTERS_PARAMS, answer=DeadLetterList)
+    async def dead_letters_view(web: View, request: Request, caller: Caller) -> DeadLetterList:
+        """The dead letters the key may read, newest first, and how many in all and by
+        reason."""
         query = request.query
         namespace = dead_letter_scope(caller, optional(query, "namespace", NAMESPACE))
         wanted = dead_letter_filter(namespace, query)
@@ -49,21 +52,23 @@ def wire_dead_letters(pages: Pages, dead_letters: DeadLetters) -> None:
         found = await dead_letters.dead_letters(wanted, before, limit + 1)
         by_reason = await dead_letters.dead_letter_counts(wanted)
         shown = found[:limit]
-        return web.json({
-            "namespace": namespace,
-            "dead_letters": [dead_letter_json(entry) for entry in shown],
-            "total": sum(by_reason.values()),
-            "by_reason": by_reason,
-            "next": encode_cursor(shown[-1]) if len(found) > limit else None,
-        })
+        return DeadLetterList(
+            namespace=namespace,
+            dead_letters=[dead_letter_answer(entry) for entry in shown],
+            total=sum(by_reason.values()),
+            by_reason=dict(by_reason),
+            next=encode_cursor(shown[-1]) if len(found) > limit else None,
+        )
 
-    @pages.page("/v1/dead-letters/{dead_letter_id}", params=DEAD_LETTER_PARAMS)
+    @pages.page("/v1/dead-letters/{dead_letter_id}", params=DEAD_LETTER_PARAMS,
+                answer=DeadLetter)
     async def dead_letter_view(web: View, request: Request, caller: Caller,
-                               dead_letter_id: str) -> Response:
+                               dead_letter_id: str) -> DeadLetter | Response:
+        """One dead letter, with the command that replays it."""
         found = await dead_letters.dead_letter(dead_letter_id)
         if found is None or not may_see(caller, found):
             return web.json({"error": f"no dead letter {dead_letter_id!r}"}, status=404)
-        return web.json(dead_letter_json(found))
+        return dead_letter_answer(found)
 
 
 def dead_letter_filter(namespace: str | None, query: Any) -> DeadLetterFilter:
@@ -83,26 +88,26 @@ def dead_letter_filter(namespace: str | None, query: Any) -> DeadLetterFilter:
         since=optional(query, "since", instant))
 
 
-def dead_letter_json(entry: DeadLetterEntry) -> dict[str, Any]:
-    return {
-        "dead_letter_id": entry.dead_letter_id,
-        "dead_lettered_at": entry.dead_lettered_at.isoformat(),
-        "namespace": entry.namespace,
-        "source": {"topic": entry.source_topic, "partition": entry.source_partition,
-                   "offset": entry.source_offset},
-        "dlq": {"topic": entry.dlq_topic, "partition": entry.dlq_partition,
-                "offset": entry.dlq_offset},
-        "key": entry.key,
-        "reason": entry.reason,
-        "error": entry.error,
-        "error_class": entry.error_class,
-        "retriable": entry.retriable,
-        "first_bytes": entry.head,
-        "first_bytes_utf8": entry.head_utf8,
-        "size": entry.size,
-        "truncated": entry.truncated,
-        "replay_command": replay_command(entry),
-    }
+def dead_letter_answer(entry: DeadLetterEntry) -> DeadLetter:
+    return DeadLetter(
+        dead_letter_id=entry.dead_letter_id,
+        dead_lettered_at=entry.dead_lettered_at,
+        namespace=entry.namespace,
+        source=TopicPosition(topic=entry.source_topic, partition=entry.source_partition,
+                             offset=entry.source_offset),
+        dlq=TopicPosition(topic=entry.dlq_topic, partition=entry.dlq_partition,
+                          offset=entry.dlq_offset),
+        key=entry.key,
+        reason=entry.reason,
+        error=entry.error,
+        error_class=entry.error_class,
+        retriable=entry.retriable,
+        first_bytes=entry.head,
+        first_bytes_utf8=entry.head_utf8,
+        size=entry.size,
+        truncated=entry.truncated,
+        replay_command=replay_command(entry),
+    )
 
 
 def encode_cursor(entry: DeadLetterEntry) -> str:

@@ -12,6 +12,7 @@ from processors.api.access import PERMISSIONS, Caller, Forbidden, parse_permissi
 from processors.api.openapi import Body
 from processors.api.parameters import IDENTIFIER, NAMESPACE, api_key_id, text
 from processors.events.intake import json_object
+from schemas.answers.operations import ApiKey, KeyList, MadeKey
 from stores.api_keys import ApiKeys, KeyGrant, StoredKey
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, BadQuery, Param, Params, optional, parsed
@@ -35,26 +36,31 @@ KEY_PARAMS: Params = {"key_id": Param(api_key_id)}
 
 
 def wire_keys(pages: Pages, keys: ApiKeys) -> None:
-    @pages.page("/v1/keys", params=NAMESPACE_PARAMS, methods=("GET", "POST"), body=GRANT_BODY)
-    async def keys_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page("/v1/keys", params=NAMESPACE_PARAMS, methods=("GET", "POST"),
+                answer={"GET": KeyList, "POST": MadeKey}, body=GRANT_BODY)
+    async def keys_view(web: View, request: Request, caller: Caller) -> KeyList | MadeKey:
+        """List the keys (never their tokens), or make one (201: its token, shown once)."""
         if request.method == "POST":
             grant = grant_of(json_object(await request.read(), MAX_BODY_BYTES))
             admin_over(caller, grant.namespace)
             made = await keys.make_key(grant)
-            return web.json({**key_json(made.key), "token": made.token}, status=201)
+            return made_key(made.key, made.token)
         namespace = optional(request.query, "namespace", NAMESPACE)
         admin_over(caller, namespace)
-        return web.json({"keys": [key_json(key) for key in await keys.keys(namespace)]})
+        return KeyList(keys=[key_answer(key) for key in await keys.keys(namespace)])
 
-    @pages.page("/v1/keys/{key_id}", params=KEY_PARAMS, methods=("GET", "DELETE"))
-    async def key_view(web: View, request: Request, caller: Caller, key_id: str) -> Response:
+    @pages.page("/v1/keys/{key_id}", params=KEY_PARAMS, methods=("GET", "DELETE"),
+                answer=ApiKey)
+    async def key_view(web: View, request: Request, caller: Caller,
+                       key_id: str) -> ApiKey | Response:
+        """A key (never its token), or revoke it (the key as revoked)."""
         found = await keys.key(key_id)
         # A key of another namespace is answered as no key: its id tells nothing.
         if found is None or not caller.may("admin", found.caller.namespace):
             return web.json({"error": f"no key {key_id!r}"}, status=404)
         if request.method == "DELETE":
             found = await keys.revoke(key_id) or found
-        return web.json(key_json(found))
+        return key_answer(found)
 
 
 def admin_over(caller: Caller, namespace: str | None) -> None:
@@ -82,10 +88,18 @@ def grant_of(body: dict[str, Any]) -> KeyGrant:
                     parsed("agent_id", IDENTIFIER, agent_id) if agent_id else None,
                     parsed("label", LABEL, label))
 
-def key_json(key: StoredKey) -> dict[str, Any]:
+def key_answer(key: StoredKey) -> ApiKey:
     """A key as listed: its grants, never its token or hash."""
     caller = key.caller
-    return {"key_id": key.key_id, "namespace": caller.namespace,
-            "permissions": sorted(caller.permissions), "agent_id": caller.agent_id,
-            "label": key.label, "created_at": key.created_at.isoformat(),
-            "revoked_at": None if key.revoked_at is None else key.revoked_at.isoformat()}
+    return ApiKey(key_id=key.key_id, namespace=caller.namespace,
+                  permissions=sorted(caller.permissions), agent_id=caller.agent_id,
+                  label=key.label, created_at=key.created_at, revoked_at=key.revoked_at)
+
+
+def made_key(key: StoredKey, token: str) -> MadeKey:
+    """A key just made, with its token: the one answer that shows it."""
+    caller = key.caller
+    return MadeKey(key_id=key.key_id, namespace=caller.namespace,
+                   permissions=sorted(caller.permissions), agent_id=caller.agent_id,
+                   label=key.label, created_at=key.created_at, revoked_at=key.revoked_at,
+                   token=token)

@@ -24,14 +24,25 @@ from processors.api.parameters import IDENTIFIER, instant, integer, one_of
 from processors.events.ids import digest_record_id, fix_pattern_record_id
 from processors.events.intake import json_object
 from processors.runs.fix_patterns import RunError, run_errors
+from schemas.answers.runs import (
+    ErrorFixPattern,
+    FixedPattern,
+    RunDigest,
+    RunEvent,
+    RunEventAccepted,
+    RunHistory,
+    RunList,
+    RunSummary,
+)
+from schemas.answers.runs import RunError as RunErrorAnswer
 from schemas.events import RUN_EVENT_TYPES, RunStatus
 from stores.records import FoundRecord
 from stores.runs import UNFINISHED, LedgerEntry, RunQuery
+from stores.runs import RunSummary as RunRow
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, optional, repeated, value
 from streams.api.publishing import POST, EventGate, answering, permitted, producer_of
-from streams.plumbing.json_values import jsonable
 from streams.plumbing.runtime import Runtime
 
 # Runs listed per request, by default and at most.
@@ -53,35 +64,38 @@ def wire_runs(pages: Pages, runtime: Runtime) -> None:
 
     # The first route that matches a path serves it, whatever the method: the run events'
     # before /v1/runs/{run_id}.
-    @pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST,
+    @pages.page("/v1/runs/events", params=NO_PARAMS, methods=POST, answer=RunEventAccepted,
                 body=event_body("RunEventBody", list(RUN_EVENT_TYPES.values())))
     @answering
-    async def run_event_view(web: View, request: Request, caller: Caller) -> Response:
+    async def run_event_view(web: View, request: Request, caller: Caller) -> RunEventAccepted:
         """Publish a run event (202: published, not applied yet)."""
         body = json_object(await request.read(), runtime.max_event_bytes)
         permitted(caller, body, "write")
         raw, parsed = gate.checked(run_fields(body, caller), RUN_EVENT_TYPES)
         published = await gate.publish(raw, parsed.event)
-        return web.json({"event_id": published.event_id,
-                         "run_id": parsed.event.payload.run_id}, status=202)
+        return RunEventAccepted(event_id=published.event_id,
+                                run_id=parsed.event.payload.run_id)
 
-    @pages.page("/v1/runs", params=RUNS_PARAMS)
-    async def runs_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page("/v1/runs", params=RUNS_PARAMS, answer=RunList)
+    async def runs_view(web: View, request: Request, caller: Caller) -> RunList:
+        """The namespace's runs, newest first."""
         namespace = granted_namespace(caller, request.query)
         query = run_query(request.query)
         # One more than asked tells whether the list was cut.
         found = await runtime.stores.runs.runs(
             namespace, RunQuery(query.limit + 1, query.statuses, query.agent, query.since))
-        return web.json({"namespace": namespace, "truncated": len(found) > query.limit,
-                         "runs": jsonable(found[:query.limit])})
+        return RunList(namespace=namespace, truncated=len(found) > query.limit,
+                       runs=[summary_answer(summary) for summary in found[:query.limit]])
 
-    @pages.page("/v1/runs/{run_id}", params=RUN_PARAMS)
-    async def run_view(web: View, request: Request, caller: Caller, run_id: str) -> Response:
+    @pages.page("/v1/runs/{run_id}", params=RUN_PARAMS, answer=RunHistory)
+    async def run_view(web: View, request: Request, caller: Caller,
+                       run_id: str) -> RunHistory | Response:
+        """A run with its ledger, digest, errors and the fix patterns it fixed."""
         namespace = granted_namespace(caller, request.query)
         shown = await run_history(runtime, caller, namespace, run_id)
         if shown is None:
             return web.json({"error": f"no run {run_id!r} in {namespace!r}"}, status=404)
-        return web.json(shown)
+        return shown
 
 
 def run_query(params: Mapping[str, str]) -> RunQuery:
@@ -96,7 +110,7 @@ def run_query(params: Mapping[str, str]) -> RunQuery:
 
 
 async def run_history(runtime: Runtime, caller: Caller, namespace: str,
-                      run_id: str) -> dict[str, Any] | None:
+                      run_id: str) -> RunHistory | None:
     """The run, its first EVENTS_SHOWN events, its digest, the errors it met (each with its
     fix pattern and the runs that fixed it) and the fix patterns it fixed; None when the
     namespace has no such run."""
@@ -116,56 +130,62 @@ async def run_history(runtime: Runtime, caller: Caller, namespace: str,
     visible = {record_id: record for record_id, record in found.items()
                if caller.sees(record.scope, record.agent_id)}
     digest = visible.get(digest_id)
-    return {
-        "namespace": namespace,
-        "run": jsonable(summary),
-        "events": [_event_json(entry) for entry in ledger[:EVENTS_SHOWN]],
-        "digest": None if digest is None else {**_record_json(digest), "body": digest.body},
-        "errors": [_error_json(error, visible.get(pattern_id))
-                   for error, pattern_id in zip(errors, pattern_ids, strict=True)],
-        "fixed": [fixed for fixed in (_fixed_json(visible[pattern_id], run_id)
-                                      for pattern_id in fixed_ids if pattern_id in visible)
-                  if fixed is not None],
-    }
+    return RunHistory(
+        namespace=namespace,
+        run=summary_answer(summary),
+        events=[event_answer(entry) for entry in ledger[:EVENTS_SHOWN]],
+        digest=None if digest is None else digest_answer(digest),
+        errors=[error_answer(error, visible.get(pattern_id))
+                for error, pattern_id in zip(errors, pattern_ids, strict=True)],
+        fixed=[fixed for fixed in (fixed_answer(visible[pattern_id], run_id)
+                                   for pattern_id in fixed_ids if pattern_id in visible)
+               if fixed is not None],
+    )
 
 
-def _record_json(record: FoundRecord) -> dict[str, Any]:
-    return {"record_id": record.record_id, "title": record.title, "text": record.text,
-            "version": record.version, "review_state": record.review_state}
+def summary_answer(run: RunRow) -> RunSummary:
+    return RunSummary(run_id=run.run_id, status=run.status, task_key=run.task_key,
+                      repo=run.repo, agent=run.agent, intent=run.intent,
+                      started_at=run.started_at, finished_at=run.finished_at,
+                      event_count=run.event_count, error_count=run.error_count)
 
 
-def _event_json(entry: LedgerEntry) -> dict[str, Any]:
-    return {"event_id": entry.event_id, "type": entry.type,
-            "occurred_at": entry.occurred_at.isoformat(), "producer": entry.producer,
-            "payload": entry.payload}
+def digest_answer(digest: FoundRecord) -> RunDigest:
+    return RunDigest(record_id=digest.record_id, title=digest.title, text=digest.text,
+                     version=digest.version, review_state=digest.review_state,
+                     body=dict(digest.body))
 
 
-def _error_json(error: RunError, pattern: FoundRecord | None) -> dict[str, Any]:
+def event_answer(entry: LedgerEntry) -> RunEvent:
+    return RunEvent(event_id=entry.event_id, type=entry.type, occurred_at=entry.occurred_at,
+                    producer=entry.producer, payload=entry.payload)
+
+
+def error_answer(error: RunError, pattern: FoundRecord | None) -> RunErrorAnswer:
     signature = error.signature
-    return {
-        "signature_id": signature.signature_id, "dialect": signature.dialect,
-        "exception_type": signature.exception_type, "template": signature.template,
-        "frames": list(signature.frames), "count": error.count,
-        "first_seen": error.first_seen.isoformat(), "example": error.example,
-        "fix_pattern": None if pattern is None else {
-            **_record_json(pattern),
-            "occurrences": pattern.body.get("occurrences"),
-            "fixes": pattern.body.get("fixes", []),
-            "success_count": pattern.body.get("success_count", 0),
-        },
-    }
+    return RunErrorAnswer(
+        signature_id=signature.signature_id, dialect=signature.dialect,
+        exception_type=signature.exception_type, template=signature.template,
+        frames=list(signature.frames), count=error.count, first_seen=error.first_seen,
+        example=error.example,
+        fix_pattern=None if pattern is None else ErrorFixPattern(
+            record_id=pattern.record_id, title=pattern.title, text=pattern.text,
+            version=pattern.version, review_state=pattern.review_state,
+            occurrences=pattern.body.get("occurrences"),
+            fixes=pattern.body.get("fixes", []),
+            success_count=pattern.body.get("success_count", 0)))
 
 
-def _fixed_json(pattern: FoundRecord, run_id: str) -> dict[str, Any] | None:
+def fixed_answer(pattern: FoundRecord, run_id: str) -> FixedPattern | None:
     """The pattern as one the run fixed; None if a rebuild since it was found dropped the
     run from its fixes."""
     fix = next((fix for fix in pattern.body.get("fixes", []) if fix.get("run_id") == run_id),
                None)
     if fix is None:
         return None
-    return {"record_id": pattern.record_id, "title": pattern.title,
-            "signature_id": pattern.body.get("signature_id"),
-            "after_runs": fix.get("after_runs", [])}
+    return FixedPattern(record_id=pattern.record_id, title=pattern.title,
+                        signature_id=pattern.body.get("signature_id"),
+                        after_runs=fix.get("after_runs", []))
 
 
 def run_fields(body: dict[str, Any], caller: Caller) -> dict[str, Any]:

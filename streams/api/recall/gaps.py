@@ -17,13 +17,15 @@ sees of it: its counts, its agents and its question come from those gaps alone.
 
 from __future__ import annotations
 
-from typing import Any, cast, get_args
+from typing import cast, get_args
 
-from faust.web import Request, Response, View
+from faust.web import Request, View
 
 from processors.api import cursors
 from processors.api.access import Caller
 from processors.api.parameters import integer, one_of, opaque
+from schemas.answers.gaps import Gap, GapList, GapResolution
+from schemas.answers.gaps import GapGroup as GapGroupAnswer
 from stores.recall.gaps import GapFilter, GapGroup, GapRow, Gaps, GapStatus, GroupPosition
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
@@ -41,8 +43,8 @@ STATUS = one_of(get_args(GapStatus))
 
 
 def wire_gaps(pages: Pages, gaps: Gaps) -> None:
-    @pages.page("/v1/gaps", params=GAPS_PARAMS)
-    async def gaps_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page("/v1/gaps", params=GAPS_PARAMS, answer=GapList)
+    async def gaps_view(web: View, request: Request, caller: Caller) -> GapList:
         """What agents needed and memory did not hold, grouped by question."""
         query = request.query
         namespace = granted_namespace(caller, query)
@@ -53,61 +55,56 @@ def wire_gaps(pages: Pages, gaps: Gaps) -> None:
         found = await gaps.gap_groups(GapFilter(namespace, reader, status),
                                       optional(query, "cursor", cursor_position), limit + 1)
         shown = found[:limit]
-        return web.json({
-            "namespace": namespace, "status": status, "agent_id": reader.agent_id,
-            "groups": [group_json(group) for group in shown],
-            "next": encode_cursor(shown[-1]) if len(found) > limit else None,
-        })
+        return GapList(namespace=namespace, status=status, agent_id=reader.agent_id,
+                       groups=[group_answer(group) for group in shown],
+                       next=encode_cursor(shown[-1]) if len(found) > limit else None)
 
 
-def group_json(group: GapGroup) -> dict[str, Any]:
+def group_answer(group: GapGroup) -> GapGroupAnswer:
     # The memories that answered its gaps, the latest first.
     resolutions: dict[str, GapRow] = {}
     for row in sorted((row for row in group.rows if row.resolved_at is not None),
                       key=lambda row: row.resolved_at or row.last_seen, reverse=True):
         if row.resolved_by is not None:
             resolutions.setdefault(row.resolved_by, row)
-    return {
-        "group_id": group.group_id,
-        "status": "open" if group.open else "resolved",
+    return GapGroupAnswer(
+        group_id=group.group_id,
+        status="open" if group.open else "resolved",
         # Its most met gap's words.
-        "question": group.rows[0].text,
-        "times": group.times,
-        "first_seen": group.first_seen.isoformat(),
-        "last_seen": group.last_seen.isoformat(),
-        "agents": sorted({row.agent_id for row in group.rows if row.agent_id is not None}),
-        "sources": sorted({row.source for row in group.rows}),
-        "gap_count": len(group.rows),
-        "gaps": [gap_json(row) for row in group.rows[:GAPS_SHOWN]],
-        "resolved_by": [{"record_id": record_id, "relevance": _rounded(row.resolved_score),
-                         "resolved_at": _moment(row)} for record_id, row in
-                        resolutions.items()],
-    }
+        question=group.rows[0].text,
+        times=group.times,
+        first_seen=group.first_seen,
+        last_seen=group.last_seen,
+        agents=sorted({row.agent_id for row in group.rows if row.agent_id is not None}),
+        sources=sorted({row.source for row in group.rows}),
+        gap_count=len(group.rows),
+        gaps=[gap_answer(row) for row in group.rows[:GAPS_SHOWN]],
+        resolved_by=[GapResolution(record_id=record_id,
+                                   relevance=_rounded(row.resolved_score),
+                                   resolved_at=row.resolved_at)
+                     for record_id, row in resolutions.items()],
+    )
 
 
-def gap_json(row: GapRow) -> dict[str, Any]:
-    return {
-        "gap_id": row.gap_id,
-        "agent_id": row.agent_id,
-        "source": row.source,
-        "text": row.text,
-        "query": row.query,
-        "times": row.times,
-        "first_seen": row.first_seen.isoformat(),
-        "last_seen": row.last_seen.isoformat(),
-        "status": "open" if row.resolved_at is None else "resolved",
-        "resolved_by": row.resolved_by,
-        "relevance": _rounded(row.resolved_score),
-        "resolved_at": _moment(row),
-    }
+def gap_answer(row: GapRow) -> Gap:
+    return Gap(
+        gap_id=row.gap_id,
+        agent_id=row.agent_id,
+        source=row.source,
+        text=row.text,
+        query=row.query,
+        times=row.times,
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        status="open" if row.resolved_at is None else "resolved",
+        resolved_by=row.resolved_by,
+        relevance=_rounded(row.resolved_score),
+        resolved_at=row.resolved_at,
+    )
 
 
 def _rounded(score: float | None) -> float | None:
     return None if score is None else round(score, 4)
-
-
-def _moment(row: GapRow) -> str | None:
-    return None if row.resolved_at is None else row.resolved_at.isoformat()
 
 
 def encode_cursor(group: GapGroup) -> str:
