@@ -40,20 +40,31 @@ class AgentMemoryUse(MemoryUse):
 
 
 class MemoryScores(Answer):
-    """One memory's adaptive score for the reading agent (`use`, and its latest ratings of
+    """One memory's adaptive score for the reading agent (its use, and its latest ratings of
     it, newest first); or, read by an admin key bound to no agent that names none, every
-    agent's (`agents`, the latest users first)."""
+    agent's (`agents`, the latest users first). The fields of the reading agent's use are
+    there exactly when `agent_id` is (`use` gathers them); `agents` exactly when it is not."""
 
     namespace: str
-    memory_id: str
+    # The reading agent, and its use of the memory (the fields of `MemoryUse`).
     agent_id: str | None = None
+    memory_id: str
+    valuation_count: int | None = None
+    useful_count: int | None = None
+    last_valuation_at: Instant | None = None
+    access_count: int | None = None
+    last_access_at: Instant | None = None
+    adaptive: AdaptivePart | None = None
+    blend_factor: float | None = None
     valuations: list[Valuation] = Field(default_factory=list)
     agents: list[AgentMemoryUse] = Field(default_factory=list)
 
     @property
     def use(self) -> MemoryUse | None:
         """The reading agent's use of the memory; None when `agents` are answered."""
-        return None if self.agent_id is None else MemoryUse.model_validate(self.raw)
+        if self.agent_id is None:
+            return None
+        return MemoryUse.model_validate(self.model_dump(include=set(MemoryUse.model_fields)))
 
 
 class ScoringParameter(Answer):
@@ -64,9 +75,10 @@ class ScoringParameter(Answer):
     value: int | float
     default: int | float
     type: str
-    minimum: float
+    # As the parameter declares them: an integer bound is answered as one.
+    minimum: int | float
     exclusive_minimum: bool
-    maximum: float | None
+    maximum: int | float | None
     valid: str
     description: str
 

@@ -1,8 +1,8 @@
 """The rules of a rating: the `memory.rate` event as intake checks it (schemas/events.py),
 who may rate what (processors/recall/ratings.py; a gap's rules: tests/unit/test_gaps.py), the
-accesses a batch of the retrieval log counts (stores/recall/retrievals.py), and the CLI's
-`ID:useful|ID:not`. The stage and the route on the real stack:
-tests/integration/test_ratings.py."""
+accesses a batch of the retrieval log counts (stores/recall/retrievals.py), the CLI's
+`ID:useful|ID:not`, and a memory's scores as answered (streams/api/memory/ratings.py). The
+stage and the route on the real stack: tests/integration/test_ratings.py."""
 
 from __future__ import annotations
 
@@ -11,14 +11,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from client.cli.commands import rating_of
 from client.cli.errors import CliError
 from processors.events.errors import Rejected
 from processors.events.intake import parse_event
+from processors.recall.adaptive_scoring import MemoryUse, ScoringConfig
 from processors.recall.ratings import Owner, check_rateable, unrateable
+from schemas.answers.base import Answer
+from schemas.answers.scoring import AgentMemoryUse, MemoryScores, Valuation
 from schemas.events import MEMORY_EVENT_TYPES, MemoryRate
 from stores.recall.retrievals import Accesses, RetrievalRow, accesses_of
+from stores.recall.scoring_configs import CurrentScoring
+from streams.api.memory.ratings import use_view
+from tests.answers_check import strict
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 MAX_BYTES = 1 << 20
@@ -110,3 +117,33 @@ def test_the_cli_reads_a_rating_as_id_and_verdict() -> None:
     for bad in ("mem_a", "mem_a:yes", ":useful", "mem_a:"):
         with pytest.raises(CliError):
             rating_of(bad)
+
+
+def closed_schema(model: type[Answer]) -> Draft202012Validator:
+    """The model's schema as the worker's answers are held to it: no undeclared field."""
+    return Draft202012Validator(strict(model.model_json_schema(mode="serialization")))
+
+
+def test_a_memorys_scores_answer_one_agents_use_or_every_agents_in_one_declared_shape() -> None:
+    use = MemoryUse(valuation_count=2, useful_count=1, last_valued_at=NOW, access_count=3,
+                    last_accessed_at=NOW - timedelta(days=1))
+    current = CurrentScoring(2, ScoringConfig(), "key:k1", NOW)
+    mine = MemoryScores(namespace="team-a", agent_id="ann", memory_id="mem_a",
+                        **dict(use_view(use, current, NOW)),
+                        valuations=[Valuation(event_id="e1", useful=True, valued_at=NOW)])
+    every = MemoryScores(namespace="team-a", memory_id="mem_a", agents=[
+        AgentMemoryUse(agent_id="ann", **dict(use_view(use, current, NOW))),
+        AgentMemoryUse(agent_id="bob", **dict(use_view(MemoryUse(), current, NOW)))])
+    schema = closed_schema(MemoryScores)
+    for scores in (mine, every):
+        assert list(schema.iter_errors(json.loads(scores.rendered()))) == []
+    answered = json.loads(mine.rendered())
+    assert "agents" not in answered
+    assert (answered["last_valuation_at"], answered["adaptive"]["config_version"]) == (
+        NOW.isoformat(), 2)
+    assert mine.use is not None
+    assert (mine.use.valuation_count, mine.use.last_access_at) == (2, NOW - timedelta(days=1))
+    answered = json.loads(every.rendered())
+    assert set(answered) == {"namespace", "memory_id", "agents"}
+    assert answered["agents"][1]["last_access_at"] is None
+    assert every.use is None

@@ -26,6 +26,7 @@ from processors.recall.scoring_changes import (
     changed_config,
     parameters_view,
 )
+from schemas.answers.scoring import ScoringParameter
 from schemas.events import MEMORY_EVENT_TYPES, MemoryScoring
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
@@ -83,6 +84,14 @@ def test_every_parameter_of_the_config_is_described_once_in_its_order() -> None:
     assert next(p for p in shown if p["name"] == "recency_half_life_days")["valid"] == "> 0"
     assert CONSTRAINTS == ("blend_usefulness_weight + blend_recency_weight + "
                            "blend_frequency_weight = 1 (within 1e-09)",)
+
+
+def test_the_parameters_are_answered_as_described_an_integer_bound_as_one() -> None:
+    shown = parameters_view(DEFAULTS)
+    answered = [json.loads(ScoringParameter.model_validate(p).rendered()) for p in shown]
+    assert answered == shown
+    frequency = next(p for p in answered if p["name"] == "frequency_log_cap")
+    assert (type(frequency["minimum"]), type(frequency["value"])) == (int, int)
 
 
 def own_problems(parameter: Parameter, value: float) -> list[str]:

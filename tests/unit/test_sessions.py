@@ -1,8 +1,11 @@
 """The rules of a session's events and the memory writes each asks for
-(processors/memory/sessions.py). The stage on the real stack: tests/integration/test_sessions.py."""
+(processors/memory/sessions.py), and a step and a ledger as answered
+(streams/api/memory/sessions.py). The stage on the real stack:
+tests/integration/test_sessions.py."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +21,14 @@ from processors.memory.sessions import (
     handoff_title,
     memory_writes,
 )
-from schemas.events import SESSION_EVENT_TYPES, SessionEvent
+from schemas.events import (
+    SESSION_EVENT_TYPES,
+    SessionCheckpointed,
+    SessionEvent,
+    SessionSlept,
+)
+from stores.sessions import SessionEntry
+from streams.api.memory.sessions import ledger_view, step_answer
 
 NOW = datetime(2026, 11, 24, 10, 0, tzinfo=UTC)
 
@@ -122,3 +132,33 @@ def test_the_llm_hooks_text_replaces_the_handoffs_and_nothing_else() -> None:
     (rewritten,) = memory_writes(SLEPT, "t", "Froze the clock; next: drop the retry.")
     assert rewritten.payload.text == "Froze the clock; next: drop the retry."
     assert rewritten.model_copy(update={"payload": deterministic.payload}) == deterministic
+
+
+def entry(step: SessionEvent) -> SessionEntry:
+    return SessionEntry(step.event_id, step.type, step.namespace, step.payload.session_id,
+                        step.payload.agent_id, step.occurred_at, step.producer,
+                        step.payload.model_dump(mode="json", exclude_defaults=True))
+
+
+def test_a_steps_answer_names_the_ids_its_memories_will_have_and_no_other_field() -> None:
+    assert isinstance(CHECKPOINT, SessionCheckpointed) and isinstance(SLEPT, SessionSlept)
+    assert json.loads(step_answer("s1", "e2", CHECKPOINT).rendered()) == {
+        "session_id": "s1", "event_id": "e2",
+        "record_ids": checkpoint_record_ids("team-a", CHECKPOINT)}
+    assert json.loads(step_answer("s1", "e3", SLEPT).rendered()) == {
+        "session_id": "s1", "event_id": "e3", "handoff_record_id": handoff_record_id(
+            "team-a", "e3")}
+
+
+def test_a_ledger_answers_its_state_and_moments_as_written() -> None:
+    awake = json.loads(ledger_view("team-a", "s1", [entry(WOKE)]).rendered())
+    assert (awake["state"], awake["woke_at"], awake["slept_at"]) == (
+        "awake", NOW.isoformat(), None)
+    asleep = json.loads(ledger_view("team-a", "s1", [entry(e) for e in (WOKE, CHECKPOINT,
+                                                                        SLEPT)]).rendered())
+    assert (asleep["state"], asleep["task"], asleep["handoff_record_id"]) == (
+        "asleep", "fix the flaky login test", handoff_record_id("team-a", "e3"))
+    assert [e["type"] for e in asleep["events"]] == [
+        "session.woke", "session.checkpointed", "session.slept"]
+    assert asleep["events"][2]["payload"]["next_steps"] == [
+        "Remove the retry decorator", "Watch CI for a week"]

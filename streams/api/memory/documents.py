@@ -16,8 +16,6 @@ reads them, and a key that writes it indexes and deletes them.
 
 from __future__ import annotations
 
-from typing import Any
-
 from faust.web import Request, Response, View
 
 from processors.api.access import Caller
@@ -25,6 +23,14 @@ from processors.api.openapi import payload_body
 from processors.api.parameters import BOOLEAN, DOC_ID, REPO
 from processors.events.errors import Rejected
 from processors.events.intake import json_object
+from schemas.answers.documents import (
+    Document,
+    DocumentAccepted,
+    DocumentChunkView,
+    DocumentList,
+    DocumentSummary,
+    DocumentVersionView,
+)
 from schemas.events import DocDelete, DocUpsert
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace
@@ -51,7 +57,8 @@ class DocumentViews:
         self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
 
     async def _publish(self, web: View, request: Request, caller: Caller,
-                       event_type: str, model: type[DocUpsert] | type[DocDelete]) -> Response:
+                       event_type: str, model: type[DocUpsert] | type[DocDelete]
+                       ) -> Response | DocumentAccepted:
         try:
             body = json_object(await request.read(), self._runtime.max_event_bytes)
             permitted(caller, body, "write")
@@ -63,28 +70,30 @@ class DocumentViews:
             return web.json({"error": exc.detail, "reason": exc.reason}, status=413)
         event = checked.event
         published = await self._gate.publish(raw, event)
-        return web.json({"event_id": published.event_id, "namespace": event.namespace,
-                         "doc_id": event.payload.doc_id}, status=202)
+        return DocumentAccepted(event_id=published.event_id, namespace=event.namespace,
+                                doc_id=event.payload.doc_id)
 
-    async def upsert(self, web: View, request: Request, caller: Caller) -> Response:
+    async def upsert(self, web: View, request: Request,
+                     caller: Caller) -> Response | DocumentAccepted:
         """Index a document, or a new version of one (published as doc.upsert)."""
         return await self._publish(web, request, caller, "doc.upsert", DocUpsert)
 
-    async def delete(self, web: View, request: Request, caller: Caller) -> Response:
+    async def delete(self, web: View, request: Request,
+                     caller: Caller) -> Response | DocumentAccepted:
         """Take a document out of the index (published as doc.delete)."""
         return await self._publish(web, request, caller, "doc.delete", DocDelete)
 
-    async def listing(self, web: View, request: Request, caller: Caller) -> Response:
+    async def listing(self, web: View, request: Request, caller: Caller) -> DocumentList:
         """The namespace's documents (of one repo), by doc id."""
         namespace = granted_namespace(caller, request.query)
         found = await self._runtime.stores.documents.list_documents(
             namespace, optional(request.query, "repo", REPO),
             value(request.query, "include_deleted", BOOLEAN, False))
-        return web.json({"namespace": namespace,
-                         "documents": [document_view(row) for row in found]})
+        return DocumentList(namespace=namespace,
+                            documents=[document_view(row) for row in found])
 
     async def document(self, web: View, request: Request, caller: Caller,
-                       doc_id: str) -> Response:
+                       doc_id: str) -> Response | Document:
         """A document: its live chunks in order, and its versions."""
         namespace = granted_namespace(caller, request.query)
         store = self._runtime.stores.documents
@@ -92,47 +101,51 @@ class DocumentViews:
         if row is None:
             return web.json({"error": f"no document {doc_id!r} in {namespace!r}"},
                             status=404)
-        return web.json({"namespace": namespace, "document": document_view(row),
-                         "chunks": [chunk_view(c) for c in await store.chunks(namespace, doc_id)],
-                         "versions": [version_view(v)
-                                      for v in await store.versions(namespace, doc_id)]})
+        return Document(namespace=namespace, document=document_view(row),
+                        chunks=[chunk_view(c) for c in await store.chunks(namespace, doc_id)],
+                        versions=[version_view(v)
+                                  for v in await store.versions(namespace, doc_id)])
 
 
-def document_view(row: DocumentRow) -> dict[str, Any]:
-    return {"doc_id": row.doc_id, "title": row.title, "repo": row.repo,
-            "security_scope": row.security_scope, "content_type": row.content_type,
-            "chunks": row.chunks, "version": row.version, "content_hash": row.content_hash,
-            "created": row.created_at.isoformat(), "updated": row.updated_at.isoformat(),
-            "deleted": None if row.deleted_at is None else row.deleted_at.isoformat()}
+def document_view(row: DocumentRow) -> DocumentSummary:
+    return DocumentSummary(
+        doc_id=row.doc_id, title=row.title, repo=row.repo, security_scope=row.security_scope,
+        content_type=row.content_type, chunks=row.chunks, version=row.version,
+        content_hash=row.content_hash, created=row.created_at, updated=row.updated_at,
+        deleted=row.deleted_at)
 
 
-def chunk_view(chunk: DocumentChunk) -> dict[str, Any]:
-    return {"record_id": chunk.record_id, "position": chunk.position,
-            "heading_path": list(chunk.heading_path), "token_count": chunk.token_count,
-            "text": chunk.text, "added_version": chunk.added_version}
+def chunk_view(chunk: DocumentChunk) -> DocumentChunkView:
+    return DocumentChunkView(record_id=chunk.record_id, position=chunk.position,
+                             heading_path=list(chunk.heading_path),
+                             token_count=chunk.token_count, text=chunk.text,
+                             added_version=chunk.added_version)
 
 
-def version_view(version: DocumentVersionRow) -> dict[str, Any]:
-    return {"version": version.version, "event_id": version.event_id,
-            "change": version.change, "content_hash": version.content_hash,
-            "chunks": version.chunks, "added": version.added, "kept": version.kept,
-            "removed": version.removed, "applied_at": version.applied_at.isoformat()}
+def version_view(version: DocumentVersionRow) -> DocumentVersionView:
+    return DocumentVersionView(version=version.version, event_id=version.event_id,
+                               change=version.change, content_hash=version.content_hash,
+                               chunks=version.chunks, added=version.added, kept=version.kept,
+                               removed=version.removed, applied_at=version.applied_at)
 
 
 def wire_documents(pages: Pages, runtime: Runtime) -> None:
     views = DocumentViews(runtime)
     # The first route that matches a path serves it: delete before /v1/documents/{doc_id}.
-    pages.page("/v1/documents/delete", params=NO_PARAMS, methods=POST,
+    pages.page("/v1/documents/delete", params=NO_PARAMS, methods=POST, answer=DocumentAccepted,
                body=payload_body(DocDelete))(answering(views.delete))
     pages.page("/v1/documents", params=LIST_PARAMS, methods=("GET", "POST"),
+               answer={"GET": DocumentList, "POST": DocumentAccepted},
                body=payload_body(DocUpsert))(answering(dispatch(views)))
-    pages.page("/v1/documents/{doc_id}", params=DOCUMENT_PARAMS)(views.document)
+    pages.page("/v1/documents/{doc_id}", params=DOCUMENT_PARAMS,
+               answer=Document)(views.document)
 
 
 def dispatch(views: DocumentViews) -> ViewHandler:
     """One route, two methods: GET lists, POST indexes."""
 
-    async def documents(web: View, request: Request, caller: Caller) -> Response:
+    async def documents(web: View, request: Request,
+                        caller: Caller) -> Response | DocumentAccepted | DocumentList:
         """List the namespace's documents (GET), or index one (POST, a doc.upsert)."""
         if request.method == "POST":
             return await views.upsert(web, request, caller)

@@ -20,7 +20,6 @@ names none reads every agent's.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from faust.web import Request, Response, View
 
@@ -30,6 +29,8 @@ from processors.api.parameters import IDENTIFIER
 from processors.events.intake import json_object
 from processors.recall.adaptive_scoring import MemoryUse
 from processors.recall.ratings import Owner, not_rateable, unrateable, visible_to
+from schemas.answers.scoring import AgentMemoryUse, MemoryScores, RatingAccepted, Valuation
+from schemas.answers.scoring import MemoryUse as UseAnswer
 from schemas.events import MemoryRate
 from stores.recall.scoring_configs import CurrentScoring
 from streams.api.auth import granted_namespace, reader_of
@@ -59,7 +60,8 @@ class RatingViews:
         self._runtime = runtime
         self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
 
-    async def rate(self, web: View, request: Request, caller: Caller) -> Response:
+    async def rate(self, web: View, request: Request,
+                   caller: Caller) -> Response | RatingAccepted:
         """Rate memories an agent was given, and name a gap (a memory.rate)."""
         body = json_object(await request.read(), self._runtime.max_event_bytes)
         permitted(caller, body, "write")
@@ -77,10 +79,11 @@ class RatingViews:
             return web.json({"error": not_rateable(rater, namespace, missing),
                              "reason": "broken_reference", "not_found": missing}, status=404)
         published = await self._gate.publish(raw, event)
-        return web.json({"event_id": published.event_id, "agent_id": rater,
-                         "rated": len(memory_ids)}, status=202)
+        return RatingAccepted(event_id=published.event_id, agent_id=rater,
+                              rated=len(memory_ids))
 
-    async def scores(self, web: View, request: Request, caller: Caller) -> Response:
+    async def scores(self, web: View, request: Request,
+                     caller: Caller) -> Response | MemoryScores:
         """One memory's score inputs and latest ratings, for the reading agent."""
         namespace = granted_namespace(caller, request.query)
         memory_id = required(request.query, "memory_id", IDENTIFIER)
@@ -98,48 +101,33 @@ class RatingViews:
         now = datetime.now(UTC)
         if agent is None:
             users = await ratings.users_of(namespace, memory_id, AGENTS_SHOWN)
-            return web.json({
-                "namespace": namespace, "memory_id": memory_id,
-                "agents": [{"agent_id": user, **use_view(use, current, now)}
-                           for user, use in users.items()]})
+            return MemoryScores(namespace=namespace, memory_id=memory_id, agents=[
+                AgentMemoryUse(agent_id=user, **dict(use_view(use, current, now)))
+                for user, use in users.items()])
         # A memory the agent never rated nor read has no row: no use yet.
         inputs = (await ratings.score_inputs(namespace, agent, [memory_id])).get(
             memory_id, MemoryUse())
         valuations = await ratings.valuations(namespace, agent, memory_id, VALUATIONS_SHOWN)
-        return web.json({
-            "namespace": namespace, "agent_id": agent, "memory_id": memory_id,
-            **use_view(inputs, current, now),
-            "valuations": [{"event_id": v.event_id, "useful": v.useful,
-                            "valued_at": v.valued_at.isoformat()} for v in valuations],
-        })
+        return MemoryScores(
+            namespace=namespace, agent_id=agent, memory_id=memory_id,
+            **dict(use_view(inputs, current, now)),
+            valuations=[Valuation(event_id=v.event_id, useful=v.useful, valued_at=v.valued_at)
+                        for v in valuations])
 
 
-def use_view(use: MemoryUse, current: CurrentScoring, now: datetime) -> dict[str, Any]:
+def use_view(use: MemoryUse, current: CurrentScoring, now: datetime) -> UseAnswer:
     """An agent's use of a memory: the adaptive score's inputs, and the score they make now
     with its parts and the blend factor a recall multiplies by."""
     blend = blend_of(use, current, now)
-    return {
-        **inputs_view(use),
-        "adaptive": adaptive_answer(blend).model_dump(mode="json", by_alias=True, exclude_unset=True),
-        "blend_factor": round(blend.factor, 4),
-    }
-
-
-def inputs_view(use: MemoryUse) -> dict[str, Any]:
-    """The adaptive score's inputs as answered."""
-    return {
-        "valuation_count": use.valuation_count,
-        "useful_count": use.useful_count,
-        "last_valuation_at": None if use.last_valued_at is None
-        else use.last_valued_at.isoformat(),
-        "access_count": use.access_count,
-        "last_access_at": None if use.last_accessed_at is None
-        else use.last_accessed_at.isoformat(),
-    }
+    return UseAnswer(
+        valuation_count=use.valuation_count, useful_count=use.useful_count,
+        last_valuation_at=use.last_valued_at, access_count=use.access_count,
+        last_access_at=use.last_accessed_at, adaptive=adaptive_answer(blend),
+        blend_factor=round(blend.factor, 4))
 
 
 def wire_ratings(pages: Pages, runtime: Runtime) -> None:
     views = RatingViews(runtime)
-    pages.page("/v1/ratings", params=NO_PARAMS, methods=POST,
+    pages.page("/v1/ratings", params=NO_PARAMS, methods=POST, answer=RatingAccepted,
                body=payload_body(MemoryRate, optional={"agent_id"}))(answering(views.rate))
-    pages.page("/v1/memory-scores", params=SCORE_PARAMS)(views.scores)
+    pages.page("/v1/memory-scores", params=SCORE_PARAMS, answer=MemoryScores)(views.scores)

@@ -21,7 +21,6 @@ published. The author is the key (`key:<key id>`).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from faust.web import Request, Response, View
 
@@ -35,8 +34,15 @@ from processors.recall.scoring_changes import (
     changed_config,
     parameters_view,
 )
+from schemas.answers.scoring import (
+    ScoringChangeAccepted,
+    ScoringHistory,
+    ScoringParameter,
+    ScoringSettings,
+    ScoringVersion,
+)
 from schemas.events import MemoryScoring
-from stores.recall.scoring_configs import ScoringVersion
+from stores.recall import scoring_configs
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, Param, Params, value
@@ -62,22 +68,22 @@ class ScoringConfigViews:
         self._max_event_bytes = runtime.max_event_bytes
         self._gate = EventGate(runtime.producer, runtime.max_event_bytes)
 
-    async def config(self, web: View, request: Request, caller: Caller) -> Response:
+    async def config(self, web: View, request: Request,
+                     caller: Caller) -> Response | ScoringSettings | ScoringChangeAccepted:
         """The adaptive scoring config in effect and its parameters; PUT changes it (admin)."""
         if request.method == "PUT":
             return await self._change(web, request, caller)
         namespace = granted_namespace(caller, request.query)
         current = await self._configs.current(namespace)
-        return web.json({
-            "namespace": namespace, "version": current.version,
-            "changed_by": current.changed_by,
-            "changed_at": None if current.changed_at is None else current.changed_at.isoformat(),
-            "config": asdict(current.config),
-            "parameters": parameters_view(current.config),
-            "constraints": list(CONSTRAINTS),
-        })
+        return ScoringSettings(
+            namespace=namespace, version=current.version, changed_by=current.changed_by,
+            changed_at=current.changed_at, config=asdict(current.config),
+            parameters=[ScoringParameter.model_validate(parameter)
+                        for parameter in parameters_view(current.config)],
+            constraints=list(CONSTRAINTS))
 
-    async def _change(self, web: View, request: Request, caller: Caller) -> Response:
+    async def _change(self, web: View, request: Request,
+                      caller: Caller) -> Response | ScoringChangeAccepted:
         body = json_object(await request.read(), self._max_event_bytes)
         permitted(caller, body, "admin")
         payload = {**payload_fields(body), "changed_by": actor_of(caller)}
@@ -93,28 +99,30 @@ class ScoringConfigViews:
                              "problems": list(refused.problems), "version": newest.version},
                             status=400)
         published = await self._gate.publish(raw, event)
-        return web.json({"namespace": event.namespace, "event_id": published.event_id,
-                         "checked_on_version": newest.version}, status=202)
+        return ScoringChangeAccepted(namespace=event.namespace, event_id=published.event_id,
+                                     checked_on_version=newest.version)
 
-    async def history(self, web: View, request: Request, caller: Caller) -> Response:
+    async def history(self, web: View, request: Request, caller: Caller) -> ScoringHistory:
         """The versions of the adaptive scoring config, newest first: what each changed,
         who, when."""
         namespace = granted_namespace(caller, request.query)
         limit = value(request.query, "limit", LIMIT, HISTORY_LIMIT)
         versions = await self._configs.history(namespace, limit)
-        return web.json({"namespace": namespace,
-                         "versions": [version_view(version) for version in versions]})
+        return ScoringHistory(namespace=namespace,
+                              versions=[version_view(version) for version in versions])
 
 
-def version_view(version: ScoringVersion) -> dict[str, Any]:
-    return {"version": version.version, "changes": version.changes,
-            "changed_by": version.changed_by, "changed_at": version.changed_at.isoformat(),
-            "event_id": version.event_id, "config": asdict(version.config)}
+def version_view(version: scoring_configs.ScoringVersion) -> ScoringVersion:
+    return ScoringVersion(version=version.version, changes=version.changes,
+                          changed_by=version.changed_by, changed_at=version.changed_at,
+                          event_id=version.event_id, config=asdict(version.config))
 
 
 def wire_scoring_config(pages: Pages, runtime: Runtime) -> None:
     views = ScoringConfigViews(runtime)
     pages.page("/v1/memory-scoring/config", params=NAMESPACE_PARAMS, methods=("GET", "PUT"),
+               answer={"GET": ScoringSettings, "PUT": ScoringChangeAccepted},
                body=payload_body(MemoryScoring, filled={"changed_by"}))(
         answering(views.config))
-    pages.page("/v1/memory-scoring/config/history", params=HISTORY_PARAMS)(views.history)
+    pages.page("/v1/memory-scoring/config/history", params=HISTORY_PARAMS,
+               answer=ScoringHistory)(views.history)

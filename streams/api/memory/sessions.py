@@ -28,6 +28,14 @@ from processors.api.openapi import payload_body
 from processors.api.parameters import IDENTIFIER
 from processors.events.intake import json_object
 from processors.memory.sessions import checkpoint_record_ids, handoff_record_id, memory_writes
+from schemas.answers.recall import ContextPack
+from schemas.answers.sessions import (
+    Handoff,
+    Session,
+    SessionEventEntry,
+    SessionStepAccepted,
+    Woke,
+)
 from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
 from stores.sessions import SessionEntry
 from streams.api.auth import granted_namespace
@@ -64,7 +72,7 @@ class SessionViews:
     async def _body(self, request: Request) -> dict[str, Any]:
         return json_object(await request.read(), self._runtime.max_event_bytes)
 
-    async def wake(self, web: View, request: Request, caller: Caller) -> Response:
+    async def wake(self, web: View, request: Request, caller: Caller) -> Woke:
         body = await self._body(request)
         permitted(caller, body, "write")
         payload = {name: value for name, value in payload_fields(body).items()
@@ -82,15 +90,13 @@ class SessionViews:
         budget_tokens = None if budget is None else parsed("budget_tokens", BUDGET_TOKENS,
                                                            str(budget))
         published = await self._gate.publish(raw, event)
-        return web.json({
-            "namespace": namespace, "session_id": event.payload.session_id,
-            "agent_id": agent, "task": event.payload.task, "event_id": published.event_id,
-            "handoff": await self._last_handoff(namespace, agent),
-            "context": await self._context(namespace, agent, event.payload.task,
-                                           budget_tokens),
-        }, status=202)
+        return Woke(
+            namespace=namespace, session_id=event.payload.session_id, agent_id=agent,
+            task=event.payload.task, event_id=published.event_id,
+            handoff=await self._last_handoff(namespace, agent),
+            context=await self._context(namespace, agent, event.payload.task, budget_tokens))
 
-    async def _last_handoff(self, namespace: str, agent: str) -> dict[str, Any] | None:
+    async def _last_handoff(self, namespace: str, agent: str) -> Handoff | None:
         """The handoff of the agent's last session, once the intake has stored it."""
         slept = await self._runtime.stores.sessions.last_slept(namespace, agent)
         if slept is None:
@@ -100,13 +106,12 @@ class SessionViews:
             namespace, [record_id])).get(record_id)
         if record is None:
             return None
-        return {"record_id": record_id, "session_id": slept.session_id,
-                "title": record.title, "text": record.text,
-                "next_steps": list(slept.payload.get("next_steps", [])),
-                "slept_at": slept.occurred_at.isoformat()}
+        return Handoff(record_id=record_id, session_id=slept.session_id, title=record.title,
+                       text=record.text, next_steps=list(slept.payload.get("next_steps", [])),
+                       slept_at=slept.occurred_at)
 
     async def _context(self, namespace: str, agent: str, task: str,
-                       budget_tokens: int | None) -> dict[str, Any] | None:
+                       budget_tokens: int | None) -> ContextPack | None:
         """The context pack for the task, its core blocks first; for a session woken without
         a task, the core blocks alone; none when memory is disabled."""
         flags = self._recalls.flags
@@ -117,7 +122,7 @@ class SessionViews:
             else budget_tokens, DEFAULT_MIN_SCORE), WAKE_ROUTE)
         # A wake names no run: no budget refuses it.
         assert not isinstance(pack, Exhausted)
-        return context_answer(pack).model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return context_answer(pack)
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:
         return (await self._runtime.stores.sessions.session_ledgers(
@@ -128,7 +133,7 @@ class SessionViews:
         """The route of a checkpoint or a sleep of the session its path names."""
 
         async def step(web: View, request: Request, caller: Caller,
-                       session_id: str) -> Response:
+                       session_id: str) -> Response | SessionStepAccepted:
             body = await self._body(request)
             permitted(caller, body, "write")
             namespace = str(body.get("namespace") or "")
@@ -150,43 +155,45 @@ class SessionViews:
             # The memories it asks for must be writable, as the stage will check.
             memory_writes(event, "")
             published = await self._gate.publish(raw, event)
-            return web.json({"session_id": session_id, "event_id": published.event_id,
-                             **written_by(event)}, status=202)
+            return step_answer(session_id, published.event_id, event)
 
         return step
 
     async def ledger(self, web: View, request: Request, caller: Caller,
-                     session_id: str) -> Response:
+                     session_id: str) -> Response | Session:
         namespace = granted_namespace(caller, request.query)
         ledger = await self._ledger(namespace, session_id)
         if not ledger or not caller.sees("personal", ledger[0].agent_id):
             return no_session(web, session_id, namespace)
-        return web.json(ledger_view(namespace, session_id, ledger))
+        return ledger_view(namespace, session_id, ledger)
 
 
-def written_by(event: SessionCheckpointed | SessionSlept) -> dict[str, Any]:
-    """The record ids the event's memories will have once the intake stores them."""
+def step_answer(session_id: str, event_id: str,
+                event: SessionCheckpointed | SessionSlept) -> SessionStepAccepted:
+    """A step accepted, with the record ids the event's memories will have once the intake
+    stores them: a checkpoint's, or a sleep's handoff."""
     if isinstance(event, SessionCheckpointed):
-        return {"record_ids": checkpoint_record_ids(event.namespace, event)}
-    return {"handoff_record_id": handoff_record_id(event.namespace, event.event_id)}
+        return SessionStepAccepted(session_id=session_id, event_id=event_id,
+                                   record_ids=checkpoint_record_ids(event.namespace, event))
+    return SessionStepAccepted(session_id=session_id, event_id=event_id,
+                               handoff_record_id=handoff_record_id(event.namespace,
+                                                                   event.event_id))
 
 
-def ledger_view(namespace: str, session_id: str,
-                ledger: list[SessionEntry]) -> dict[str, Any]:
+def ledger_view(namespace: str, session_id: str, ledger: list[SessionEntry]) -> Session:
     woke = ledger[0]
     slept = next((entry for entry in ledger if entry.type == "session.slept"), None)
-    return {
-        "namespace": namespace, "session_id": session_id, "agent_id": woke.agent_id,
-        "task": woke.payload.get("task", ""),
-        "state": "asleep" if slept is not None else "awake",
-        "woke_at": woke.occurred_at.isoformat(),
-        "slept_at": None if slept is None else slept.occurred_at.isoformat(),
-        "handoff_record_id": None if slept is None
+    return Session(
+        namespace=namespace, session_id=session_id, agent_id=woke.agent_id,
+        task=woke.payload.get("task", ""),
+        state="asleep" if slept is not None else "awake",
+        woke_at=woke.occurred_at,
+        slept_at=None if slept is None else slept.occurred_at,
+        handoff_record_id=None if slept is None
         else handoff_record_id(namespace, slept.event_id),
-        "events": [{"event_id": entry.event_id, "type": entry.type,
-                    "occurred_at": entry.occurred_at.isoformat(), "producer": entry.producer,
-                    "payload": entry.payload} for entry in ledger],
-    }
+        events=[SessionEventEntry(event_id=entry.event_id, type=entry.type,
+                                  occurred_at=entry.occurred_at, producer=entry.producer,
+                                  payload=entry.payload) for entry in ledger])
 
 
 def no_session(web: View, session_id: str, namespace: str) -> Response:
@@ -198,14 +205,16 @@ def wire_sessions(pages: Pages, runtime: Runtime, recalls: Recalls) -> None:
     views = SessionViews(runtime, recalls)
     # The first route that matches a path serves it: wake before the ledger's
     # /v1/sessions/{session_id}.
-    pages.page(WAKE_ROUTE, params=NO_PARAMS, methods=POST, body=payload_body(
+    pages.page(WAKE_ROUTE, params=NO_PARAMS, methods=POST, answer=Woke, body=payload_body(
         SessionWoke, optional={"session_id", "agent_id"},
         extra={"budget_tokens": BUDGET_TOKENS.schema}))(answering(views.wake))
     pages.page("/v1/sessions/{session_id}/checkpoint", params=SESSION_PARAMS, methods=POST,
+               answer=SessionStepAccepted,
                body=payload_body(SessionCheckpointed, filled={"session_id"},
                                  optional={"agent_id"}))(
         answering(views.step("session.checkpointed", SessionCheckpointed)))
     pages.page("/v1/sessions/{session_id}/sleep", params=SESSION_PARAMS, methods=POST,
+               answer=SessionStepAccepted,
                body=payload_body(SessionSlept, filled={"session_id"}, optional={"agent_id"}))(
         answering(views.step("session.slept", SessionSlept)))
-    pages.page("/v1/sessions/{session_id}", params=LEDGER_PARAMS)(views.ledger)
+    pages.page("/v1/sessions/{session_id}", params=LEDGER_PARAMS, answer=Session)(views.ledger)

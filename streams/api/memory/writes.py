@@ -28,6 +28,7 @@ from processors.api.openapi import payload_body
 from processors.api.parameters import IDENTIFIER
 from processors.events.ids import memory_record_id
 from processors.events.intake import json_object
+from schemas.answers.writes import BlockEditAccepted, ChangeAccepted, MemoryWritten
 from schemas.events import (
     MemoryBlock,
     MemoryDeprecate,
@@ -67,7 +68,7 @@ class WriteViews:
     async def _body(self, request: Request) -> dict[str, Any]:
         return json_object(await request.read(), self._runtime.max_event_bytes)
 
-    async def write(self, web: View, request: Request, caller: Caller) -> Response:
+    async def write(self, web: View, request: Request, caller: Caller) -> MemoryWritten:
         body = await self._body(request)
         permitted(caller, body, "write")
         payload = payload_fields(body)
@@ -77,16 +78,15 @@ class WriteViews:
         raw, parsed = self._gate.checked(envelope_of("memory.write", body, payload, caller),
                                          {"memory.write": MemoryWrite})
         published = await self._gate.publish(raw, parsed.event)
-        return web.json({"record_id": memory_record_id(parsed.event.namespace,
-                                                       published.event_id),
-                         "event_id": published.event_id, "topic": published.topic},
-                        status=202)
+        return MemoryWritten(record_id=memory_record_id(parsed.event.namespace,
+                                                        published.event_id),
+                             event_id=published.event_id, topic=published.topic)
 
     def change(self, event_type: str, model: type[C]) -> ViewHandler:
         """The route of one change of a stored memory, named by its path's record_id."""
 
         async def change(web: View, request: Request, caller: Caller,
-                         record_id: str) -> Response:
+                         record_id: str) -> Response | ChangeAccepted:
             body = await self._body(request)
             permitted(caller, body, "write")
             payload = {**payload_fields(body), "record_id": record_id}
@@ -96,12 +96,12 @@ class WriteViews:
             if not await may_see(self._runtime.stores.records, caller, namespace, record_id):
                 return no_record(web, record_id, namespace)
             published = await self._gate.publish(raw, parsed.event)
-            return web.json({"record_id": record_id, "event_id": published.event_id},
-                            status=202)
+            return ChangeAccepted(record_id=record_id, event_id=published.event_id)
 
         return change
 
-    async def review(self, web: View, request: Request, caller: Caller) -> Response:
+    async def review(self, web: View, request: Request,
+                     caller: Caller) -> Response | ChangeAccepted:
         body = await self._body(request)
         permitted(caller, body, "review")
         payload = {**payload_fields(body), "reviewer": actor_of(caller)}
@@ -119,11 +119,10 @@ class WriteViews:
                                   target.record_id):
             return no_record(web, target.record_id, namespace)
         published = await self._gate.publish(raw, event)
-        return web.json({"record_id": target.record_id, "event_id": published.event_id},
-                        status=202)
+        return ChangeAccepted(record_id=target.record_id, event_id=published.event_id)
 
     async def edit_block(self, web: View, request: Request, caller: Caller,
-                         label: str) -> Response:
+                         label: str) -> BlockEditAccepted:
         body = await self._body(request)
         permitted(caller, body, "write")
         payload = {**payload_fields(body), "label": label,
@@ -131,25 +130,25 @@ class WriteViews:
         raw, parsed = self._gate.checked(envelope_of("memory.block", body, payload, caller),
                                          {"memory.block": MemoryBlock})
         published = await self._gate.publish(raw, parsed.event)
-        return web.json({"agent_id": parsed.event.payload.agent_id, "label": label,
-                         "event_id": published.event_id}, status=202)
+        return BlockEditAccepted(agent_id=parsed.event.payload.agent_id, label=label,
+                                 event_id=published.event_id)
 
 
 def wire_writes(pages: Pages, runtime: Runtime) -> ViewHandler:
     """The write routes; the block edit is returned, for the route of the block's read view
     to answer its POST."""
     views = WriteViews(runtime)
-    pages.page("/v1/memories", params=NO_PARAMS, methods=POST,
+    pages.page("/v1/memories", params=NO_PARAMS, methods=POST, answer=MemoryWritten,
                body=payload_body(MemoryWrite))(answering(views.write))
     pages.page("/v1/memories/{record_id}/update", params=CHANGE_PARAMS, methods=POST,
-               body=payload_body(MemoryUpdate, filled={"record_id"}))(
+               answer=ChangeAccepted, body=payload_body(MemoryUpdate, filled={"record_id"}))(
         answering(views.change("memory.update", MemoryUpdate)))
     pages.page("/v1/memories/{record_id}/deprecate", params=CHANGE_PARAMS, methods=POST,
-               body=payload_body(MemoryDeprecate, filled={"record_id"}))(
+               answer=ChangeAccepted, body=payload_body(MemoryDeprecate, filled={"record_id"}))(
         answering(views.change("memory.deprecate", MemoryDeprecate)))
     pages.page("/v1/memories/{record_id}/restore", params=CHANGE_PARAMS, methods=POST,
-               body=payload_body(MemoryRestore, filled={"record_id"}))(
+               answer=ChangeAccepted, body=payload_body(MemoryRestore, filled={"record_id"}))(
         answering(views.change("memory.restore", MemoryRestore)))
-    pages.page("/v1/reviews", params=NO_PARAMS, methods=POST,
+    pages.page("/v1/reviews", params=NO_PARAMS, methods=POST, answer=ChangeAccepted,
                body=payload_body(MemoryReview, filled={"reviewer"}))(answering(views.review))
     return answering(views.edit_block)
