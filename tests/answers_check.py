@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -79,11 +80,29 @@ class DeclaredAnswers:
         schema = response.get("content", {}).get("application/json", {}).get("schema")
         if schema is None:
             return [f"{where}: answered JSON, declares none"]
-        validator = Draft202012Validator({"$ref": f"{DOCUMENT}{schema['$ref']}"}
-                                         if "$ref" in schema else schema,
-                                         registry=self._registry)
+        validator = Draft202012Validator(_in_document(schema), registry=self._registry)
         return [f"{where}: {'/'.join(map(str, error.absolute_path)) or 'the answer'}: "
-                f"{error.message[:300]}" for error in validator.iter_errors(body)]
+                f"{_why(error)[:300]}" for error in validator.iter_errors(body)]
+
+
+def _in_document(schema: dict[str, Any]) -> dict[str, Any]:
+    """An answer's schema with its references (its model's, or each of its models') into
+    the document."""
+    if "$ref" in schema:
+        return {"$ref": f"{DOCUMENT}{schema['$ref']}"}
+    if "oneOf" in schema:
+        return {"oneOf": [_in_document(one) for one in schema["oneOf"]]}
+    return schema
+
+
+def _why(error: ValidationError) -> str:
+    """What is wrong; for an answer that is none of several models, what is wrong with it as
+    each of them."""
+    if not error.context:
+        return error.message
+    return f"{error.message}: " + "; ".join(
+        f"{'/'.join(map(str, sub.absolute_path)) or 'the answer'}: {sub.message}"
+        for sub in error.context)
 
 
 @dataclass

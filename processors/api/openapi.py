@@ -71,8 +71,17 @@ class Raw:
     status: int | None = None
 
 
-# What a method of a route answers on success: a model's JSON, or raw content.
-Answered = type[BaseModel] | Raw
+@dataclass(frozen=True)
+class OneOf:
+    """An answer that is one model or another, as the request asks: a read by ids or a
+    listing, which one route serves (each model names fields the other lacks)."""
+
+    models: tuple[type[BaseModel], ...]
+
+
+# What a method of a route answers on success: a model's JSON, one of several models', or
+# raw content.
+Answered = type[BaseModel] | OneOf | Raw
 
 
 @dataclass(frozen=True)
@@ -209,11 +218,17 @@ class Components:
         if isinstance(answered, Raw):
             return {media_type: {"schema": {"type": "string"}}
                     for media_type in answered.media_types}
-        schema = answered.model_json_schema(ref_template=REFERENCE, mode="serialization")
+        if isinstance(answered, OneOf):
+            return {"application/json": {"schema": {"oneOf": [
+                self.model(model) for model in answered.models]}}}
+        return {"application/json": {"schema": self.model(answered)}}
+
+    def model(self, model: type[BaseModel]) -> dict[str, Any]:
+        """A reference to the model's schema, added with what it references."""
+        schema = model.model_json_schema(ref_template=REFERENCE, mode="serialization")
         self.add_all(schema.pop("$defs", {}))
-        self.add(answered.__name__, schema)
-        return {"application/json": {"schema": {"$ref": REFERENCE.format(
-            model=answered.__name__)}}}
+        self.add(model.__name__, schema)
+        return {"$ref": REFERENCE.format(model=model.__name__)}
 
 
 def _operation(route: Route, method: str, parameters: list[dict[str, Any]],

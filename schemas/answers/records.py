@@ -18,6 +18,8 @@ class RecordProvenance(Answer):
 
 
 class RecordView(Answer):
+    """A record whole, every field as stored."""
+
     record_id: str
     namespace: str
     record_kind: str
@@ -34,13 +36,16 @@ class RecordView(Answer):
     trust_class: str
     source_ref: str | None
     run_ref: str | None
-    thread: str | None = None
+    thread: str | None
+    # The repository it belongs to (None: the whole namespace's), and who may be shown it.
+    repo: str | None
+    security_scope: str | None
     provenance: RecordProvenance
     created_at: Instant
     expires_at: Instant | None
     # When its fact stopped holding, and the memory that restated it with another value.
-    valid_until: Instant | None = None
-    invalidated_by: str | None = None
+    valid_until: Instant | None
+    invalidated_by: str | None
 
 
 class LineageVersion(Answer):
@@ -79,13 +84,43 @@ class Standing(Answer):
     valid_until: Instant | None = None
 
 
+class VersionedFields(Answer):
+    """The fields a version keeps beside its text and body, as they were then."""
+
+    title: str | None
+    memory_type: str | None
+    tags: list[str]
+    related_ids: list[str]
+    review_state: str
+    tier: str
+    # Kept by the versions made since knowledge over time (schema 24), absent before.
+    valid_until: Instant | None = None
+    invalidated_by: str | None = None
+
+
+class VersionThen(Answer):
+    """The version of a record that was current at a moment, as history keeps it."""
+
+    record_id: str
+    version: int
+    text: str
+    body: dict[str, Any]
+    fields: VersionedFields
+    change: str
+    actor: str | None
+    event_id: str
+    changed_at: Instant
+    changed: list[str]
+    reason: str | None
+
+
 class StandingAt(Answer):
     """A record at a moment (`as_of`): whether it was in force (`in_force`,
     `not_recorded`, `superseded`, `expired`, `invalidated`) and its version then."""
 
     moment: Instant
     standing: str
-    version: RecordVersion | None
+    version: VersionThen | None
 
 
 class RecordLineage(Answer):
@@ -97,9 +132,9 @@ class RecordLineage(Answer):
     # A merge's members, as they are now.
     members: list[MergeMember]
     # How sure memory is of it (docs/retrieval.md#confidence), and when memory learned it.
-    confidence: float = 1.0
-    recorded_at: Instant | None = None
-    standing: Standing | None = None
+    confidence: float
+    recorded_at: Instant | None
+    standing: Standing
     # Asked with as_of.
     as_of: StandingAt | None = None
 
@@ -144,8 +179,8 @@ class RecordList(Answer):
 
 
 class RecordVersion(Answer):
-    """One version as history keeps it; its versioned fields (title, memory_type, tags,
-    related_ids, review_state, tier) are attributes too."""
+    """One version as history keeps it, its versioned fields (those of `VersionedFields`)
+    beside the others."""
 
     version: int
     change: str
@@ -156,6 +191,15 @@ class RecordVersion(Answer):
     changed: list[str]
     reason: str | None
     text: str
+    # As they were then (VersionedFields), after the rest, as history writes them.
+    title: str | None
+    memory_type: str | None
+    tags: list[str]
+    related_ids: list[str]
+    review_state: str
+    tier: str
+    valid_until: Instant | None = None
+    invalidated_by: str | None = None
 
 
 class RecordHistory(Answer):
@@ -199,8 +243,8 @@ class CoreBlock(Answer):
     chars: int
     max_chars: int
     usage: float
-    strategy: str | None
-    threshold: float | None
+    strategy: str
+    threshold: float
     versions: list[BlockVersion]
 
 

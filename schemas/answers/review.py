@@ -39,9 +39,11 @@ class ReviewBody(Answer):
 
     namespace: str
     decision: str
+    # A record's diff names its record and diff; a block's, its block and diff; a draft, its
+    # record alone.
     record_id: str | None = None
-    diff_id: str | None = None
     block: AgentBlock | None = None
+    diff_id: str | None = None
 
 
 class ReviewBodies(Answer):
@@ -53,31 +55,35 @@ class ReviewBodies(Answer):
 class ReviewItem(Answer):
     """A pending diff (with the fields of `PendingDiff`), a draft merge (with its version,
     memory type, scope, agent and `members`) or a proposed lesson (with its version, memory
-    type, scope, agent, `source_ref` and `related_ids`)."""
+    type, scope, agent, `source_ref` and `related_ids`). A field a kind does not have is
+    absent from its items."""
 
     # `pending_diff`, `draft_merge` or `proposed_lesson`.
     kind: str
     # What a review decides: the diff's id, or the merge's record id.
     id: str
+    # None for a block's diff.
     record_id: str | None
+    # The record's as it is now; None for a block's diff, or a record the key may not read.
     title: str | None
     text: str | None
-    proposer: str
-    proposed_at: Instant
-    review: ReviewBodies
+    # In the order each kind's items are written, whatever the kind.
     diff_id: str | None = None
     target: str | None = None
-    block: AgentBlock | None = None
     base_version: int | None = None
     proposed: dict[str, Any] | None = None
-    state: str | None = None
     version: int | None = None
     memory_type: str | None = None
     scope: str | None = None
     agent_id: str | None = None
+    proposer: str
+    proposed_at: Instant
+    state: str | None = None
+    block: AgentBlock | None = None
     members: list[MergeMember] = Field(default_factory=list)
     source_ref: str | None = None
     related_ids: list[str] = Field(default_factory=list)
+    review: ReviewBodies
 
 
 class ReviewQueue(Answer):

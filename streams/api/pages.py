@@ -15,7 +15,7 @@ import faust
 from faust.web import Request, Response, View
 
 from processors.api.access import AccessDenied
-from processors.api.openapi import Answered, Body, Parameter, Raw, Route
+from processors.api.openapi import Answered, Body, OneOf, Parameter, Raw, Route
 from processors.events.errors import Refused, Rejected
 from schemas.answers.base import Answer
 from streams.api.auth import Authenticator
@@ -104,7 +104,8 @@ class Pages:
         """Serve the decorated handler at `route` for `methods` (others answer 405), given
         the caller unless `public`, for requests whose path segments and query parameters
         are those of `params`, which names every segment of `route`. `answer` is what it
-        answers on success (by method, when its methods answer differently). `body`
+        answers on success (by method, when its methods answer differently; `OneOf` several
+        models, when what is asked decides which). `body`
         describes the JSON body its POST takes (the view reads and checks it)."""
         unruled = [name for name in path_names(route) if name not in params]
         if unruled:
@@ -144,7 +145,8 @@ def rendered(web: View, route: Route, method: str, answer: Response | Answer) ->
     if not isinstance(answer, Answer):
         return answer
     declared = route.answers[method]
-    if isinstance(declared, Raw) or not isinstance(answer, declared):
+    if isinstance(declared, Raw) or not isinstance(
+            answer, declared.models if isinstance(declared, OneOf) else declared):
         raise TypeError(f"{method} {route.path} answered a {type(answer).__name__}; it "
                         f"declares {declared}")
     return web.bytes(answer.rendered(), content_type="application/json",

@@ -1,6 +1,6 @@
 """Renderings several views share: a record as a hit shows it and how its score was made, a
 search, the context pack (search, context, fix patterns, sessions, ratings), and a pending diff
-(records, the review queue)."""
+and a merge's member (records, the review queue)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ from schemas.answers.recall import (
     SectionTokens,
     Via,
 )
+from schemas.answers.records import MergeMember as MemberAnswer
 from schemas.answers.review import AgentBlock
 from schemas.answers.review import PendingDiff as PendingDiffAnswer
+from stores.record_versions import MergeMember
 from stores.records import FoundRecord, RelatedRecord
 from streams.reads import context
 from streams.reads.recalls import Exhausted
@@ -212,3 +214,10 @@ def diff_answer(diff: PendingDiff) -> PendingDiffAnswer:
         diff_id=diff.diff_id, target="record", record_id=diff.record_id,
         base_version=diff.base_version, proposed=dict(diff.proposed),
         proposer=diff.proposer, proposed_at=diff.proposed_at, state=diff.state)
+
+
+def member_answer(member: MergeMember) -> MemberAnswer:
+    """A record a merge replaces, as it is now."""
+    return MemberAnswer(record_id=member.record_id, version=member.version, title=member.title,
+                        excerpt=member.excerpt, review_state=member.review_state,
+                        superseded_by=member.superseded_by)

@@ -129,11 +129,13 @@ def lineage(record_id: str, memory: dict[str, Any]) -> dict[str, Any]:
         "memory_type": "fact", "tags": memory.get("tags") or [],
         "related_ids": memory.get("related_ids") or [], "tier": memory.get("tier", "active"),
         "review_state": "approved", "trust_class": "raw", "source_ref": None,
-        "run_ref": None, "created_at": NOW, "expires_at": None,
+        "run_ref": None, "thread": None, "repo": None, "security_scope": None,
+        "created_at": NOW, "expires_at": None, "valid_until": None, "invalidated_by": None,
         "provenance": {"source_event_id": "e", "source_topic": "memory.events",
                        "source_partition": 0, "source_offset": 0, "producer": "tests"}}
     return {"record": record, "version": memory["version"], "superseded_by": None,
-            "versions": [], "supersedes": [], "members": []}
+            "versions": [], "supersedes": [], "members": [], "confidence": 1.0,
+            "recorded_at": NOW, "standing": {"in_force": True, "note": None}}
 
 
 @pytest.fixture

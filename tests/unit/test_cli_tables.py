@@ -23,17 +23,22 @@ TEXT = ("Deploys to staging need the VPN; the bastion host rejects other traffic
 NEW_TEXT = "Deploys to staging go through the bastion host; the VPN is no longer needed."
 SOURCE = "https://wiki.example.com/ops/deploys#staging-and-the-vpn-profile-for-new-people"
 
+# The fields each version keeps beside its text, as history writes them.
+VERSIONED = {"title": "Staging deploys", "memory_type": "fact", "tags": ["ops", "staging"],
+             "related_ids": [], "review_state": "approved", "tier": "active",
+             "valid_until": None, "invalidated_by": None}
 VERSIONS = [
     {"version": 1, "change": "created", "actor": "http:0123456789ab", "event_id": "e" * 32,
      "changed_at": "2026-11-21T10:00:00.123456+00:00", "changed": [], "reason": None,
-     "text": TEXT},
+     "text": TEXT, **VERSIONED, "tags": ["ops"], "review_state": "draft"},
     {"version": 2, "change": "approved", "actor": "key:0123456789ab", "event_id": "f" * 32,
      "changed_at": "2026-11-21T10:05:00+00:00", "changed": ["text", "tags"],
      "reason": "checked with the ops team: the bastion replaced the VPN in November",
-     "text": NEW_TEXT},
+     "text": NEW_TEXT, **VERSIONED},
     {"version": 3, "change": "deprecated", "actor": "orchestrator", "event_id": "a" * 32,
      "changed_at": "2026-11-22T09:00:00+00:00", "changed": ["review_state"],
-     "reason": "superseded by the runbook", "text": NEW_TEXT},
+     "reason": "superseded by the runbook", "text": NEW_TEXT, **VERSIONED,
+     "review_state": "deprecated"},
 ]
 CREATED_AT = "2026-11-21T10:00:00+00:00"
 
@@ -86,17 +91,20 @@ ANSWERS: dict[str, dict[str, Any]] = {
                    "title": TITLE, "memory_type": "fact", "scope": "shared", "agent_id": None,
                    "tags": ["ops", "staging"], "related_ids": [], "tier": "active",
                    "review_state": "deprecated", "trust_class": "raw", "source_ref": SOURCE,
-                   "run_ref": None, "body": {},
+                   "run_ref": None, "thread": None, "repo": None, "security_scope": None,
+                   "body": {},
                    "provenance": {"source_event_id": "e" * 32, "source_topic": "memory.events",
                                   "source_partition": 0, "source_offset": 7,
                                   "producer": "orchestrator"},
-                   "created_at": CREATED_AT, "expires_at": None, "text": TEXT},
+                   "created_at": CREATED_AT, "expires_at": None, "valid_until": None,
+                   "invalidated_by": None, "text": TEXT},
         "version": 3, "superseded_by": None,
         "versions": [{**{key: v[key] for key in ("version", "text", "event_id", "changed_at")},
                       "body": {}} for v in VERSIONS],
         "supersedes": [{"record_id": "mem_aaaaaaaaaaaaaaaaaaaaaaaa", "version": 2,
                         "title": None, "text": TEXT}],
-        "members": []},
+        "members": [], "confidence": 0.62, "recorded_at": CREATED_AT,
+        "standing": {"in_force": True, "note": None}},
     "/v1/changes": {"namespace": "team-a", "next": "c3", "changes": [
         {"changed_at": v["changed_at"], "record_id": RECORD, "version": v["version"],
          "change": v["change"], "actor": v["actor"], "event_id": v["event_id"],

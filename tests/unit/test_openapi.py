@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from processors.api.openapi import (
+    OneOf,
     Parameter,
     Raw,
     Route,
@@ -22,7 +23,7 @@ from processors.api.openapi import (
 from processors.api.parameters import IDENTIFIER, NAMESPACE, integer, one_of
 from schemas.answers.base import Answer
 from schemas.answers.operations import KeyList, MadeKey
-from schemas.answers.records import RecordLineage
+from schemas.answers.records import RecordBatch, RecordLineage, RecordList
 from schemas.answers.runs import RunEventAccepted
 from schemas.answers.status import Health
 from schemas.answers.writes import ChangeAccepted
@@ -176,6 +177,18 @@ def test_each_answer_is_the_schema_of_its_model_as_serialized() -> None:
     assert paths["/metrics"]["get"]["responses"]["200"]["content"] == {
         "text/plain": {"schema": {"type": "string"}}}
     assert "content" not in paths["/ui"]["get"]["responses"]["308"]
+
+
+def test_an_answer_of_one_model_or_another_references_both() -> None:
+    read = Route("/v1/records", ("GET",), (), {"GET": OneOf((RecordBatch, RecordList))})
+    built = document(read)
+    assert structural_problems(built) == []
+    content = built["paths"]["/v1/records"]["get"]["responses"]["200"]["content"]
+    assert content == {"application/json": {"schema": {"oneOf": [
+        {"$ref": "#/components/schemas/RecordBatch"},
+        {"$ref": "#/components/schemas/RecordList"}]}}}
+    assert {"RecordBatch", "RecordList", "StoredRecord", "RecordSummary"} <= set(
+        built["components"]["schemas"])
 
 
 def test_two_models_of_one_name_cannot_both_be_described() -> None:

@@ -11,8 +11,9 @@ import pytest
 from asyncpg.exceptions import CharacterNotInRepertoireError
 from multidict import MultiDict
 
-from processors.api.openapi import Route
+from processors.api.openapi import OneOf, Route
 from processors.api.parameters import IDENTIFIER
+from schemas.answers.records import Stats
 from schemas.answers.writes import ChangeAccepted, MemoryWritten
 from streams.api.pages import observed_view
 from streams.api.params import READER_PARAMS, Param
@@ -44,8 +45,9 @@ class Request:
     method: str = "GET"
 
 
-async def answer(handler: Any, record_id: str, *pairs: tuple[str, str]) -> Answer:
-    view = observed_view(ROUTE, handler, Metrics(), None, PARAMS)
+async def answer(handler: Any, record_id: str, *pairs: tuple[str, str],
+                 route: Route = ROUTE) -> Answer:
+    view = observed_view(route, handler, Metrics(), None, PARAMS)
     # The fakes stand for faust's View and Request, and its Response for theirs.
     return cast(Answer, await view(Web(), Request(MultiDict(pairs)), record_id=record_id))
 
@@ -92,3 +94,18 @@ async def test_a_view_answers_the_model_its_route_declares_and_no_other() -> Non
     assert (answered.status, answered.body) == (200, {"record_id": "mem_1", "event_id": "e1"})
     with pytest.raises(TypeError, match="answered a MemoryWritten; it declares"):
         await answer(other, "mem_1", ("namespace", "team-a"))
+
+
+async def test_a_view_of_one_model_or_another_answers_either() -> None:
+    either = Route(ROUTE.path, ("GET",), (), {"GET": OneOf((ChangeAccepted, MemoryWritten))})
+
+    async def written(web: Web, request: Request, record_id: str) -> MemoryWritten:
+        return MemoryWritten(record_id=record_id, event_id="e1", topic="memory.events")
+
+    async def other(web: Web, request: Request, record_id: str) -> Stats:
+        return Stats(namespace="team-a", records={}, index_points=0)
+
+    answered = await answer(written, "mem_1", ("namespace", "team-a"), route=either)
+    assert answered.body == {"record_id": "mem_1", "event_id": "e1", "topic": "memory.events"}
+    with pytest.raises(TypeError, match="answered a Stats; it declares"):
+        await answer(other, "mem_1", ("namespace", "team-a"), route=either)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
-from faust.web import Request, Response, View
+from faust.web import Request, View
 
 from processors.api import cursors
 from processors.api.access import Caller
 from processors.api.parameters import IDENTIFIER, VERSION, instant, integer, opaque
+from schemas.answers.records import Change, Changes
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages
@@ -30,19 +30,17 @@ LIMIT = integer(1, MAX_CHANGES_LIMIT)
 def wire_changes(pages: Pages, runtime: Runtime) -> None:
     versions = runtime.stores.versions
 
-    @pages.page("/v1/changes", params=CHANGES_PARAMS)
-    async def changes_view(web: View, request: Request, caller: Caller) -> Response:
+    @pages.page("/v1/changes", params=CHANGES_PARAMS, answer=Changes)
+    async def changes_view(web: View, request: Request, caller: Caller) -> Changes:
         namespace = granted_namespace(caller, request.query)
         after = start_position(request.query)
         limit = value(request.query, "limit", LIMIT, CHANGES_LIMIT)
         found = await versions.changes(namespace, after, limit,
                                        personal_reader(caller, request.query))
-        return web.json({
-            "namespace": namespace,
-            "changes": [change_json(change) for change in found],
-            "next": encode_cursor(found[-1].position) if found else
-            "" if after is None else encode_cursor(after),
-        })
+        return Changes(
+            namespace=namespace, changes=[change_answer(change) for change in found],
+            next=encode_cursor(found[-1].position) if found else
+            "" if after is None else encode_cursor(after))
 
 
 def encode_cursor(position: ChangePosition) -> str:
@@ -81,12 +79,12 @@ CHANGES_PARAMS: Params = {**READER_PARAMS, "after": Param(opaque(
                           "since": Param(instant), "limit": Param(LIMIT)}
 
 
-def change_json(change: VersionChange) -> dict[str, Any]:
+def change_answer(change: VersionChange) -> Change:
     position = change.position
-    return {"record_id": position.record_id, "version": position.version,
-            "change": change.change, "actor": change.actor, "event_id": change.event_id,
-            "changed_at": position.changed_at.isoformat(), "changed": list(change.changed),
-            "reason": change.reason, "record_kind": change.record_kind,
-            "memory_type": change.memory_type, "scope": change.scope,
-            "agent_id": change.agent_id, "title": change.title, "excerpt": change.excerpt,
-            "cursor": encode_cursor(position)}
+    return Change(record_id=position.record_id, version=position.version,
+                  change=change.change, actor=change.actor, event_id=change.event_id,
+                  changed_at=position.changed_at, changed=list(change.changed),
+                  reason=change.reason, record_kind=change.record_kind,
+                  memory_type=change.memory_type, scope=change.scope,
+                  agent_id=change.agent_id, title=change.title, excerpt=change.excerpt,
+                  cursor=encode_cursor(position))
