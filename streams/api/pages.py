@@ -98,7 +98,7 @@ class Pages:
         return tuple(self._routes)
 
     def page(self, route: str, *, params: Params,
-             answer: Answered | Mapping[str, Answered] | None = None, public: bool = False,
+             answer: Answered | Mapping[str, Answered], public: bool = False,
              methods: Sequence[str] = ("GET",),
              body: Body | None = None) -> Callable[[ViewHandler], ViewHandler]:
         """Serve the decorated handler at `route` for `methods` (others answer 405), given
@@ -110,9 +110,8 @@ class Pages:
         unruled = [name for name in path_names(route) if name not in params]
         if unruled:
             raise ValueError(f"{route}: no rule for its path segments {unruled}")
-        # TODO(answers): required once every view declares its answer.
         answers = dict(answer) if isinstance(answer, Mapping) else \
-            dict.fromkeys(methods, answer or UNDECLARED)
+            dict.fromkeys(methods, answer)
         if set(answers) != set(methods):
             raise ValueError(f"{route}: answers declared for {sorted(answers)}, not for its "
                              f"methods {sorted(methods)}")
@@ -134,9 +133,6 @@ class Pages:
             return handler
 
         return register
-
-
-UNDECLARED = Raw(("application/json",))
 
 
 def rendered(web: View, route: Route, method: str, answer: Response | Answer) -> Response:
