@@ -101,17 +101,25 @@ class SearchHit(Answer):
     explain: Explanation | None = None
 
 
-class SearchAnswer(Answer):
+class Recalled(Answer):
+    """What a recall (a search, a summary, a context pack) answers beside what it found:
+    the question and the profile it was asked with, and whether the namespace holds any
+    record (a misspelled namespace holds none). When the run's search budget is spent, the
+    answer says so with the run and its budget, and finds nothing."""
+
     namespace: str
-    hits: list[SearchHit]
-    budget_exhausted: bool
-    # The rest is absent when the run's search budget is spent.
+    budget_exhausted: bool = False
     namespace_holds_records: bool | None = None
     query: str | None = None
     profile: str | None = None
-    degraded: bool = False
     run_id: str | None = None
     max_searches_per_run: int | None = None
+
+
+class SearchAnswer(Recalled):
+    hits: list[SearchHit]
+    # True when the index failed and Postgres answered.
+    degraded: bool = False
 
 
 class Recency(Answer):
@@ -165,8 +173,7 @@ class SectionTokens(Answer):
     items: int
 
 
-class ContextPack(Answer):
-    namespace: str
+class ContextPack(Recalled):
     # `sections` by name, in order: planning, history, long_term, documents (after `core`).
     sections: dict[str, list[ContextItem]]
     # By section: its share of the budget the core left, and what its items took.
@@ -178,38 +185,25 @@ class ContextPack(Answer):
     degraded: list[str]
     # False when the worker runs with MEMORY_ENABLED off: then nothing else is given.
     enabled: bool = True
-    budget_exhausted: bool = False
-    namespace_holds_records: bool | None = None
-    query: str | None = None
-    profile: str | None = None
     budget_tokens: int | None = None
     # Candidates left out, by why: budget, duplicate.
     dropped: dict[str, int] = Field(default_factory=dict)
-    run_id: str | None = None
-    max_searches_per_run: int | None = None
 
 
-class MemorySummary(Answer):
+class MemorySummary(Recalled):
     """What memory holds about a query, in a token budget (`GET /v1/summary`)."""
 
-    namespace: str
     # The summary, each memory cited by its id; None when the run's search budget is spent.
     summary: str | None
     # The memories it cites, in rank order.
     memory_ids: list[str]
-    budget_exhausted: bool
     # True when the LLM hook rewrote the deterministic summary.
     rewritten: bool = False
     hits_found: int = 0
     hits_used: int = 0
     tokens: int = 0
     budget_tokens: int | None = None
-    namespace_holds_records: bool | None = None
-    query: str | None = None
-    profile: str | None = None
     degraded: bool = False
-    run_id: str | None = None
-    max_searches_per_run: int | None = None
 
 
 class ErrorSignature(Answer):

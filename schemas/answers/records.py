@@ -178,9 +178,9 @@ class RecordList(Answer):
     next: str | None
 
 
-class RecordVersion(Answer):
-    """One version as history keeps it, its versioned fields (those of `VersionedFields`)
-    beside the others."""
+class RecordVersion(VersionedFields):
+    """One version as history keeps it: its versioned fields as they were then, and what
+    made it."""
 
     version: int
     change: str
@@ -191,15 +191,6 @@ class RecordVersion(Answer):
     changed: list[str]
     reason: str | None
     text: str
-    # As they were then (VersionedFields), after the rest, as history writes them.
-    title: str | None
-    memory_type: str | None
-    tags: list[str]
-    related_ids: list[str]
-    review_state: str
-    tier: str
-    valid_until: Instant | None = None
-    invalidated_by: str | None = None
 
 
 class RecordHistory(Answer):
