@@ -19,19 +19,26 @@ from tests.answers_check import AnswerLog, DeclaredAnswers
 from tests.wired_app import wired_ingest
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def declared_answers() -> Iterator[AnswerLog]:
-    """Every success answer the tests receive over HTTP, held against the schema its route
-    declares (tests/answers_check.py): an answer that drifts from its declaration fails the
-    run, at its end, with every drift it found."""
+    """Every success answer the integration tests receive over HTTP, held against the schema
+    its route declares (tests/answers_check.py): an answer that drifts from its declaration
+    fails the run, at its end, with every drift it found."""
     _, document = wired_ingest()
     log = AnswerLog(DeclaredAnswers(document))
-    with log.capturing():
-        yield log
+    yield log
     print("\n" + log.summary())
     if log.problems:
         pytest.fail("answers that drift from their declared schemas:\n" + "\n".join(
             dict.fromkeys(log.problems)), pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def answers_checked(declared_answers: AnswerLog) -> Iterator[None]:
+    """The answers of each integration test, and of the fixtures it starts, are captured;
+    a unit test's fakes are not."""
+    with declared_answers.capturing():
+        yield
 
 
 @pytest.fixture(scope="session")
