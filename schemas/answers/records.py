@@ -178,18 +178,23 @@ class RecordList(Answer):
     next: str | None
 
 
-class RecordVersion(VersionedFields):
-    """One version as history keeps it: its versioned fields as they were then, and what
-    made it."""
+class VersionMade(Answer):
+    """What made a version: its number, the change, who made it, by which event and when,
+    the fields it changed, and why."""
 
     version: int
     change: str
     actor: str | None
     event_id: str
     changed_at: Instant
-    # The fields this version changed.
     changed: list[str]
     reason: str | None
+
+
+class RecordVersion(VersionedFields, VersionMade):
+    """One version as history keeps it: its text and versioned fields as they were then,
+    and what made it."""
+
     text: str
 
 
@@ -246,15 +251,10 @@ class Stats(Answer):
     index_points: int
 
 
-class Change(Answer):
+class Change(VersionMade):
+    """A change of the feed: the version made, and the record it was made to."""
+
     record_id: str
-    version: int
-    change: str
-    actor: str | None
-    event_id: str
-    changed_at: Instant
-    changed: list[str]
-    reason: str | None
     record_kind: str
     memory_type: str | None
     scope: str
