@@ -98,20 +98,27 @@ class VersionedFields(Answer):
     invalidated_by: str | None = None
 
 
-class VersionThen(Answer):
-    """The version of a record that was current at a moment, as history keeps it."""
+class VersionMade(Answer):
+    """What made a version: its number, the change, who made it, by which event and when,
+    the fields it changed, and why."""
 
-    record_id: str
     version: int
-    text: str
-    body: dict[str, Any]
-    fields: VersionedFields
     change: str
     actor: str | None
     event_id: str
     changed_at: Instant
     changed: list[str]
     reason: str | None
+
+
+class VersionThen(VersionMade):
+    """The version of a record that was current at a moment, as history keeps it: what made
+    it, its text and body, and its versioned fields apart."""
+
+    record_id: str
+    text: str
+    body: dict[str, Any]
+    fields: VersionedFields
 
 
 class StandingAt(Answer):
@@ -176,19 +183,6 @@ class RecordList(Answer):
     records: list[RecordSummary]
     # The cursor of the next page; None on the last.
     next: str | None
-
-
-class VersionMade(Answer):
-    """What made a version: its number, the change, who made it, by which event and when,
-    the fields it changed, and why."""
-
-    version: int
-    change: str
-    actor: str | None
-    event_id: str
-    changed_at: Instant
-    changed: list[str]
-    reason: str | None
 
 
 class RecordVersion(VersionedFields, VersionMade):
