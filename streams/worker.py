@@ -43,7 +43,7 @@ from stores.index.protocol import VectorIndex
 from stores.postgres.migrate import apply_migrations
 from stores.postgres.stores import PostgresStores
 from streams.app import create_app, faust_dir, group_id, wire_consolidator, wire_ingest
-from streams.plumbing.config import Settings
+from streams.plumbing.config import SettingError, Settings
 from streams.plumbing.consumer_lag import ConsumerLagProbe
 from streams.plumbing.failures import RetryPolicy
 from streams.plumbing.health import Health
@@ -173,7 +173,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # prometheus_client exports a `_created` series beside every counter and histogram, a
     # third of all series; nothing reads them.
     disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except SettingError as exc:
+        # A setting it does not take stops the worker at once, named: not a traceback, and
+        # not a typo taken for "on".
+        raise SystemExit(f"memstream: {exc}") from None
     if role == "consolidator":
         # HDBSCAN takes a core for seconds; on a machine shared with the writes, they come
         # first (the write->searchable latency), the consolidation a little later.

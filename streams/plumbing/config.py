@@ -6,11 +6,12 @@ Postgres, the embedded Qdrant engine under `var/`, the model under `.cache/`.
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast, get_args
+from typing import TypeVar, cast, get_args
 
 from pydantic import TypeAdapter
 
@@ -47,17 +48,19 @@ class MemoryFlags:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> MemoryFlags:
+        read = Environment(env, prefix="MEMORY_")
         return cls(
-            enabled=_flag(env.get("MEMORY_ENABLED", "true")),
-            # The seed's values name what is on ("digest", "mem0"); "off" turns it off.
-            history=_switch(env.get("MEMORY_HISTORY", "on")),
-            long_term=_switch(env.get("MEMORY_LONG_TERM", "on")),
-            documents=_switch(env.get("MEMORY_DOCUMENTS", "on")),
-            fail_open=_flag(env.get("MEMORY_FAIL_OPEN", "true")),
-            context_budget_tokens=int(env.get("MEMORY_CONTEXT_BUDGET_TOKENS",
-                                              str(cls.context_budget_tokens))),
-            planning=_planning(env.get("MEMORY_PLANNING", "off")),
-            context_shares=shares_of(env.get("MEMORY_CONTEXT_SHARES", "")),
+            enabled=read.flag("ENABLED", True),
+            # The seed's values name what is on (MEMORY_HISTORY=off|digest,
+            # MEMORY_LONG_TERM=off|mem0); on and off are taken too.
+            history=read.switch("HISTORY", True, also_on=("digest",)),
+            long_term=read.switch("LONG_TERM", True, also_on=("mem0",)),
+            documents=read.switch("DOCUMENTS", True),
+            fail_open=read.flag("FAIL_OPEN", True),
+            context_budget_tokens=read.integer("CONTEXT_BUDGET_TOKENS",
+                                               cls.context_budget_tokens),
+            planning=read.choice("PLANNING", "off", ("off", "beads")) == "beads",
+            context_shares=read.parsed("CONTEXT_SHARES", "", shares_of),
         )
 
 
@@ -167,110 +170,198 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """The settings of the environment; a value a setting does not take is refused
+        (`SettingError`, naming the variable and what it takes)."""
         env = os.environ if env is None else env
-
-        def get(name: str, default: str) -> str:
-            return env.get(f"MEMSTREAM_{name}", default)
-
+        read = Environment(env, prefix="MEMSTREAM_")
         return cls(
-            kafka_bootstrap=(get("KAFKA_BOOTSTRAP", "") or local_kafka_address(env)
+            kafka_bootstrap=(read.text("KAFKA_BOOTSTRAP", "") or local_kafka_address(env)
                              or "127.0.0.1:19092"),
-            kafka_security=KafkaSecurity.from_env(env),
-            pg_dsn=get("PG_DSN", "") or _local_pg_dsn(),
-            index_url=get("INDEX_URL", DEFAULT_INDEX_URL),
-            model_dir=Path(get("MODEL_DIR", str(REPO_ROOT / ".cache" / "model"))),
-            data_dir=Path(get("DATA_DIR", str(cls.data_dir))),
-            app_id=get("APP_ID", cls.app_id),
-            web_host=get("WEB_HOST", cls.web_host),
-            web_port=int(get("WEB_PORT", str(cls.web_port))),
-            batch_max=int(get("BATCH_MAX", str(cls.batch_max))),
-            batch_within_s=float(get("BATCH_WITHIN_S", str(cls.batch_within_s))),
-            embed_threads=int(get("EMBED_THREADS", str(cls.embed_threads))),
-            max_event_bytes=int(get("MAX_EVENT_BYTES", str(cls.max_event_bytes))),
-            commit_interval_s=float(get("COMMIT_INTERVAL_S", str(cls.commit_interval_s))),
-            session_timeout_s=float(get("SESSION_TIMEOUT_S", str(cls.session_timeout_s))),
-            fix_window_h=float(get("FIX_WINDOW_H", str(cls.fix_window_h))),
-            lesson_min_fixes=int(get("LESSON_MIN_FIXES", str(cls.lesson_min_fixes))),
-            pattern_min_runs=int(get("PATTERN_MIN_RUNS", str(cls.pattern_min_runs))),
-            llm_url=get("LLM_URL", cls.llm_url),
-            llm_model=get("LLM_MODEL", cls.llm_model),
-            llm_api_key=get("LLM_API_KEY", cls.llm_api_key),
-            llm_timeout_s=float(get("LLM_TIMEOUT_S", str(cls.llm_timeout_s))),
-            count_window_s=float(get("COUNT_WINDOW_S", str(cls.count_window_s))),
-            count_keep_s=float(get("COUNT_KEEP_S", str(cls.count_keep_s))),
-            consolidate_min_new=int(get("CONSOLIDATE_MIN_NEW", str(cls.consolidate_min_new))),
-            consolidate_once_per_day=_flag(get("CONSOLIDATE_ONCE_PER_DAY", "true")),
-            lag_interval_s=float(get("LAG_INTERVAL_S", str(cls.lag_interval_s))),
-            stall_after_s=float(get("STALL_AFTER_S", str(cls.stall_after_s))),
-            unexpected_attempts=int(get("UNEXPECTED_ATTEMPTS", str(cls.unexpected_attempts))),
-            relay_interval_s=float(get("RELAY_INTERVAL_S", str(cls.relay_interval_s))),
-            consolidator_nice=int(get("CONSOLIDATOR_NICE", str(cls.consolidator_nice))),
-            max_searches_per_run=int(get("MAX_SEARCHES_PER_RUN",
-                                         str(cls.max_searches_per_run))),
-            retrieval_log_interval_s=float(get("RETRIEVAL_LOG_INTERVAL_S",
-                                               str(cls.retrieval_log_interval_s))),
-            gap_interval_s=float(get("GAP_INTERVAL_S", str(cls.gap_interval_s))),
-            entity_index_interval_s=float(get("ENTITY_INDEX_INTERVAL_S",
-                                              str(cls.entity_index_interval_s))),
-            entity_llm_interval_s=float(get("ENTITY_LLM_INTERVAL_S",
-                                            str(cls.entity_llm_interval_s))),
-            index_optimize_after=int(get("INDEX_OPTIMIZE_AFTER",
-                                         str(cls.index_optimize_after))),
-            protect=_protection(get("PROTECT", ",".join(cls.protect))),
-            twin_cosine=_off_or_float(get("TWIN_COSINE", str(cls.twin_cosine))),
-            invalidation=_switch(get("INVALIDATION", "on")),
-            stale_check_interval_s=float(get("STALE_CHECK_INTERVAL_S",
-                                             str(cls.stale_check_interval_s))),
-            confidence_thresholds=_confidence_thresholds(get("CONFIDENCE_THRESHOLDS", "")),
-            block_max_chars=int(get("BLOCK_MAX_CHARS", str(cls.block_max_chars))),
-            promote_after_updates=int(get("PROMOTE_AFTER_UPDATES",
-                                          str(cls.promote_after_updates))),
-            retention=parse_retention(get("RETENTION", "")),
-            planning_repos=planning_repos(get("PLANNING_REPOS", "")),
-            planning_sync_s=_off_or_float(get("PLANNING_SYNC_S", "off")),
-            retention_interval_s=float(get("RETENTION_INTERVAL_S",
-                                           str(cls.retention_interval_s))),
-            derived_review=_derived_review(get("DERIVED_REVIEW", cls.derived_review)),
-            refuse_low_value=_flag(get("REFUSE_LOW_VALUE", "true")),
-            auth=_switch(get("AUTH", "on")),
+            kafka_security=read.parsed_env(KafkaSecurity.from_env),
+            pg_dsn=read.text("PG_DSN", "") or _local_pg_dsn(),
+            index_url=read.text("INDEX_URL", DEFAULT_INDEX_URL),
+            model_dir=Path(read.text("MODEL_DIR", str(REPO_ROOT / ".cache" / "model"))),
+            data_dir=Path(read.text("DATA_DIR", str(cls.data_dir))),
+            app_id=read.text("APP_ID", cls.app_id),
+            web_host=read.text("WEB_HOST", cls.web_host),
+            web_port=read.integer("WEB_PORT", cls.web_port, minimum=1, maximum=65535),
+            batch_max=read.integer("BATCH_MAX", cls.batch_max, minimum=1),
+            batch_within_s=read.number("BATCH_WITHIN_S", cls.batch_within_s),
+            embed_threads=read.integer("EMBED_THREADS", cls.embed_threads, minimum=1),
+            max_event_bytes=read.integer("MAX_EVENT_BYTES", cls.max_event_bytes, minimum=1),
+            commit_interval_s=read.number("COMMIT_INTERVAL_S", cls.commit_interval_s),
+            session_timeout_s=read.number("SESSION_TIMEOUT_S", cls.session_timeout_s),
+            fix_window_h=read.number("FIX_WINDOW_H", cls.fix_window_h),
+            lesson_min_fixes=read.integer("LESSON_MIN_FIXES", cls.lesson_min_fixes, minimum=1),
+            pattern_min_runs=read.integer("PATTERN_MIN_RUNS", cls.pattern_min_runs, minimum=1),
+            llm_url=read.text("LLM_URL", cls.llm_url),
+            llm_model=read.text("LLM_MODEL", cls.llm_model),
+            llm_api_key=read.text("LLM_API_KEY", cls.llm_api_key),
+            llm_timeout_s=read.number("LLM_TIMEOUT_S", cls.llm_timeout_s),
+            count_window_s=read.number("COUNT_WINDOW_S", cls.count_window_s),
+            count_keep_s=read.number("COUNT_KEEP_S", cls.count_keep_s),
+            consolidate_min_new=read.integer("CONSOLIDATE_MIN_NEW", cls.consolidate_min_new),
+            consolidate_once_per_day=read.flag("CONSOLIDATE_ONCE_PER_DAY", True),
+            lag_interval_s=read.number("LAG_INTERVAL_S", cls.lag_interval_s),
+            stall_after_s=read.number("STALL_AFTER_S", cls.stall_after_s),
+            unexpected_attempts=read.integer("UNEXPECTED_ATTEMPTS", cls.unexpected_attempts,
+                                             minimum=1),
+            relay_interval_s=read.number("RELAY_INTERVAL_S", cls.relay_interval_s),
+            consolidator_nice=read.integer("CONSOLIDATOR_NICE", cls.consolidator_nice,
+                                           minimum=-20, maximum=19),
+            max_searches_per_run=read.integer("MAX_SEARCHES_PER_RUN",
+                                              cls.max_searches_per_run),
+            retrieval_log_interval_s=read.number("RETRIEVAL_LOG_INTERVAL_S",
+                                                 cls.retrieval_log_interval_s),
+            gap_interval_s=read.number("GAP_INTERVAL_S", cls.gap_interval_s),
+            entity_index_interval_s=read.number("ENTITY_INDEX_INTERVAL_S",
+                                                cls.entity_index_interval_s),
+            entity_llm_interval_s=read.number("ENTITY_LLM_INTERVAL_S",
+                                              cls.entity_llm_interval_s),
+            index_optimize_after=read.integer("INDEX_OPTIMIZE_AFTER",
+                                              cls.index_optimize_after),
+            protect=read.parsed("PROTECT", ",".join(cls.protect), _protection),
+            twin_cosine=read.number_or_off("TWIN_COSINE", cls.twin_cosine, maximum=1.0),
+            invalidation=read.switch("INVALIDATION", True),
+            stale_check_interval_s=read.number("STALE_CHECK_INTERVAL_S",
+                                               cls.stale_check_interval_s),
+            confidence_thresholds=read.parsed("CONFIDENCE_THRESHOLDS", "", tier_thresholds_of),
+            block_max_chars=read.integer("BLOCK_MAX_CHARS", cls.block_max_chars, minimum=1),
+            promote_after_updates=read.integer("PROMOTE_AFTER_UPDATES",
+                                               cls.promote_after_updates, minimum=1),
+            retention=read.parsed("RETENTION", "", parse_retention),
+            planning_repos=read.parsed("PLANNING_REPOS", "", planning_repos),
+            planning_sync_s=read.number_or_off("PLANNING_SYNC_S", None),
+            retention_interval_s=read.number("RETENTION_INTERVAL_S", cls.retention_interval_s),
+            derived_review=cast(DerivedReview, read.choice(
+                "DERIVED_REVIEW", cls.derived_review, get_args(DerivedReview))),
+            refuse_low_value=read.flag("REFUSE_LOW_VALUE", True),
+            auth=read.switch("AUTH", True),
             memory=MemoryFlags.from_env(env),
         )
 
 
-def _confidence_thresholds(raw: str) -> dict[str, float]:
-    try:
-        return tier_thresholds_of(raw)
-    except ValueError as exc:
-        raise ValueError(f"MEMSTREAM_CONFIDENCE_THRESHOLDS: {exc}") from None
+class SettingError(ValueError):
+    """A variable of the environment holds a value its setting does not take."""
 
 
-def _off_or_float(raw: str) -> float | None:
-    return None if raw.strip().lower() in ("off", "none", "") else float(raw)
+T = TypeVar("T")
+_ON = ("on", "true", "yes", "1")
+_OFF = ("off", "false", "no", "0")
 
 
-def _derived_review(raw: str) -> DerivedReview:
-    value = raw.strip().lower()
-    if value not in get_args(DerivedReview):
-        raise ValueError(f"MEMSTREAM_DERIVED_REVIEW: expected draft or approved, got {raw!r}")
-    return cast(DerivedReview, value)
+class Environment:
+    """Settings read from the environment, each by its rule, refused with the variable's
+    name and what it takes: a typo in a switch is no silent "on"."""
+
+    def __init__(self, env: Mapping[str, str], prefix: str) -> None:
+        self._env = env
+        self._prefix = prefix
+
+    def _raw(self, name: str) -> str | None:
+        raw = self._env.get(self._prefix + name)
+        return None if raw is None or not raw.strip() else raw.strip()
+
+    def _refuse(self, name: str, takes: str, raw: str) -> SettingError:
+        return SettingError(f"{self._prefix}{name}: takes {takes}, got {raw!r}")
+
+    def text(self, name: str, default: str) -> str:
+        return self._raw(name) or default
+
+    def flag(self, name: str, default: bool) -> bool:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        if raw.lower() not in (*_ON, *_OFF):
+            raise self._refuse(name, "true or false (on/off, yes/no, 1/0)", raw)
+        return raw.lower() in _ON
+
+    def switch(self, name: str, default: bool, also_on: tuple[str, ...] = ()) -> bool:
+        """On or off; `also_on` the values that name what is on (the seed's)."""
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        if raw.lower() not in (*_ON, *_OFF, *also_on):
+            raise self._refuse(name, " or ".join(("off", *also_on)) + " (or on/off, true/false)",
+                               raw)
+        return raw.lower() not in _OFF
+
+    def choice(self, name: str, default: str, values: tuple[str, ...]) -> str:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        if raw.lower() not in values:
+            raise self._refuse(name, " or ".join(values), raw)
+        return raw.lower()
+
+    def integer(self, name: str, default: int, minimum: int = 0,
+                maximum: int | None = None) -> int:
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        takes = f"an integer from {minimum}" + ("" if maximum is None else f" to {maximum}")
+        try:
+            value = int(raw)
+        except ValueError:
+            raise self._refuse(name, takes, raw) from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise self._refuse(name, takes, raw)
+        return value
+
+    def number(self, name: str, default: float, maximum: float | None = None) -> float:
+        """A number of at least 0 (seconds, hours, a cosine)."""
+        raw = self._raw(name)
+        if raw is None:
+            return default
+        takes = "a number of at least 0" + ("" if maximum is None else f" and at most {maximum}")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise self._refuse(name, takes, raw) from None
+        if not 0 <= value <= (math.inf if maximum is None else maximum):
+            raise self._refuse(name, takes, raw)
+        return value
+
+    def number_or_off(self, name: str, default: float | None,
+                      maximum: float | None = None) -> float | None:
+        raw = self._raw(name)
+        if raw is not None and raw.lower() in ("off", "none"):
+            return None
+        if raw is None:
+            return default
+        try:
+            return self.number(name, 0.0, maximum)
+        except SettingError:
+            raise self._refuse(name, "off or a number of at least 0"
+                               + ("" if maximum is None else f" and at most {maximum}"),
+                               raw) from None
+
+    def parsed(self, name: str, default: str, parse: Callable[[str], T]) -> T:
+        """A value read by its own parser, whose refusal names the variable."""
+        raw = self._raw(name) or default
+        try:
+            return parse(raw)
+        except ValueError as exc:
+            raise SettingError(f"{self._prefix}{name}: {exc}") from None
+
+    def parsed_env(self, parse: Callable[[Mapping[str, str]], T]) -> T:
+        """A group of variables read by their own parser, which names each refused one."""
+        try:
+            return parse(self._env)
+        except ValueError as exc:
+            raise SettingError(str(exc)) from None
 
 
 def _protection(raw: str) -> tuple[Protection, ...]:
     names = {name.strip() for name in raw.split(",")} - {"", "none"}
     unknown = names - set(get_args(Protection))
     if unknown:
-        raise ValueError(f"MEMSTREAM_PROTECT: unknown {', '.join(sorted(unknown))}; "
-                         f"expected none or {', '.join(get_args(Protection))}")
+        raise ValueError(f"unknown {', '.join(sorted(unknown))}; "
+                         f"takes none or {', '.join(get_args(Protection))}")
     return tuple(cast(Protection, name) for name in sorted(names))
 
 
 _REPO: TypeAdapter[str] = TypeAdapter(Repo)
-
-
-def _planning(raw: str) -> bool:
-    if raw.strip().lower() not in ("off", "beads"):
-        raise ValueError(f"MEMORY_PLANNING must be off or beads, got {raw!r}")
-    return raw.strip().lower() == "beads"
 
 
 def planning_repos(raw: str) -> dict[str, Path]:
@@ -284,23 +375,9 @@ def planning_repos(raw: str) -> dict[str, Path]:
                 raise ValueError("no path")
             repos[_REPO.validate_python(name.strip())] = Path(path.strip())
         except ValueError:
-            raise ValueError(f"MEMSTREAM_PLANNING_REPOS: {entry!r} is not name=path, the "
-                             "name a repo's as runs give it") from None
+            raise ValueError(f"{entry!r} is not name=path, the name a repo's as runs give "
+                             "it") from None
     return repos
-
-
-def _switch(raw: str) -> bool:
-    """Off for off, false, no, 0 (and nothing else)."""
-    return raw.strip().lower() not in ("off", "false", "no", "0")
-
-
-def _flag(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"expected true or false, got {raw!r}")
 
 
 def local_kafka_address(env: Mapping[str, str]) -> str | None:
