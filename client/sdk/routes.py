@@ -49,7 +49,12 @@ from schemas.answers.scoring import (
 )
 from schemas.answers.sessions import Session, SessionStepAccepted, Woke
 from schemas.answers.status import Health
-from schemas.answers.writes import BlockEditAccepted, ChangeAccepted, MemoryWritten
+from schemas.answers.writes import (
+    BlockEditAccepted,
+    ChangeAccepted,
+    MemoryWritten,
+    WriteOutcome,
+)
 from schemas.events import (
     MemoryType,
     RecordKind,
@@ -71,6 +76,11 @@ RunEventType = Literal["run.started", "run.step", "run.artifact", "run.finished"
 # A run that has not finished yet, as the run listing names its status.
 RunListStatus = RunStatus | Literal["unfinished"]
 ACCEPTED = frozenset({202})
+DECIDED_OR_ACCEPTED = frozenset({200, 202})
+# How long a write waits for the worker to decide it, unless told otherwise: long enough for
+# a worker that keeps up (a write is decided within a second), short enough for an agent's
+# turn. 0 answers at once, pending.
+DEFAULT_WAIT_S = 5.0
 CREATED = frozenset({201})
 # /healthz answers an unhealthy worker 503, with the same body.
 HEALTH_ANSWERS = frozenset({200, 503})
@@ -92,6 +102,13 @@ def get(path: str, model: type[M], **params: QueryValue) -> Call[M]:
 def post(path: str, model: type[M], body: dict[str, Any],
          answered_by: frozenset[int] = ACCEPTED) -> Call[M]:
     return Call("POST", path, model.model_validate, body=body, answered_by=answered_by)
+
+
+def written(path: str, model: type[M], body: dict[str, Any], wait_s: float) -> Call[M]:
+    """A write that waits up to `wait_s` for its outcome: answered 200 once the worker has
+    decided it, 202 (`pending`) when it has not yet."""
+    return Call("POST", path, model.model_validate, query_of(wait=wait_s), body=body,
+                answered_by=DECIDED_OR_ACCEPTED)
 
 
 def event_id_of(event_id: str | None) -> str:
@@ -431,82 +448,94 @@ def write_memory(config: Config, text: str, *, namespace: str | None = None,
                  trust_class: TrustClass | None = None, source_ref: str | None = None,
                  thread: str | None = None, expires_at: datetime | None = None,
                  links: Sequence[str] = (), repo: str | None = None,
-                 security_scope: str | None = None,
-                 event_id: str | None = None) -> Call[MemoryWritten]:
-    """Write a memory (a `memory.write`); the answer names the record id it will have.
+                 security_scope: str | None = None, event_id: str | None = None,
+                 wait_s: float = DEFAULT_WAIT_S) -> Call[MemoryWritten]:
+    """Write a memory (a `memory.write`), waiting up to `wait_s` for what became of it:
+    `stored` (`record_id`), `restated` (`record_id` names the live memory it says again),
+    `refused` or `dead_lettered` (`reason`), or still `pending` (read it later with
+    `write_outcome(event_id)`).
     `links` (titles or record ids of other memories) close its text as `[[wiki links]]`,
     which the graph and the browser follow (ValueError for one that cannot be a link).
     `scope`: shared or team (the namespace), personal or user (the agent's vault), project
     (the namespace within `repo`)."""
-    return post("/v1/memories", MemoryWritten, body_of(
+    return written("/v1/memories", MemoryWritten, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
         text=linked_text(text, links),
         title=title, memory_type=memory_type, tags=_listed(tags),
         related_ids=_listed(related_ids), scope=scope, agent_id=agent_id, tier=tier,
         review_state=review_state, trust_class=trust_class, source_ref=source_ref,
-        thread=thread, expires_at=expires_at, repo=repo, security_scope=security_scope))
+        thread=thread, expires_at=expires_at, repo=repo, security_scope=security_scope),
+        wait_s)
 
 
 def update_memory(config: Config, record_id: str, *, expected_version: int,
                   namespace: str | None = None, text: str | None = None,
                   title: str | None = None, memory_type: MemoryType | None = None,
                   tags: Sequence[str] | None = None, related_ids: Sequence[str] | None = None,
-                  event_id: str | None = None) -> Call[ChangeAccepted]:
-    """Change the fields given of the version the caller saw (a `memory.update`); a protected
-    record's update waits for review, as the pending diff named by the event id."""
-    return post(f"/v1/memories/{segment(record_id)}/update", ChangeAccepted, body_of(
+                  event_id: str | None = None,
+                  wait_s: float = DEFAULT_WAIT_S) -> Call[ChangeAccepted]:
+    """Change the fields given of the version the caller saw (a `memory.update`), waiting up
+    to `wait_s` for its outcome; a protected record's update is `proposed`: it waits for
+    review, as the pending diff named by the event id."""
+    return written(f"/v1/memories/{segment(record_id)}/update", ChangeAccepted, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
         expected_version=expected_version, text=text, title=title, memory_type=memory_type,
-        tags=_listed(tags), related_ids=_listed(related_ids)))
+        tags=_listed(tags), related_ids=_listed(related_ids)), wait_s)
 
 
 def deprecate_memory(config: Config, record_id: str, *, reason: str,
                      namespace: str | None = None, expected_version: int | None = None,
-                     event_id: str | None = None) -> Call[ChangeAccepted]:
-    """Deprecate a memory, saying why (a `memory.deprecate`)."""
-    return post(f"/v1/memories/{segment(record_id)}/deprecate", ChangeAccepted, body_of(
+                     event_id: str | None = None,
+                     wait_s: float = DEFAULT_WAIT_S) -> Call[ChangeAccepted]:
+    """Deprecate a memory, saying why (a `memory.deprecate`), waiting up to `wait_s` for its
+    outcome."""
+    return written(f"/v1/memories/{segment(record_id)}/deprecate", ChangeAccepted, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
-        reason=reason, expected_version=expected_version))
+        reason=reason, expected_version=expected_version), wait_s)
 
 
 def restore_memory(config: Config, record_id: str, *, version: int,
                    namespace: str | None = None, expected_version: int | None = None,
-                   event_id: str | None = None) -> Call[ChangeAccepted]:
+                   event_id: str | None = None,
+                   wait_s: float = DEFAULT_WAIT_S) -> Call[ChangeAccepted]:
     """Bring back the content of `version`, as the memory's next version (a
-    `memory.restore`)."""
-    return post(f"/v1/memories/{segment(record_id)}/restore", ChangeAccepted, body_of(
+    `memory.restore`), waiting up to `wait_s` for its outcome."""
+    return written(f"/v1/memories/{segment(record_id)}/restore", ChangeAccepted, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
-        version=version, expected_version=expected_version))
+        version=version, expected_version=expected_version), wait_s)
 
 
 def review(config: Config, decision: ReviewDecision, *, namespace: str | None = None,
            record_id: str | None = None, diff_id: str | None = None,
            block: AgentBlock | Mapping[str, str] | None = None, note: str | None = None,
-           event_id: str | None = None) -> Call[ChangeAccepted]:
+           event_id: str | None = None, wait_s: float = DEFAULT_WAIT_S) -> Call[ChangeAccepted]:
     """Approve or reject a draft record, a record's pending diff (`record_id`, `diff_id`), or
     a block's (`block`: agent_id and label, `diff_id`); the reviewer is the key. A review
-    queue item's `review.approve` and `review.reject` name these."""
-    return post("/v1/reviews", ChangeAccepted, body_of(
+    queue item's `review.approve` and `review.reject` name these. Waits up to `wait_s` for
+    its outcome."""
+    return written("/v1/reviews", ChangeAccepted, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
         decision=decision, record_id=record_id, diff_id=diff_id,
-        block=_block_body(block), note=note))
+        block=_block_body(block), note=note), wait_s)
 
 
 def edit_block(config: Config, label: str, *, namespace: str | None = None,
                agent_id: str | None = None, set: Mapping[str, str | Sequence[str]] | None = None,
                append: Mapping[str, Sequence[str]] | None = None,
                strategy: RotationStrategy | None = None, expected_version: int | None = None,
-               event_id: str | None = None) -> Call[BlockEditAccepted]:
+               event_id: str | None = None,
+               wait_s: float = DEFAULT_WAIT_S) -> Call[BlockEditAccepted]:
     """Edit an agent's core memory block (a `memory.block`; the key's agent unless
-    `agent_id` names one): `set` replaces fields, `append` adds items to list fields."""
-    return post(f"/v1/blocks/{segment(label)}", BlockEditAccepted, body_of(
+    `agent_id` names one): `set` replaces fields, `append` adds items to list fields. Waits
+    up to `wait_s` for its outcome (`updated`, or `proposed` for a protected block)."""
+    return written(f"/v1/blocks/{segment(label)}", BlockEditAccepted, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
         agent_id=agent_id,
         set=None if set is None else {name: value if isinstance(value, str) else list(value)
                                       for name, value in set.items()},
         append=None if append is None else {name: list(items)
                                             for name, items in append.items()},
-        strategy=strategy, expected_version=expected_version))
+        strategy=strategy, expected_version=expected_version), wait_s)
 
 
 def run_event(config: Config, type: RunEventType, payload: Mapping[str, Any], *,
@@ -532,25 +561,37 @@ def wake(config: Config, task: str = "", *, namespace: str | None = None,
 
 def checkpoint(config: Config, session_id: str, memories: Sequence[Mapping[str, Any]], *,
                namespace: str | None = None, agent_id: str | None = None,
-               event_id: str | None = None) -> Call[SessionStepAccepted]:
+               event_id: str | None = None,
+               wait_s: float = DEFAULT_WAIT_S) -> Call[SessionStepAccepted]:
     """Keep memories mid-session (a `session.checkpointed`): each `{text, title?,
     memory_type?, tags?, scope?}`, personal to the session's agent unless `scope` is
-    `shared`; the answer names the record ids they will have."""
-    return post(f"/v1/sessions/{segment(session_id)}/checkpoint", SessionStepAccepted,
-                body_of(namespace=namespace_of(config, namespace),
-                        event_id=event_id_of(event_id), agent_id=agent_id,
-                        memories=[dict(memory) for memory in memories]))
+    `shared`; waits up to `wait_s` for what became of each (`writes`), and names the
+    records that hold them (`record_ids`)."""
+    return written(f"/v1/sessions/{segment(session_id)}/checkpoint", SessionStepAccepted,
+                   body_of(namespace=namespace_of(config, namespace),
+                           event_id=event_id_of(event_id), agent_id=agent_id,
+                           memories=[dict(memory) for memory in memories]), wait_s)
 
 
 def sleep(config: Config, session_id: str, summary: str, *,
           next_steps: Sequence[str] | None = None, namespace: str | None = None,
-          agent_id: str | None = None,
-          event_id: str | None = None) -> Call[SessionStepAccepted]:
+          agent_id: str | None = None, event_id: str | None = None,
+          wait_s: float = DEFAULT_WAIT_S) -> Call[SessionStepAccepted]:
     """End a session (a `session.slept`): its summary and next steps become the handoff
-    memory the agent's next wake returns; the answer names its record id."""
-    return post(f"/v1/sessions/{segment(session_id)}/sleep", SessionStepAccepted, body_of(
+    memory the agent's next wake returns; waits up to `wait_s` for what became of it and
+    names the record that holds it (`handoff_record_id`)."""
+    return written(f"/v1/sessions/{segment(session_id)}/sleep", SessionStepAccepted, body_of(
         namespace=namespace_of(config, namespace), event_id=event_id_of(event_id),
-        agent_id=agent_id, summary=summary, next_steps=_listed(next_steps)))
+        agent_id=agent_id, summary=summary, next_steps=_listed(next_steps)), wait_s)
+
+
+def write_outcome(config: Config, event_id: str, *, namespace: str | None = None,
+                  wait_s: float = 0.0) -> Call[WriteOutcome]:
+    """What became of the write `event_id` (`GET /v1/writes/{event_id}`), waiting up to
+    `wait_s` for it to be decided: stored, restated, changed, proposed, refused,
+    dead-lettered, or still pending."""
+    return get(f"/v1/writes/{segment(event_id)}", WriteOutcome,
+               namespace=namespace_of(config, namespace), wait=wait_s or None)
 
 
 def session(config: Config, session_id: str, *,

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from schemas.answers.writes import Waited
+
 OPENAPI_VERSION = "3.1.0"
 # The API's version, which its paths carry (/v1/...).
 API_VERSION = "1"
@@ -98,6 +100,13 @@ class Route:
     body: Body | None = None
     summary: str = ""
     public: bool = False
+
+    def waits(self, method: str) -> bool:
+        """Whether the method publishes writes and may wait for their outcome: answered 200
+        once decided within the wait, else with its status of success (202)."""
+        answered = self.answers[method]
+        return self.body is not None and self.body.publishes and method in _TAKES_BODY \
+            and isinstance(answered, type) and issubclass(answered, Waited)
 
     def success(self, method: str) -> int:
         """The status of the method's answer on success: a redirect's own, its body's (a
@@ -239,6 +248,10 @@ def _operation(route: Route, method: str, parameters: list[dict[str, Any]],
                                      **({"content": content} if content else {})},
         "400": {"$ref": "#/components/responses/BadRequest"},
     }
+    if route.waits(method):
+        responses["200"] = {"description": "Decided within the wait asked (`wait`, or "
+                                           "`Prefer: wait=N`): the write's outcome",
+                            "content": content}
     operation: dict[str, Any] = {
         "operationId": operation_id(method, route.path),
         "tags": [_tag(route.path)],

@@ -34,7 +34,7 @@ from processors.events.errors import (
 from processors.events.ids import dead_letter_id
 from processors.events.intake import json_object
 from processors.text.redaction import redact_secrets
-from schemas.events import Namespace
+from schemas.events import Identifier, Namespace
 
 # What is kept of a dead letter's value: enough to recognise it, not to rebuild it.
 HEAD_BYTES = 512
@@ -56,6 +56,7 @@ REASONS: tuple[str, ...] = get_args(DeadLetterReason)
 _OWN_REASON: dict[str, type[MemstreamError]] = {
     cls.reason: cls for cls in (StoreRefused, IndexRefused, BrokerRefused, Unexpected)}
 _NAMESPACE: TypeAdapter[str] = TypeAdapter(Namespace)
+_EVENT_ID: TypeAdapter[str] = TypeAdapter(Identifier)
 
 
 def error_class_of(reason: str) -> type[MemstreamError] | None:
@@ -86,6 +87,9 @@ class DeadLetterEntry:
     source_partition: int | None
     source_offset: int | None
     namespace: str | None
+    # The id of the event dead-lettered, when its value names one: what a write's outcome is
+    # read by (stores/write_outcomes.py).
+    event_id: str | None
     key: str | None
     reason: str
     error: str
@@ -141,7 +145,7 @@ def dead_letter_entry(dlq_topic: str, partition: int, offset: int, dead_lettered
         dead_letter_id=identity, dlq_topic=dlq_topic, dlq_partition=partition,
         dlq_offset=offset, dead_lettered_at=dead_lettered_at, source_topic=source_topic,
         source_partition=source_partition, source_offset=source_offset,
-        namespace=namespace_of(value),
+        namespace=namespace_of(value), event_id=event_id_of(value),
         key=None if key is None else shown_text(key, MAX_KEY_BYTES),
         reason=_header_text(headers.reason, MAX_NAME_CHARS) or UNKNOWN_REASON,
         error=_header_text(headers.error, None) or "",
@@ -174,13 +178,19 @@ def shown_text(raw: bytes, limit: int) -> str:
 
 def namespace_of(value: bytes) -> str | None:
     """The namespace a dead letter's value names, if it is a JSON object with a valid one."""
+    return _named(value, "namespace", _NAMESPACE)
+
+
+def event_id_of(value: bytes) -> str | None:
+    """The event id a dead letter's value names, if it is a JSON object with one that an
+    envelope takes."""
+    return _named(value, "event_id", _EVENT_ID)
+
+
+def _named(value: bytes, field: str, rule: TypeAdapter[str]) -> str | None:
     try:
-        document = json_object(value, max(len(value), 1))
-    except Rejected:
-        return None
-    try:
-        return _NAMESPACE.validate_python(document.get("namespace"))
-    except ValidationError:
+        return rule.validate_python(json_object(value, max(len(value), 1)).get(field))
+    except (Rejected, ValidationError):
         return None
 
 

@@ -78,10 +78,15 @@ def handoff_title(task: str) -> str:
     return title if len(title) <= TITLE_MAX else title[:TITLE_MAX - 1] + "…"
 
 
+def handoff_event_id(namespace: str, slept_event_id: str) -> str:
+    """The event id of the handoff memory's write a session.slept asks for."""
+    return session_memory_event_id(namespace, slept_event_id, HANDOFF_PART)
+
+
 def handoff_record_id(namespace: str, slept_event_id: str) -> str:
-    """The record id of the handoff memory a session.slept writes."""
-    return memory_record_id(namespace, session_memory_event_id(namespace, slept_event_id,
-                                                               HANDOFF_PART))
+    """The record id of the handoff memory a session.slept writes, when it is stored as a
+    new record (the write's outcome says whether it was: stores/write_outcomes.py)."""
+    return memory_record_id(namespace, handoff_event_id(namespace, slept_event_id))
 
 
 def checkpoint_record_ids(namespace: str, event: SessionCheckpointed) -> list[str]:

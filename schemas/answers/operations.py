@@ -15,6 +15,8 @@ class DeadLetter(Answer):
     dead_letter_id: str
     dead_lettered_at: Instant
     namespace: str | None
+    # The id of the event dead-lettered, when its value names one.
+    event_id: str | None = None
     source: TopicPosition
     dlq: TopicPosition
     key: str | None

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from schemas.answers.base import Answer, Instant
 from schemas.answers.recall import ContextPack
+from schemas.answers.writes import Waited, WriteOutcome
 
 
 class Handoff(Answer):
@@ -36,14 +37,21 @@ class Woke(Answer):
     context: ContextPack | None
 
 
-class SessionStepAccepted(Answer):
-    """A checkpoint (`record_ids`: its memories) or a sleep (`handoff_record_id`), accepted:
-    the ids the memories will have once the worker stores them."""
+class SessionStepAccepted(Waited):
+    """A checkpoint or a sleep, published: the outcome of each memory it writes (a
+    checkpoint's memories, a sleep's handoff), and the records that hold them once decided
+    within the wait (`record_ids`, `handoff_record_id`): a memory refused, or not decided
+    yet, is in `writes` only."""
 
     session_id: str
     event_id: str
+    writes: list[WriteOutcome] = Field(default_factory=list)
     record_ids: list[str] = Field(default_factory=list)
     handoff_record_id: str | None = None
+
+    @property
+    def decided(self) -> bool:
+        return all(write.decided for write in self.writes)
 
 
 class SessionEventEntry(Answer):

@@ -23,6 +23,7 @@ from stores.record_versions import PostgresRecordVersions
 from stores.records import PostgresRecords
 from stores.runs import PostgresRuns
 from stores.sessions import PostgresSessions
+from stores.write_outcomes import PostgresWriteOutcomes
 
 _SEED_RULES = TriggerRules()
 
@@ -50,6 +51,7 @@ class PostgresStores:
         self.scoring_configs = PostgresScoringConfigs(pool)
         self.planning = PostgresPlanning(pool)
         self.entities = PostgresEntities(pool)
+        self.writes = PostgresWriteOutcomes(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

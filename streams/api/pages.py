@@ -18,6 +18,7 @@ from processors.api.access import AccessDenied
 from processors.api.openapi import Answered, Body, OneOf, Parameter, Raw, Route
 from processors.events.errors import Refused, Rejected
 from schemas.answers.base import Answer
+from schemas.answers.writes import Waited, WriteOutcome
 from streams.api.auth import Authenticator
 from streams.api.params import BadQuery, Params, check, path_names
 from streams.plumbing.failures import classify
@@ -145,8 +146,12 @@ def rendered(web: View, route: Route, method: str, answer: Response | Answer) ->
             answer, declared.models if isinstance(declared, OneOf) else declared):
         raise TypeError(f"{method} {route.path} answered a {type(answer).__name__}; it "
                         f"declares {declared}")
+    if route.waits(method) and isinstance(answer, Waited) and answer.decided:
+        return web.bytes(answer.rendered(), content_type="application/json", status=200)
+    # A write not decided yet says where its outcome will be read.
+    headers = {"Location": answer.outcome_url} if isinstance(answer, WriteOutcome) else None
     return web.bytes(answer.rendered(), content_type="application/json",
-                     status=route.success(method))
+                     status=route.success(method), headers=headers)
 
 
 def _summary(handler: ViewHandler) -> str:

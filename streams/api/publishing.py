@@ -3,31 +3,41 @@ it (processors/events/intake.py) and published with the bytes so checked to the 
 a client's publisher uses (schemas/topics.py `destination`). A broker that does not
 acknowledge in time is answered 503 with the event id to retry with (the worker applies an
 event once); an event the intake would refuse is answered 400 by every view
-(streams/api/pages.py). Shared by every view that publishes."""
+(streams/api/pages.py). A write may wait for the worker to decide it (`wait`, or RFC 7240's
+`Prefer: wait=N`): its answer is then its outcome (streams/reads/writes.py), else `pending`
+with where to read it. Shared by every view that publishes."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from faust.web import Request, Response, View
 
 from processors.api.access import Caller, Permission
+from processors.api.parameters import number
 from processors.events.errors import Unavailable
 from processors.events.intake import Parsed, parse_event
 from schemas.answers.base import Answer
+from schemas.answers.review import AgentBlock
+from schemas.answers.writes import WriteOutcome
 from schemas.events import DocumentEvent, MemoryEvent, PlanningEvent, RunEvent, SessionEvent
 from schemas.topics import destination
+from stores.write_outcomes import WriteOutcome as StoredOutcome
 from streams.api.pages import ViewHandler
+from streams.api.params import Param, Params, optional
 from streams.plumbing.failures import classify
 from streams.plumbing.messages import Outbound
-from streams.plumbing.runtime import Producer
+from streams.plumbing.runtime import Producer, Runtime
+from streams.reads.writes import MAX_WAIT_S, outcomes_within
 
 E = TypeVar("E", bound=RunEvent | MemoryEvent | SessionEvent | DocumentEvent | PlanningEvent)
 
@@ -136,3 +146,47 @@ def answering(handler: ViewHandler) -> ViewHandler:
             return web.json({"error": str(exc), "event_id": exc.event_id}, status=503)
 
     return answered
+
+
+# The seconds a write may wait for its outcome: its `wait` parameter, or `Prefer: wait=N`.
+WAIT = number(0.0, MAX_WAIT_S)
+WAIT_PARAMS: Params = {"wait": Param(WAIT)}
+_PREFERRED_WAIT = re.compile(r"(?:^|[\s,;])wait\s*=\s*\"?(\d+(?:\.\d+)?)\"?", re.IGNORECASE)
+Answered = TypeVar("Answered", bound=WriteOutcome)
+
+
+def wait_of(request: Request) -> float:
+    """How long a write waits for its outcome: its `wait` parameter, else the header
+    `Prefer: wait=N` (at most MAX_WAIT_S); not at all when it asks for neither."""
+    asked = optional(request.query, "wait", WAIT)
+    if asked is not None:
+        return asked
+    preferred = _PREFERRED_WAIT.search(request.headers.get("Prefer", ""))
+    return 0.0 if preferred is None else min(float(preferred.group(1)), MAX_WAIT_S)
+
+
+async def decided(runtime: Runtime, request: Request, namespace: str,
+                  event_ids: Sequence[str]) -> dict[str, StoredOutcome]:
+    """The outcomes of these writes decided within the wait the request asks for."""
+    return await outcomes_within(runtime.stores.writes, namespace, event_ids,
+                                 wait_of(request))
+
+
+def outcome_url(namespace: str, event_id: str) -> str:
+    return f"/v1/writes/{quote(event_id, safe='')}?namespace={quote(namespace, safe='')}"
+
+
+def outcome_answer(model: type[Answered], namespace: str, event_id: str,
+                   found: StoredOutcome | None, **more: Any) -> Answered:
+    """A write's outcome as `model` answers it (with `more` of the route's own fields):
+    what was decided, or `pending`."""
+    fields: dict[str, Any] = {"namespace": namespace, "event_id": event_id,
+                              "outcome": "pending", "outcome_url": outcome_url(namespace,
+                                                                               event_id)}
+    if found is not None:
+        fields.update(outcome=found.outcome, record_id=found.record_id, version=found.version,
+                      diff_id=found.diff_id, reason=found.reason, detail=found.detail,
+                      decided_at=found.decided_at)
+        if found.block_label is not None and found.agent_id is not None:
+            fields["block"] = AgentBlock(agent_id=found.agent_id, label=found.block_label)
+    return model.model_validate({**fields, **more})

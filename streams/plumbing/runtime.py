@@ -37,6 +37,7 @@ from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.runs import Runs
 from stores.sessions import Sessions
+from stores.write_outcomes import WriteOutcomes
 from streams.plumbing.failures import Attempts, RetryPolicy
 from streams.plumbing.llm_hook import ChatEndpoint
 from streams.plumbing.messages import Outbound
@@ -104,6 +105,9 @@ class Stores(Protocol):
 
     @property
     def entities(self) -> Entities: ...
+
+    @property
+    def writes(self) -> WriteOutcomes: ...
 
     async def ping(self) -> None: ...
 

@@ -279,6 +279,7 @@ class InMemoryStores:
     scoring_configs: Any = field(default_factory=lambda: Unused("scoring_configs"))
     planning: Any = field(default_factory=lambda: Unused("planning"))
     entities: InMemoryEntities = field(default_factory=InMemoryEntities)
+    writes: Any = field(default_factory=lambda: Unused("writes"))
 
     async def ping(self) -> None:
         pass

@@ -80,6 +80,7 @@ def test_a_dead_letter_as_json() -> None:
         "dead_letter_id": ENTRY.dead_letter_id,
         "dead_lettered_at": "2026-05-01T12:00:00.123000+00:00",
         "namespace": "team-a",
+        "event_id": None,
         "source": {"topic": "memory.events", "partition": 2, "offset": 41},
         "dlq": {"topic": "memory.events.dlq", "partition": 1, "offset": 7},
         "key": "team-a",

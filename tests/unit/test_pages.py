@@ -13,14 +13,15 @@ from multidict import MultiDict
 
 from processors.api.openapi import OneOf, Route
 from processors.api.parameters import IDENTIFIER
+from schemas.answers.planning import PlanningSyncAccepted
 from schemas.answers.records import Stats
-from schemas.answers.writes import ChangeAccepted, MemoryWritten
+from schemas.answers.runs import RunEventAccepted
 from streams.api.pages import observed_view
 from streams.api.params import READER_PARAMS, Param
 from streams.plumbing.metrics import Metrics
 
 PARAMS = {**READER_PARAMS, "record_id": Param(IDENTIFIER)}
-ROUTE = Route("/v1/records/{record_id}", ("GET",), (), {"GET": ChangeAccepted})
+ROUTE = Route("/v1/records/{record_id}", ("GET",), (), {"GET": RunEventAccepted})
 
 
 @dataclass
@@ -33,7 +34,8 @@ class Web:
     def json(self, body: Any, status: int = 200, headers: Any = None) -> Answer:
         return Answer(body, status)
 
-    def bytes(self, body: bytes, content_type: str, status: int = 200) -> Answer:
+    def bytes(self, body: bytes, content_type: str, status: int = 200,
+              headers: Any = None) -> Answer:
         assert content_type == "application/json"
         return Answer(json.loads(body), status)
 
@@ -84,28 +86,29 @@ async def test_data_a_store_refuses_is_the_requests_fault_and_anything_else_a_fa
 
 
 async def test_a_view_answers_the_model_its_route_declares_and_no_other() -> None:
-    async def declared(web: Web, request: Request, record_id: str) -> ChangeAccepted:
-        return ChangeAccepted(record_id=record_id, event_id="e1")
+    async def declared(web: Web, request: Request, record_id: str) -> RunEventAccepted:
+        return RunEventAccepted(event_id="e1", run_id=record_id)
 
-    async def other(web: Web, request: Request, record_id: str) -> MemoryWritten:
-        return MemoryWritten(record_id=record_id, event_id="e1", topic="memory.events")
+    async def other(web: Web, request: Request, record_id: str) -> PlanningSyncAccepted:
+        return PlanningSyncAccepted(repo="memstream", event_id="e1")
 
     answered = await answer(declared, "mem_1", ("namespace", "team-a"))
-    assert (answered.status, answered.body) == (200, {"record_id": "mem_1", "event_id": "e1"})
-    with pytest.raises(TypeError, match="answered a MemoryWritten; it declares"):
+    assert (answered.status, answered.body) == (200, {"event_id": "e1", "run_id": "mem_1"})
+    with pytest.raises(TypeError, match="answered a PlanningSyncAccepted; it declares"):
         await answer(other, "mem_1", ("namespace", "team-a"))
 
 
 async def test_a_view_of_one_model_or_another_answers_either() -> None:
-    either = Route(ROUTE.path, ("GET",), (), {"GET": OneOf((ChangeAccepted, MemoryWritten))})
+    either = Route(ROUTE.path, ("GET",), (),
+                   {"GET": OneOf((RunEventAccepted, PlanningSyncAccepted))})
 
-    async def written(web: Web, request: Request, record_id: str) -> MemoryWritten:
-        return MemoryWritten(record_id=record_id, event_id="e1", topic="memory.events")
+    async def written(web: Web, request: Request, record_id: str) -> PlanningSyncAccepted:
+        return PlanningSyncAccepted(repo=record_id, event_id="e1")
 
     async def other(web: Web, request: Request, record_id: str) -> Stats:
         return Stats(namespace="team-a", records={}, index_points=0)
 
     answered = await answer(written, "mem_1", ("namespace", "team-a"), route=either)
-    assert answered.body == {"record_id": "mem_1", "event_id": "e1", "topic": "memory.events"}
+    assert answered.body == {"repo": "mem_1", "event_id": "e1"}
     with pytest.raises(TypeError, match="answered a Stats; it declares"):
         await answer(other, "mem_1", ("namespace", "team-a"), route=either)

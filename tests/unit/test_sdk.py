@@ -41,7 +41,10 @@ from tests.openapi_structure import operations
 
 CONFIG = Config("http://worker", "msk_k", "team-a")
 NO_WAIT = Retries(attempts=3, first_delay_s=0.0)
-ACCEPTED = {"record_id": "mem_1", "event_id": "e1", "topic": "memory.events"}
+ACCEPTED = {"namespace": "team-a", "event_id": "e1", "outcome": "pending",
+            "outcome_url": "/v1/writes/e1?namespace=team-a", "topic": "memory.events"}
+STORED = {**ACCEPTED, "outcome": "stored", "record_id": "mem_1", "version": 1,
+          "decided_at": "2026-11-28T10:00:00+00:00"}
 EVENT_ID = re.compile(r"^[0-9a-f]{32}$")
 
 # One call of each route, as a client's method makes it.
@@ -101,6 +104,7 @@ SAMPLES: dict[str, Callable[[], Call[Any]]] = {
     "set_scoring_config": lambda: routes.set_scoring_config(
         CONFIG, {"blend_boost_factor": 0.2}, expected_version=3),
     "gaps": lambda: routes.gaps(CONFIG, status="all", limit=5),
+    "write_outcome": lambda: routes.write_outcome(CONFIG, "e1", wait_s=2),
 }
 # The API's routes no client method is for: the browser and Prometheus.
 NOT_FOR_CLIENTS = re.compile(r"^/(ui|metrics)")
@@ -134,7 +138,10 @@ def test_each_call_reads_the_answer_its_route_declares(
         assert route is not None, name
         method, path = route
         answers = document["paths"][path][method.lower()]["responses"]
-        (answered,) = [answer for status, answer in answers.items() if status.startswith("2")]
+        # A write that waits for its outcome answers 200 (decided) or 202 (pending) alike.
+        (answered,) = {status: answer for status, answer in answers.items()
+                       if (status.startswith("2") and status != "200")
+                       or (status == "200" and "202" not in answers)}.values()
         schema = answered["content"]["application/json"]["schema"]
         # A route may answer one of several models, as the call asks (GET /v1/records).
         declared = {one.get("$ref", "no model").rsplit("/", 1)[-1]
@@ -224,7 +231,11 @@ def test_a_write_carries_a_new_event_id_unless_given_and_only_the_fields_given()
     assert (given.path, given.body, given.answered_by) == (
         "/v1/memories/mem_1/update", {"namespace": "team-a", "event_id": "e-42",
                                       "expected_version": 2, "text": "New."},
-        frozenset({202}))
+        frozenset({200, 202}))
+    # A write waits for its outcome, 5 s unless told otherwise; 0 answers at once.
+    assert dict(given.query) == {"wait": "5.0"}
+    assert dict(routes.write_memory(CONFIG, "Deploys need the VPN.", wait_s=0).query) == {
+        "wait": "0"}
     block = routes.review(CONFIG, "reject", block=AgentBlock(agent_id="finn", label="human"),
                           diff_id="d1", event_id="e-43")
     assert block.body == {"namespace": "team-a", "event_id": "e-43", "decision": "reject",
@@ -343,9 +354,9 @@ def sync_client(worker: Worker) -> MemoryClient:
 
 def test_a_write_answered_503_is_sent_again_with_the_same_event_id() -> None:
     worker = Worker((503, {"error": "Kafka is unavailable", "event_id": "x"}),
-                    (503, {"error": "Kafka is unavailable", "event_id": "x"}), (202, ACCEPTED))
+                    (503, {"error": "Kafka is unavailable", "event_id": "x"}), (200, STORED))
     written = sync_client(worker).write_memory("Deploys need the VPN.", tags=["ops"])
-    assert written.record_id == "mem_1"
+    assert (written.outcome, written.record_id, written.decided) == ("stored", "mem_1", True)
     first, *again = worker.bodies()
     assert EVENT_ID.match(first["event_id"]) and again == [first, first]
 

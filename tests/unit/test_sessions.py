@@ -21,6 +21,7 @@ from processors.memory.sessions import (
     handoff_title,
     memory_writes,
 )
+from schemas.answers.writes import WriteOutcome
 from schemas.events import (
     SESSION_EVENT_TYPES,
     SessionCheckpointed,
@@ -140,22 +141,38 @@ def entry(step: SessionEvent) -> SessionEntry:
                         step.payload.model_dump(mode="json", exclude_defaults=True))
 
 
-def test_a_steps_answer_names_the_ids_its_memories_will_have_and_no_other_field() -> None:
+def test_a_steps_answer_names_the_records_that_hold_its_decided_memories_and_no_other() -> None:
     assert isinstance(CHECKPOINT, SessionCheckpointed) and isinstance(SLEPT, SessionSlept)
-    assert json.loads(step_answer("s1", "e2", CHECKPOINT).rendered()) == {
-        "session_id": "s1", "event_id": "e2",
-        "record_ids": checkpoint_record_ids("team-a", CHECKPOINT)}
-    assert json.loads(step_answer("s1", "e3", SLEPT).rendered()) == {
-        "session_id": "s1", "event_id": "e3", "handoff_record_id": handoff_record_id(
-            "team-a", "e3")}
+    first, second = checkpoint_record_ids("team-a", CHECKPOINT)
+    stored = outcome("c0", "stored", first)
+    refused = outcome("c1", "refused", None)
+    answer = json.loads(step_answer("s1", "e2", CHECKPOINT, [stored, refused]).rendered())
+    # The refused memory has no record: its outcome says why, and no id stands for it.
+    assert answer["record_ids"] == [first] and second not in json.dumps(answer)
+    assert [write["outcome"] for write in answer["writes"]] == ["stored", "refused"]
+    pending = step_answer("s1", "e3", SLEPT, [outcome("h", "pending", None)])
+    assert not pending.decided
+    assert json.loads(pending.rendered()) == {
+        "session_id": "s1", "event_id": "e3", "handoff_record_id": None, "writes": [
+            json.loads(outcome("h", "pending", None).rendered())]}
+    restated = step_answer("s1", "e3", SLEPT, [outcome("h", "restated", "mem_twin")])
+    assert (restated.decided, restated.handoff_record_id) == (True, "mem_twin")
+
+
+def outcome(event_id: str, kind: str, record_id: str | None) -> WriteOutcome:
+    decided = {} if kind == "pending" else {"decided_at": NOW}
+    return WriteOutcome(namespace="team-a", event_id=event_id, outcome=kind,
+                        outcome_url=f"/v1/writes/{event_id}?namespace=team-a",
+                        record_id=record_id, **decided)
 
 
 def test_a_ledger_answers_its_state_and_moments_as_written() -> None:
-    awake = json.loads(ledger_view("team-a", "s1", [entry(WOKE)]).rendered())
+    awake = json.loads(ledger_view("team-a", "s1", [entry(WOKE)], None).rendered())
     assert (awake["state"], awake["woke_at"], awake["slept_at"]) == (
         "awake", NOW.isoformat(), None)
     asleep = json.loads(ledger_view("team-a", "s1", [entry(e) for e in (WOKE, CHECKPOINT,
-                                                                        SLEPT)]).rendered())
+                                                                        SLEPT)],
+                                    handoff_record_id("team-a", "e3")).rendered())
     assert (asleep["state"], asleep["task"], asleep["handoff_record_id"]) == (
         "asleep", "fix the flaky login test", handoff_record_id("team-a", "e3"))
     assert [e["type"] for e in asleep["events"]] == [

@@ -41,6 +41,7 @@ from streams.api.params import (
     repeated,
     value,
 )
+from streams.api.publishing import WAIT_PARAMS
 from streams.api.queries import KIND, MEMORY_TYPE, REVIEW_STATE, TIER
 from streams.api.rendering import block_diff_answer, diff_answer, member_answer
 from streams.plumbing.runtime import Runtime
@@ -54,7 +55,8 @@ DIFFS = integer(1, MAX_DIFFS_LIMIT)
 RECORD_PARAMS: Params = {**NAMESPACE_PARAMS, "record_id": Param(IDENTIFIER)}
 RECORD_AT_PARAMS: Params = {**RECORD_PARAMS, "as_of": Param(AS_OF)}
 DIFF_PARAMS: Params = {**RECORD_PARAMS, "from": Param(VERSION), "to": Param(VERSION)}
-BLOCK_PARAMS: Params = {**READER_PARAMS, "label": Param(BLOCK_LABEL)}
+# `wait`: how long a block's edit (POST) waits for its outcome.
+BLOCK_PARAMS: Params = {**READER_PARAMS, **WAIT_PARAMS, "label": Param(BLOCK_LABEL)}
 PENDING_DIFF_PARAMS: Params = {**READER_PARAMS, "record_id": Param(IDENTIFIER),
                                "limit": Param(DIFFS)}
 # Records read by id in one request, at most.

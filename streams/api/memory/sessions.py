@@ -27,7 +27,7 @@ from processors.api.access import Caller
 from processors.api.openapi import payload_body
 from processors.api.parameters import IDENTIFIER
 from processors.events.intake import json_object
-from processors.memory.sessions import checkpoint_record_ids, handoff_record_id, memory_writes
+from processors.memory.sessions import handoff_event_id, memory_writes
 from schemas.answers.recall import ContextPack
 from schemas.answers.sessions import (
     Handoff,
@@ -36,6 +36,7 @@ from schemas.answers.sessions import (
     SessionStepAccepted,
     Woke,
 )
+from schemas.answers.writes import WriteOutcome
 from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
 from stores.sessions import SessionEntry
 from streams.api.auth import granted_namespace
@@ -43,9 +44,12 @@ from streams.api.pages import Pages, ViewHandler
 from streams.api.params import NAMESPACE_PARAMS, NO_PARAMS, Param, Params, parsed
 from streams.api.publishing import (
     POST,
+    WAIT_PARAMS,
     EventGate,
     answering,
+    decided,
     envelope_of,
+    outcome_answer,
     payload_fields,
     permitted,
 )
@@ -59,6 +63,7 @@ from streams.reads.search import DEFAULT_MIN_SCORE
 WAKE_ROUTE = "/v1/sessions/wake"
 SESSION_PARAMS: Params = {"session_id": Param(IDENTIFIER)}
 LEDGER_PARAMS: Params = {**NAMESPACE_PARAMS, **SESSION_PARAMS}
+STEP_PARAMS: Params = {**SESSION_PARAMS, **WAIT_PARAMS}
 # Body fields of a wake that are not the event's: how large a pack it answers.
 WAKE_ONLY = frozenset({"budget_tokens"})
 
@@ -101,7 +106,9 @@ class SessionViews:
         slept = await self._runtime.stores.sessions.last_slept(namespace, agent)
         if slept is None:
             return None
-        record_id = handoff_record_id(namespace, slept.event_id)
+        record_id = await self._handoff_record(namespace, slept.event_id)
+        if record_id is None:
+            return None
         record = (await self._runtime.stores.records.records_by_id(
             namespace, [record_id])).get(record_id)
         if record is None:
@@ -123,6 +130,13 @@ class SessionViews:
         # A wake names no run: no budget refuses it.
         assert not isinstance(pack, Exhausted)
         return context_answer(pack)
+
+    async def _handoff_record(self, namespace: str, slept_event_id: str) -> str | None:
+        """The record that holds a sleep's handoff: the one its write stored, or the live
+        memory it restates; None while undecided, or refused."""
+        found = await self._runtime.stores.writes.outcome(
+            namespace, handoff_event_id(namespace, slept_event_id))
+        return None if found is None else found.record_id
 
     async def _ledger(self, namespace: str, session_id: str) -> list[SessionEntry]:
         return (await self._runtime.stores.sessions.session_ledgers(
@@ -153,9 +167,12 @@ class SessionViews:
                                               {event_type: model})
             event = checked.event
             # The memories it asks for must be writable, as the stage will check.
-            memory_writes(event, "")
+            writes = [write.event_id for write in memory_writes(event, "")]
             published = await self._gate.publish(raw, event)
-            return step_answer(session_id, published.event_id, event)
+            found = await decided(self._runtime, request, event.namespace, writes)
+            return step_answer(session_id, published.event_id, event,
+                               [outcome_answer(WriteOutcome, event.namespace, write,
+                                               found.get(write)) for write in writes])
 
         return step
 
@@ -165,22 +182,27 @@ class SessionViews:
         ledger = await self._ledger(namespace, session_id)
         if not ledger or not caller.sees("personal", ledger[0].agent_id):
             return no_session(web, session_id, namespace)
-        return ledger_view(namespace, session_id, ledger)
+        slept = next((entry for entry in ledger if entry.type == "session.slept"), None)
+        handoff = None if slept is None else await self._handoff_record(namespace,
+                                                                        slept.event_id)
+        return ledger_view(namespace, session_id, ledger, handoff)
 
 
-def step_answer(session_id: str, event_id: str,
-                event: SessionCheckpointed | SessionSlept) -> SessionStepAccepted:
-    """A step accepted, with the record ids the event's memories will have once the intake
-    stores them: a checkpoint's, or a sleep's handoff."""
+def step_answer(session_id: str, event_id: str, event: SessionCheckpointed | SessionSlept,
+                writes: list[WriteOutcome]) -> SessionStepAccepted:
+    """A step published, with the outcome of each memory it writes and the records that hold
+    the decided ones: a checkpoint's, or a sleep's handoff."""
+    held = [write.record_id for write in writes if write.record_id is not None]
     if isinstance(event, SessionCheckpointed):
-        return SessionStepAccepted(session_id=session_id, event_id=event_id,
-                                   record_ids=checkpoint_record_ids(event.namespace, event))
-    return SessionStepAccepted(session_id=session_id, event_id=event_id,
-                               handoff_record_id=handoff_record_id(event.namespace,
-                                                                   event.event_id))
+        return SessionStepAccepted(session_id=session_id, event_id=event_id, writes=writes,
+                                   record_ids=held)
+    return SessionStepAccepted(session_id=session_id, event_id=event_id, writes=writes,
+                               handoff_record_id=held[0] if held else None)
 
 
-def ledger_view(namespace: str, session_id: str, ledger: list[SessionEntry]) -> Session:
+def ledger_view(namespace: str, session_id: str, ledger: list[SessionEntry],
+                handoff_record: str | None) -> Session:
+    """A session's ledger, with the record that holds its handoff (once decided)."""
     woke = ledger[0]
     slept = next((entry for entry in ledger if entry.type == "session.slept"), None)
     return Session(
@@ -189,8 +211,7 @@ def ledger_view(namespace: str, session_id: str, ledger: list[SessionEntry]) -> 
         state="asleep" if slept is not None else "awake",
         woke_at=woke.occurred_at,
         slept_at=None if slept is None else slept.occurred_at,
-        handoff_record_id=None if slept is None
-        else handoff_record_id(namespace, slept.event_id),
+        handoff_record_id=handoff_record,
         events=[SessionEventEntry(event_id=entry.event_id, type=entry.type,
                                   occurred_at=entry.occurred_at, producer=entry.producer,
                                   payload=entry.payload) for entry in ledger])
@@ -208,12 +229,12 @@ def wire_sessions(pages: Pages, runtime: Runtime, recalls: Recalls) -> None:
     pages.page(WAKE_ROUTE, params=NO_PARAMS, methods=POST, answer=Woke, body=payload_body(
         SessionWoke, optional={"session_id", "agent_id"},
         extra={"budget_tokens": BUDGET_TOKENS.schema}))(answering(views.wake))
-    pages.page("/v1/sessions/{session_id}/checkpoint", params=SESSION_PARAMS, methods=POST,
+    pages.page("/v1/sessions/{session_id}/checkpoint", params=STEP_PARAMS, methods=POST,
                answer=SessionStepAccepted,
                body=payload_body(SessionCheckpointed, filled={"session_id"},
                                  optional={"agent_id"}))(
         answering(views.step("session.checkpointed", SessionCheckpointed)))
-    pages.page("/v1/sessions/{session_id}/sleep", params=SESSION_PARAMS, methods=POST,
+    pages.page("/v1/sessions/{session_id}/sleep", params=STEP_PARAMS, methods=POST,
                answer=SessionStepAccepted,
                body=payload_body(SessionSlept, filled={"session_id"}, optional={"agent_id"}))(
         answering(views.step("session.slept", SessionSlept)))

@@ -93,6 +93,7 @@ def dead_letter_answer(entry: DeadLetterEntry) -> DeadLetter:
         dead_letter_id=entry.dead_letter_id,
         dead_lettered_at=entry.dead_lettered_at,
         namespace=entry.namespace,
+        event_id=entry.event_id,
         source=TopicPosition(topic=entry.source_topic, partition=entry.source_partition,
                              offset=entry.source_offset),
         dlq=TopicPosition(topic=entry.dlq_topic, partition=entry.dlq_partition,
