@@ -52,24 +52,30 @@ class WriteOutcomes(Protocol):
 # One row at most from each place an outcome is kept, the most telling first: a lifecycle
 # event says what the write did to the record it names (a write folded into its twin is a
 # lifecycle event of type memory.write); a record made by the write; a refusal; a dead letter;
-# a core block's version or its pending diff.
+# a core block's version or its pending diff. A change is decided once it is announced on
+# memory.updated, which the record sink does after the index has it: a write answered
+# `stored` is searchable (a change that changed nothing is announced by no one).
 _OUTCOME = """
 SELECT * FROM (
     SELECT 1 AS rank, CASE WHEN l.type = 'memory.write' THEN 'restated' ELSE l.outcome END
                AS outcome,
            l.record_id, l.version,
            CASE WHEN l.outcome = 'proposed' THEN l.event_id END AS diff_id, NULL AS reason,
-           NULL AS detail, r.scope, r.agent_id, NULL AS block_label, l.applied_at AS decided_at
+           NULL AS detail, r.scope, r.agent_id, NULL AS block_label,
+           coalesce(l.announced_at, l.applied_at) AS decided_at
       FROM lifecycle_events l JOIN records r ON r.record_id = l.record_id
      WHERE l.event_id = $2 AND l.namespace = $1
+       AND (l.announced_at IS NOT NULL OR l.outcome = 'unchanged')
     UNION ALL
     SELECT 2, 'stored', r.record_id, 1, NULL, NULL, NULL, r.scope, r.agent_id, NULL,
-           r.stored_at
-      FROM records r WHERE r.record_id = $3 AND r.namespace = $1
+           r.announced_at
+      FROM records r
+     WHERE r.record_id = $3 AND r.namespace = $1 AND r.announced_at IS NOT NULL
     UNION ALL
     SELECT 3, 'refused', w.record_id, NULL, NULL, w.reason, NULL, NULL, NULL, NULL,
-           w.refused_at
-      FROM refused_writes w WHERE w.record_id = $3 AND w.namespace = $1
+           w.announced_at
+      FROM refused_writes w
+     WHERE w.record_id = $3 AND w.namespace = $1 AND w.announced_at IS NOT NULL
     UNION ALL
     SELECT 4, 'dead_lettered', NULL, NULL, NULL, d.reason, d.error, NULL, NULL, NULL,
            d.dead_lettered_at

@@ -19,7 +19,7 @@ from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from tests.integration.conftest import updated_ids
 from tests.integration.test_cli import memstream
-from tests.integration.test_write_endpoints import client, posted
+from tests.integration.test_write_endpoints import client, posted, stored
 
 pytestmark = pytest.mark.integration
 
@@ -35,8 +35,7 @@ ANSWER = ("To rotate the API signing keys, run make rotate-keys and restart the 
 
 async def announced(http: httpx.AsyncClient, updates: TopicReader, namespace: str,
                     text: str) -> str:
-    record_id: str = (await posted(http, "/v1/memories", {
-        "namespace": namespace, "text": text}))["record_id"]
+    record_id = await stored(http, {"namespace": namespace, "text": text})
     await updates.wait_for(lambda m: record_id in updated_ids(m, namespace), WAIT_S)
     return record_id
 

@@ -40,8 +40,8 @@ async def seeded(stack: Stack, worker: Worker, updates: TopicReader) -> Seeded:
                                  timeout=20) as http:
         written = await http.post("/v1/memories", content=json.dumps({
             "namespace": namespace, "text": "Deploys to staging need the VPN.",
-            "tags": ["ops"]}).encode())
-        assert written.status_code == 202, written.text
+            "tags": ["ops"]}).encode(), params={"wait": 20})
+        assert written.status_code == 200, written.text
     record_id = written.json()["record_id"]
     await announced(updates, record_id, [("created", 1)])
     scratch = stack.make_key("--namespace", namespace, "--perm", "read", "--label", "scratch")

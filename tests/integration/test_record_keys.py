@@ -22,7 +22,7 @@ from streams.api.queries import scope_of
 from streams.reads.search import SearchQuery
 from tests.integration.conftest import updated_ids
 from tests.integration.test_pipeline import searched_from_postgres
-from tests.integration.test_write_endpoints import client, posted
+from tests.integration.test_write_endpoints import client, stored
 
 pytestmark = pytest.mark.integration
 
@@ -50,10 +50,10 @@ async def test_repo_and_security_scope_narrow_search_pack_and_fallback(
 ) -> None:
     ann = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ann")
     async with client(worker, ann) as http:
-        written = [(await posted(http, "/v1/memories", {
+        written = [(await stored(http, {
             "namespace": namespace, "text": text, "scope": scope, "memory_type": "pattern",
             **({"repo": repo} if repo else {}),
-            **({"security_scope": label} if label else {})}))["record_id"]
+            **({"security_scope": label} if label else {})}))
             for scope, repo, label, text in MEMORIES]
         billing, search_repo, team, own = written
         for refused, reason in (

@@ -33,22 +33,47 @@ def client(worker: Worker, token: str | None) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=worker.base_url, headers=headers, timeout=20)
 
 
-async def posted(http: httpx.AsyncClient, route: str, body: Any, status: int = 202
-                 ) -> dict[str, Any]:
-    answer = await http.post(route, content=json.dumps(body).encode())
+async def posted(http: httpx.AsyncClient, route: str, body: Any, status: int = 202,
+                 wait_s: float | None = None) -> dict[str, Any]:
+    """The answer of a POST; with `wait_s`, of a write that waits that long for its outcome
+    (200 once decided)."""
+    answer = await http.post(route, content=json.dumps(body).encode(),
+                             params=None if wait_s is None else {"wait": wait_s})
     assert answer.status_code == status, answer.text
     found: dict[str, Any] = answer.json()
     return found
 
 
-async def test_a_posted_memory_is_stored_under_the_record_id_answered(
+async def stored(http: httpx.AsyncClient, body: dict[str, Any]) -> str:
+    """The record a memory write stored, as its answer says once decided."""
+    answer = await posted(http, "/v1/memories", body, status=200, wait_s=WAIT_S)
+    assert answer["outcome"] == "stored", answer
+    record_id: str = answer["record_id"]
+    return record_id
+
+
+# Long enough for a loaded worker to decide a write.
+WAIT_S = 20
+
+
+async def test_a_posted_memory_answers_the_record_it_was_stored_as(
     stack: Stack, worker: Worker, updates: TopicReader, http: httpx.AsyncClient,
     namespace: str,
 ) -> None:
-    answer = await posted(http, "/v1/memories", {
+    # Not waited for: accepted, pending, and where its outcome will be read.
+    accepted = await http.post("/v1/memories", json={
         "namespace": namespace, "text": TEXT, "tags": ["ops"], "memory_type": "lesson"})
-    assert answer["topic"] == "memory.events"
-    record_id = answer["record_id"]
+    assert accepted.status_code == 202, accepted.text
+    answer = accepted.json()
+    assert (answer["topic"], answer["outcome"], answer.get("record_id")) == (
+        "memory.events", "pending", None)
+    assert accepted.headers["Location"] == answer["outcome_url"] == (
+        f"/v1/writes/{answer['event_id']}?namespace={namespace}")
+    decided = await http.get(f"{answer['outcome_url']}&wait={WAIT_S}")
+    assert decided.status_code == 200, decided.text
+    outcome = decided.json()
+    record_id = outcome["record_id"]
+    assert (outcome["outcome"], outcome["version"]) == ("stored", 1)
     assert record_id == memory_record_id(namespace, answer["event_id"])
     await announced(updates, record_id, [("created", 1)])
 
@@ -59,10 +84,13 @@ async def test_a_posted_memory_is_stored_under_the_record_id_answered(
     (version,) = await history(http, namespace, record_id)
     assert version["actor"] == f"http:{key_id_of(stack.operator_key)}"
 
-    # Posted again with its event_id: the same event, applied once.
-    again = await posted(http, "/v1/memories", {
-        "namespace": namespace, "text": TEXT, "event_id": answer["event_id"]})
-    assert again["record_id"] == record_id
+    # Posted again with its event_id, waiting (`Prefer: wait`): the same event, applied
+    # once, answered as decided at once.
+    again = await http.post("/v1/memories", json={
+        "namespace": namespace, "text": TEXT, "event_id": answer["event_id"]},
+        headers={"Prefer": "wait=10"})
+    assert again.status_code == 200, again.text
+    assert (again.json()["outcome"], again.json()["record_id"]) == ("stored", record_id)
     await wait_caught_up(stack.broker.bootstrap, worker.app_id, ["memory.events"])
     assert len(await history(http, namespace, record_id)) == 1
 
@@ -72,15 +100,15 @@ async def test_update_review_deprecate_and_restore_over_http(
     namespace: str,
 ) -> None:
     key_id = key_id_of(stack.operator_key)
-    record_id = (await posted(http, "/v1/memories", {
-        "namespace": namespace, "text": TEXT, "tags": ["ops"]}))["record_id"]
+    record_id = await stored(http, {"namespace": namespace, "text": TEXT, "tags": ["ops"]})
     await announced(updates, record_id, [("created", 1)])
 
     # Approved, so protected: the update waits as a pending diff, named by its event_id.
     update = await posted(http, f"/v1/memories/{record_id}/update", {
         "namespace": namespace, "expected_version": 1, "text": NEW_TEXT,
-        "tags": ["ops", "billing"]})
-    assert update["record_id"] == record_id
+        "tags": ["ops", "billing"]}, status=200, wait_s=WAIT_S)
+    assert (update["outcome"], update["record_id"], update["diff_id"], update["version"]) == (
+        "proposed", record_id, update["event_id"], 1)
     await announced(updates, record_id, [("created", 1), ("proposed", 1)])
     pending = (await http.get("/v1/pending-diffs", params={"namespace": namespace})).json()
     assert [(d["diff_id"], d["proposed"]["text"], d["proposer"])
@@ -91,7 +119,8 @@ async def test_update_review_deprecate_and_restore_over_http(
     review = await posted(http, "/v1/reviews", {
         "namespace": namespace, "decision": "approve", "record_id": record_id,
         "diff_id": update["event_id"], "reviewer": "somebody-else"})
-    assert review["record_id"] == record_id
+    # Not waited for: it names the record the review is for.
+    assert (review["outcome"], review["record_id"]) == ("pending", record_id)
     await announced(updates, record_id, [("created", 1), ("proposed", 1), ("approved", 2)])
     assert await search_ids(http, namespace, "bastion") == [record_id]
 
@@ -256,8 +285,7 @@ async def test_the_key_decides_who_writes_what_as_whom(
             "set": {"IDENTITY": "Not Bob"}})).status_code == 403
 
         # No agent_id: the key's agent, so Ann's personal vault.
-        record_id = (await posted(as_ann, "/v1/memories",
-                                  {**memory, "scope": "personal"}))["record_id"]
+        record_id = await stored(as_ann, {**memory, "scope": "personal"})
         await announced(updates, record_id, [("created", 1)])
         shown = (await http.get(f"/v1/records/{record_id}",
                                 params={"namespace": namespace})).json()["record"]
