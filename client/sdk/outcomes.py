@@ -16,6 +16,9 @@ from schemas.answers.writes import WriteOutcome
 HELD = frozenset({"stored", "restated"})
 # The outcomes of an update that did what was asked: applied, or waiting for a reviewer.
 CHANGED = frozenset({"updated", "proposed"})
+# The outcomes that say all there is by their name and the record they name.
+PLAIN = frozenset({"stored", "updated", "deprecated", "restored", "approved", "rejected",
+                   "invalidated", "promoted"})
 
 # Why the refusal rules (processors/memory/refusal.py) refused a write; a reason this client
 # does not know yet is shown as the worker named it.
@@ -69,8 +72,8 @@ def said(outcome: WriteOutcome) -> str:
 def note(outcome: WriteOutcome, check_later: str) -> str | None:
     """What a caller is told beyond the outcome's name: what became of the write and why,
     and while it is pending how to read it later (`check_later`, the door's own way). A plain
-    `stored` or `updated` says all it needs by its name and its record."""
-    if outcome.outcome in ("stored", "updated"):
+    one (`stored`, `updated`, `approved`, …) says all it needs by its name and its record."""
+    if outcome.outcome in PLAIN:
         return None
     if not outcome.decided:
         return f"{said(outcome)}: {check_later}"
