@@ -73,12 +73,6 @@ class MemoryCounters:
     def checked(self) -> bool:
         return self.memory_searches > 0 or self.checked_memories > 0
 
-    def missing(self) -> list[str]:
-        """What the run has not done with memory yet."""
-        return [what for what, done in (("you have not checked memory", self.checked),
-                                        ("you have not written memory",
-                                         self.memories_written > 0)) if not done]
-
 
 @dataclass
 class MemoryRun:
