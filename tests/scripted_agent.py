@@ -4,6 +4,7 @@ client/agents share it, unit and integration."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +31,17 @@ class Script:
     turns: list[Turn]
     # What the model was sent before each turn: the prompt, tool results, retries.
     seen: list[list[Any]] = field(default_factory=list)
+    # What happens in the world while the model thinks, by the turn it comes before (what
+    # another process does meanwhile, such as a worker catching up).
+    meanwhile: dict[int, Callable[[], None]] = field(default_factory=dict)
 
     def respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         self.seen.append(list(last.parts))
+        happening = self.meanwhile.get(len(self.seen) - 1)
+        if happening is not None:
+            happening()
         turn = self.turns.pop(0)
         if isinstance(turn, str):
             return ModelResponse(parts=[TextPart(turn)])

@@ -1,5 +1,8 @@
 """The `memstream` command: its arguments, and each command as a call of the SDK
-(client/sdk) whose answer is shown as a table (or, with `--json`, as the API's JSON)."""
+(client/sdk) whose answer is shown as a table (or, with `--json`, as the API's JSON).
+
+A write (a review) waits, as the SDK's writes do, for the worker to decide it, and shows what
+became of it; `outcome` reads that of any write by its event id, later."""
 
 from __future__ import annotations
 
@@ -29,17 +32,22 @@ from client.cli.tables import (
     wrapped,
 )
 from client.sdk import Config, MemoryClient, MemstreamError, UnexpectedAnswer
+from client.sdk.outcomes import note, subject
 from processors.documents.chunk_records import content_hash
 from processors.text.redaction import redact_secrets
 from schemas.answers.gaps import GapGroup
 from schemas.answers.recall import ContextPack, ListPlace, MemorySummary, SearchAnswer, SearchHit
 from schemas.answers.records import Change, RecordVersion
 from schemas.answers.review import ReviewItem
+from schemas.answers.writes import WriteOutcome
 
 # How often `tail --follow` asks for new changes.
 FOLLOW_INTERVAL_S = 1.0
 # The items a review decision looks its id up among: the most the review queue answers.
 REVIEW_LOOKUP_LIMIT = 500
+# The outcomes of a write that changed nothing: refused as not worth keeping, or
+# dead-lettered (a review of what is no longer pending, of a stale version).
+NOT_APPLIED = frozenset({"refused", "dead_lettered"})
 # What `review approve|reject` says it decided, by the queue item's kind.
 REVIEWED = {"pending_diff": "diff", "draft_merge": "draft merge",
             "proposed_lesson": "proposed lesson"}
@@ -456,8 +464,42 @@ def review(client: MemoryClient, args: argparse.Namespace, config: Config,
         output.json(answer.raw)
     else:
         what = "record" if item is None else REVIEWED[item.kind]
-        output.line(f"{args.decision} of {what} {args.target} sent (event {answer.event_id})")
+        output.line(f"{args.decision} of {what} {args.target}:")
+        show_outcome(answer, namespace, output)
+    # A decision the worker refused changed nothing: a script must not take it as made.
+    return EXIT_OTHER if answer.outcome in NOT_APPLIED else 0
+
+
+def outcome(client: MemoryClient, args: argparse.Namespace, config: Config,
+            output: Output) -> int:
+    """What became of a write, by its event id (`GET /v1/writes/{event_id}`)."""
+    namespace = namespace_of(args, config)
+    answer = client.write_outcome(args.event_id, namespace=namespace, wait_s=args.wait)
+    if output.as_json:
+        output.json(answer.raw)
+    else:
+        show_outcome(answer, namespace, output)
     return 0
+
+
+def show_outcome(answer: WriteOutcome, namespace: str, output: Output) -> None:
+    """A write's outcome: its fields (a record only once decided: none holds a pending
+    write), what it means, and while it is pending, on stderr, how to read it later."""
+    output.line(fields([(name, value) for name, value in (
+        ("event", answer.event_id), ("outcome", answer.outcome),
+        ("record", answer.record_id if answer.decided else None),
+        ("block", subject(answer) if answer.block is not None else None),
+        ("version", answer.version), ("diff", answer.diff_id), ("reason", answer.reason),
+        ("detail", answer.detail), ("decided", when(answer.decided_at)),
+    ) if value is not None], output.width))
+    later = f"memstream outcome {answer.event_id} -n {namespace} --wait 10 reads it later"
+    said = note(answer, later)
+    if said is None:
+        return
+    if answer.decided:
+        output.line(prose(said, output.width))
+    else:
+        output.note(said)
 
 
 def pending(client: MemoryClient, namespace: str, args: argparse.Namespace,
@@ -853,7 +895,7 @@ COMMANDS: dict[str, Command] = {
     "review": review, "keys": keys, "tail": tail,
     "dead-letters": dead_letters, "session": session, "mcp": mcp,
     "summary": summary, "rate": rate, "scoring": scoring, "gaps": gaps, "docs": docs,
-    "plan": plan, "neighbours": neighbours, "entities": entities,
+    "plan": plan, "neighbours": neighbours, "entities": entities, "outcome": outcome,
 }
 
 
@@ -958,6 +1000,13 @@ def parser() -> argparse.ArgumentParser:
                           decisions)
         decided.add_argument("target", metavar="ID")
         decided.add_argument("--note")
+
+    read_outcome = command("outcome", "what became of a write, by its event id: stored, "
+                                      "restated, changed, proposed, refused, dead-lettered "
+                                      "or pending")
+    read_outcome.add_argument("event_id")
+    read_outcome.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                              help="wait up to this long for it to be decided (0; at most 30)")
 
     key_commands = command("keys", "API keys: list, create, revoke").add_subparsers(
         dest="action", required=True, metavar="list|create|revoke")

@@ -3,7 +3,13 @@ caller's client (client/mcp_server/callers.py). A failure of the API reaches the
 tool error that says what was refused and whether trying again may help.
 
 The descriptions are what a model reads to decide when to call a tool: they say when to
-recall, what is worth remembering, and what is not."""
+recall, what is worth remembering, and what is not.
+
+A write answers what became of it: each writing tool waits, as the SDK's writes do (5 s), for
+the worker to decide it, and answers its outcome (client/sdk/outcomes.py): the record that
+holds it (a new one, or the memory it restated), the change made or proposed for review, why
+it was refused or dead-lettered, or that it is still pending, with the event id
+`write_outcome` reads it by later. Never a record id that no record has."""
 
 from __future__ import annotations
 
@@ -17,6 +23,9 @@ from pydantic import Field
 
 from client.mcp_server.callers import Callers
 from client.sdk import AsyncMemoryClient, MemstreamError
+from client.sdk.outcomes import note
+from client.sdk.routes import DEFAULT_WAIT_S
+from schemas.answers.writes import WriteOutcome
 from schemas.events import (
     MAX_NEXT_STEPS,
     MAX_RATINGS,
@@ -37,9 +46,11 @@ after this conversation (a decision and why, a lesson from a failure, a fact abo
 project, a preference of the user, a commitment), call `remember` with one self-contained \
 memory. Your core blocks (`core_block`) are the notes you always keep at hand. In a work \
 session, `wake` first (your last handoff: where you stopped), `checkpoint` what you learn as \
-you go, and `sleep` last with a summary and the next steps. After you used what memory gave \
-you, `rate_memories`: which memories helped and which did not, and what you needed and did \
-not find."""
+you go, and `sleep` last with a summary and the next steps. A write answers what memory did \
+with it: kept (under the record_id it gives), restated in a memory that already said it, \
+refused as not worth keeping, or still pending (`write_outcome` reads it later). After you \
+used what memory gave you, `rate_memories`: which memories helped and which did not, and \
+what you needed and did not find."""
 
 Profile = Literal["default", "planning", "incident", "handoff", "anchor"]
 # As many ids as one call of `get_memories` reads: records whole fill a model's context fast.
@@ -56,6 +67,12 @@ SessionMemories = Annotated[list[SessionMemory],
                             Field(min_length=1, max_length=MAX_SESSION_MEMORIES)]
 NextSteps = Annotated[list[str], Field(max_length=MAX_NEXT_STEPS)]
 Ratings = Annotated[list[MemoryRating], Field(min_length=1, max_length=MAX_RATINGS)]
+# The longest `write_outcome` may wait: the API's own bound (streams/reads/writes.py).
+MAX_WAIT_S = 30.0
+# What a model is told to do about a write still pending: read it, not write it twice (the
+# worker applies it once it gets to it).
+CHECK_LATER = ("call `write_outcome` with its event_id to read what became of it; do not "
+               "write it again")
 
 
 def memory_server(callers: Callers) -> MCPServer:
@@ -179,13 +196,19 @@ def memory_server(callers: Callers) -> MCPServer:
         the user stated, a commitment made. Not worth it: what is in the code or the docs
         already, the steps of the current task, guesses, secrets (they are redacted). One
         memory per call, written so that it makes sense to someone who has not seen this
-        conversation. It is stored a moment after the answer, under the record_id given."""
+        conversation. Answers what memory did with it, once decided (it waits a few
+        seconds): `stored` under `record_id`; `restated` when a memory already said it
+        (`record_id` is that memory, which now holds this too: no new one was made);
+        `refused` with `reason` when it holds no fact worth keeping (filler, too short, only
+        a secret): nothing is stored; `dead_lettered` with `reason` and `detail` (a related
+        id that names no memory); or `pending`: not decided yet, read it later with
+        `write_outcome`. Only a `record_id` in the answer names a memory."""
         async with memory(ctx) as client:
             written = await client.write_memory(text, title=title, memory_type=memory_type,
                                                 tags=tags, scope=scope, related_ids=related_ids,
                                                 source_ref=source_ref, links=links or (),
                                                 repo=repo)
-        return {"record_id": written.record_id, "event_id": written.event_id}
+        return outcome_view(written)
 
     @server.tool()
     async def context(
@@ -292,13 +315,16 @@ def memory_server(callers: Callers) -> MCPServer:
         related_ids: RelatedIds | None = None,
     ) -> dict[str, Any]:
         """Correct or complete a memory you read, rather than writing a second one that
-        contradicts it: the fields given replace the record's. An update of a protected
-        record waits for a review (its event_id names the pending diff)."""
+        contradicts it: the fields given replace the record's. Answers, once decided (it
+        waits a few seconds): `updated` (its new `version`); `proposed` when the record is
+        protected: the change waits for a reviewer as the pending diff `diff_id`;
+        `unchanged`; `dead_lettered` with `reason` (`stale_version`: it changed since you
+        read it, read it again); or `pending`, to read later with `write_outcome`."""
         async with memory(ctx) as client:
-            accepted = await client.update_memory(
+            changed = await client.update_memory(
                 record_id, expected_version=expected_version, text=text, title=title,
                 memory_type=memory_type, tags=tags, related_ids=related_ids)
-        return {"record_id": accepted.record_id, "event_id": accepted.event_id}
+        return outcome_view(changed)
 
     @server.tool()
     async def core_block(
@@ -311,14 +337,15 @@ def memory_server(callers: Callers) -> MCPServer:
     ) -> dict[str, Any]:
         """Your core memory block `label`: the few notes you always keep at hand (who you are
         working with, what they prefer, the project's state). Without `set` or `append` it is
-        read; with them an edit is proposed: applied a moment later, or held for review when
-        the block is protected. Keep blocks short; put the rest in `remember`."""
+        read; with them it is edited, and the answer says how, once decided: `updated` (the
+        block's new `version`), `proposed` when the block is protected (the pending diff
+        `diff_id` waits for a reviewer), `dead_lettered` with `reason`, or `pending`. Keep
+        blocks short; put the rest in `remember`."""
         async with memory(ctx) as client:
             if set is None and append is None:
                 return (await client.block(label)).raw
-            accepted = await client.edit_block(label, set=set, append=append)
-        return {"agent_id": accepted.agent_id, "label": accepted.label,
-                "event_id": accepted.event_id}
+            edited = await client.edit_block(label, set=set, append=append)
+        return {"agent_id": edited.agent_id, "label": edited.label, **outcome_view(edited)}
 
     @server.tool()
     async def wake(
@@ -345,11 +372,14 @@ def memory_server(callers: Callers) -> MCPServer:
     ) -> dict[str, Any]:
         """Keep what this session learnt so far, mid-session, before it may be lost: the same
         kind of memories as `remember` (decisions, lessons, facts, preferences), up to 20 in
-        one call. Answers the record ids they will have."""
+        one call. Answers, in `writes`, what became of each memory, in the order given, as
+        `remember` answers it (stored, restated, refused, dead-lettered or pending); and in
+        `record_ids` the memories that hold those kept."""
         async with memory(ctx) as client:
             accepted = await client.checkpoint(
                 session_id, [item.model_dump(exclude_none=True) for item in memories])
-        return {"session_id": accepted.session_id, "record_ids": accepted.record_ids}
+        return {"session_id": accepted.session_id, "record_ids": accepted.record_ids,
+                "writes": [outcome_view(write) for write in accepted.writes]}
 
     @server.tool()
     async def sleep(
@@ -361,11 +391,31 @@ def memory_server(callers: Callers) -> MCPServer:
             "what the next session should do first"))] = None,
     ) -> dict[str, Any]:
         """End the session: the summary and next steps become your handoff, which your next
-        `wake` answers. Call it last, when the work stops (done or not)."""
+        `wake` answers. Call it last, when the work stops (done or not). Answers what became
+        of the handoff, as `remember` answers a write (`handoff`), and the memory that holds
+        it (`handoff_record_id`, null until memory keeps it)."""
         async with memory(ctx) as client:
             accepted = await client.sleep(session_id, summary, next_steps=next_steps)
         return {"session_id": accepted.session_id,
-                "handoff_record_id": accepted.handoff_record_id}
+                "handoff_record_id": accepted.handoff_record_id,
+                "handoff": None if not accepted.writes else outcome_view(accepted.writes[0])}
+
+    @server.tool()
+    async def write_outcome(
+        event_id: Annotated[str, Field(min_length=1, max_length=200, description=(
+            "the event_id a writing tool answered with `pending`"))],
+        ctx: Context,
+        wait_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S, description=(
+            "wait up to this many seconds for it to be decided"))] = DEFAULT_WAIT_S,
+    ) -> dict[str, Any]:
+        """What became of a write that a tool (`remember`, `update_memory`, `core_block`,
+        `checkpoint`, `sleep`) answered `pending`: read it by its event_id. Answers as that
+        tool would have once decided (`stored` or `restated` with the `record_id` that holds
+        it, `updated`, `proposed` with its `diff_id`, `refused` or `dead_lettered` with
+        `reason`), or still `pending`."""
+        async with memory(ctx) as client:
+            found = await client.write_outcome(event_id, wait_s=wait_s)
+        return outcome_view(found)
 
     @server.tool()
     async def rate_memories(
@@ -407,6 +457,21 @@ def memory_server(callers: Callers) -> MCPServer:
             raise ResourceError(refusal(failure)) from None
 
     return server
+
+
+def outcome_view(outcome: WriteOutcome) -> dict[str, Any]:
+    """A write's outcome as a model reads it: its event id, and once decided the record it
+    made, restated or changed, the version it made, the pending diff it became, why it was
+    refused or dead-lettered; what that means (`note`). While it is pending no record is
+    named, not even the one an update is for: none holds the write yet."""
+    view: dict[str, Any] = {"outcome": outcome.outcome, "event_id": outcome.event_id}
+    if outcome.decided:
+        view.update((name, value) for name, value in (
+            ("record_id", outcome.record_id), ("version", outcome.version),
+            ("diff_id", outcome.diff_id), ("reason", outcome.reason),
+            ("detail", outcome.detail)) if value is not None)
+    said_more = note(outcome, CHECK_LATER)
+    return view if said_more is None else {**view, "note": said_more}
 
 
 def refusal(failure: MemstreamError) -> str:

@@ -3,7 +3,8 @@ key bound to one agent: a run checks memory, tries to finish without writing, ge
 reminder and writes; a second run finds what the first wrote, and its 11th search is refused
 by the server (MAX_SEARCHES_PER_RUN, 10 by default). Seed 001's tools keep the agent's active
 memory: create, read by id, update (at once: an agent's active personal memory is its working
-memory, not protected). docs/agents.md's example runs as written."""
+memory, not protected), each write answered by what became of it. docs/agents.md's example
+runs as written."""
 
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ async def test_an_agent_is_reminded_writes_and_a_later_run_finds_it_within_its_b
     (reminder,) = script.retries()
     assert "you have not written memory" in reminder
     (written,) = script.tool_results(3)
+    # Answered once stored: the record it names exists and is counted as written.
+    assert (written["outcome"], written["written"]) == ("stored", True)
+    assert (await memory.record(written["record_id"])).record.text == LESSON
     assert first.counters == MemoryCounters(memories_written=1, checked_memories=0,
                                             memory_searches=1)
     await stored(memory, written["record_id"], QUESTION)
@@ -100,6 +104,7 @@ async def test_seed_001_tools_keep_the_agents_active_memory(memory: AsyncMemoryC
     await memory_agent(script).run("Start the billing deploy.", deps=MemoryRun(memory))
     assert "you have not checked memory" in script.retries()[0]
     (created,) = script.tool_results(1)
+    assert (created["outcome"], created["created"]) == ("stored", True)
     await stored(memory, created["memory_id"], "billing deploy VPN profile")
 
     script = Script([
@@ -114,17 +119,15 @@ async def test_seed_001_tools_keep_the_agents_active_memory(memory: AsyncMemoryC
     assert (detailed["content"], detailed["tier"], detailed["version"]) == (
         "Step 1 of 3: VPN profile requested.", "active", 1)
     (updated,) = script.tool_results(2)
-    assert (updated["accepted"], updated["based_on_version"]) == (True, 1)
-    assert script.retries() == [] and run.counters == MemoryCounters(
-        memories_written=1, checked_memories=1)
     # The agent's active personal memory is its working memory: the update applies at once,
     # with no review (an approved memory of another tier or scope would wait for one).
+    assert updated == {"memory_id": created["memory_id"], "outcome": "updated",
+                       "applied": True, "based_on_version": 1, "version": 2}
+    assert script.retries() == [] and run.counters == MemoryCounters(
+        memories_written=1, checked_memories=1)
     record_id = created["memory_id"]
-    deadline = time.monotonic() + WAIT_S
-    while (now := await memory.record(record_id)).version < 2:
-        assert time.monotonic() < deadline, "the update was not applied"
-        await asyncio.sleep(0.2)
-    assert now.record.text == "Step 2 of 3: VPN profile installed."
+    now = await memory.record(record_id)
+    assert now.version == 2 and now.record.text == "Step 2 of 3: VPN profile installed."
     assert not (await memory.pending_diffs(record_id=record_id)).pending_diffs
     assert (now.record.scope, now.record.agent_id) == ("personal", "deployer")
 

@@ -193,7 +193,10 @@ async def test_cli_reads_reviews_and_tails_a_memory(
 
     approved = run("review", "approve", diff_id, "-n", namespace, "--note", "checked")
     assert approved.code == 0, approved.err
-    assert f"approve of diff {diff_id} sent" in approved.out
+    # It waits for the worker: what it shows is the decision applied, as version 2.
+    assert approved.out.splitlines()[0] == f"approve of diff {diff_id}:"
+    assert {"outcome: approved", f"record:  {record_id}", "version: 2"} <= set(
+        approved.out.splitlines())
     await announced(updates, record_id, [("created", 1), ("proposed", 1), ("approved", 2)])
 
     versions = run("history", record_id, "-n", namespace, "--json").json()["versions"]

@@ -1,8 +1,8 @@
 """The MCP server on the real stack, through the mcp SDK's own client: over stdio (`memstream
 mcp`, started from docs/mcp.md's configuration as written) and over streamable HTTP (the
 Procfile's `mcp` process), an agent's key recalls, remembers, reads, updates and edits its
-core block, and reads resources; a key bound to one agent never sees another agent's personal
-memory through any tool or resource."""
+core block, and reads resources, each write answered by what became of it; a key bound to one
+agent never sees another agent's personal memory through any tool or resource."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.integration
 __all__ = ["vaults"]  # the fixture, shared with test_auth.py
 TOOLS = {"recall", "remember", "context", "get_memories", "list_memories", "update_memory",
          "core_block", "wake", "checkpoint", "sleep", "summarize", "rate_memories",
-         "related"}
+         "related", "write_outcome"}
 WAIT_S = 30.0
 GUIDE = REPO_ROOT / "docs" / "mcp.md"
 
@@ -165,6 +165,8 @@ async def test_an_agent_recalls_remembers_reads_updates_and_keeps_its_core_block
             "deploy hangs at the artifact upload.", memory_type="lesson", title="Staging VPN",
             tags=["ops"], scope="personal", links=["Project: Staging"])
         record_id = written["record_id"]
+        # Answered once stored: the record it names exists.
+        assert (written["outcome"], written["version"]) == ("stored", 1)
         found = await eventually(
             lambda: call(client, "recall", query="do staging deploys need the VPN?"),
             lambda answer: record_id in hit_ids(answer))
@@ -180,12 +182,14 @@ async def test_an_agent_recalls_remembers_reads_updates_and_keeps_its_core_block
         assert read["not_found"] == ["mem_nothing"]
 
         # A personal memory in the active tier is the agent's working memory: the update
-        # applies at once (a protected one would wait as the pending diff its event_id names).
-        await call(client, "update_memory", record_id=record_id, expected_version=1,
-                   text="Deploys to staging need the VPN (since the March network change).")
-        updated = await eventually(
-            lambda: call(client, "get_memories", record_ids=[record_id]),
-            lambda answer: answer["records"][0]["version"] == 2)
+        # applies at once (a protected one would wait as the pending diff `diff_id`).
+        changed = await call(client, "update_memory", record_id=record_id, expected_version=1,
+                             text="Deploys to staging need the VPN (since the March network "
+                                  "change).")
+        assert (changed["outcome"], changed["record_id"], changed["version"]) == (
+            "updated", record_id, 2)
+        updated = await call(client, "get_memories", record_ids=[record_id])
+        assert updated["records"][0]["version"] == 2
         assert updated["records"][0]["text"] == (
             "Deploys to staging need the VPN (since the March network change).")
 
@@ -195,11 +199,10 @@ async def test_an_agent_recalls_remembers_reads_updates_and_keeps_its_core_block
 
         edit = await call(client, "core_block", label="human",
                           set={"USER": "Alice", "PREFS": ["short answers"]})
-        assert (edit["agent_id"], edit["label"]) == ("finn", "human")
-        block = await eventually(lambda: client.call_tool("core_block", {"label": "human"}),
-                                 lambda result: not result.is_error)
-        assert block.structured_content["fields"] == {"USER": "Alice",
-                                                      "PREFS": ["short answers"]}
+        assert (edit["agent_id"], edit["label"], edit["outcome"]) == ("finn", "human",
+                                                                      "updated")
+        block = await call(client, "core_block", label="human")
+        assert block["fields"] == {"USER": "Alice", "PREFS": ["short answers"]}
 
         shown = await client.read_resource("memstream://blocks/human")
         assert json.loads(shown.contents[0].text)["text"] == (  # type: ignore[union-attr]
@@ -232,9 +235,13 @@ async def test_a_session_wakes_recalls_remembers_checkpoints_sleeps_and_hands_of
             {"text": "test_login reads the clock through utils.now().",
              "memory_type": "fact"}])
         (checkpointed,) = kept["record_ids"]
+        (write,) = kept["writes"]
+        assert (write["outcome"], write["record_id"]) == ("stored", checkpointed)
         slept = await call(client, "sleep", session_id=session_id,
                            summary="Froze the clock in the login test.",
                            next_steps=["Remove the retry decorator"])
+        assert (slept["handoff"]["outcome"], slept["handoff"]["record_id"]) == (
+            "stored", slept["handoff_record_id"])
         await eventually(
             lambda: call(client, "recall", query="login test clock", min_score=0, limit=10),
             lambda answer: {remembered, checkpointed} <= set(hit_ids(answer)))

@@ -48,6 +48,8 @@ class Agent:
     # Record ids of its personal memories: written, checkpointed, and its handoff.
     personal: list[str]
     session_id: str
+    # The event ids of the writes that made them, in the same order.
+    events: list[str]
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,15 @@ async def world(stack: Stack, worker: Worker, updates: TopicReader,
                 tmp_path_factory: pytest.TempPathFactory) -> World:
     namespace = f"ns-mcpvis-{uuid.uuid4().hex[:8]}"
     written: dict[str, list[str]] = {agent: [] for agent in MARKERS}
+    events: dict[str, list[str]] = {agent: [] for agent in MARKERS}
     async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
         for agent, marker in MARKERS.items():
             for n in (1, 2):
+                events[agent].append(uuid.uuid4().hex)
                 written[agent].append(await publisher.write_memory(
                     namespace, f"{agent.title()}'s private note {n} about {SECRET_TOPIC}: "
-                    f"the {marker} rota starts at nine.", scope="personal", agent_id=agent))
+                    f"the {marker} rota starts at nine.", scope="personal", agent_id=agent,
+                    event_id=events[agent][-1]))
             for label in LABELS[agent]:
                 await publisher.edit_block(namespace, agent, label, set={
                     "NOTE": f"{marker} keeps the {label} notes"})
@@ -87,7 +92,9 @@ async def world(stack: Stack, worker: Worker, updates: TopicReader,
                                     next_steps=[f"Tell the {marker} team"])
         assert slept.handoff_record_id is not None
         agents[agent] = Agent(key, [*written[agent], *kept.record_ids,
-                                    slept.handoff_record_id], woke.session_id)
+                                    slept.handoff_record_id], woke.session_id,
+                              [*events[agent], *(w.event_id for w in kept.writes),
+                               *(w.event_id for w in slept.writes)])
     wanted = {record_id for agent in agents.values() for record_id in agent.personal}
     wanted |= set(shared)
     await updates.wait_for(lambda messages: wanted <= set(updated_ids(messages, namespace)),
@@ -323,6 +330,20 @@ async def probe_related(probe: Probe) -> list[str]:
     return [hidden, text, other]
 
 
+async def probe_write_outcome(probe: Probe) -> list[str]:
+    theirs = probe.theirs.events[probe.which % len(probe.theirs.events)]
+    hidden = await refused(probe.client, "write_outcome", event_id=theirs, wait_s=0)
+    # What became of another agent's personal write is its own business: not found. (A write
+    # nobody sent answers `pending`, so the two differ; event ids are not guessed, unless
+    # their writer chose them.)
+    assert f"404 no write '{theirs}'" in hidden, hidden
+    mine = probe.mine.events[probe.which % len(probe.mine.events)]
+    own, text = await answered(probe.client, "write_outcome", event_id=mine, wait_s=0)
+    assert (own["outcome"], own["record_id"]) == (
+        "stored", probe.mine.personal[probe.which % len(probe.mine.personal)])
+    return [hidden, text]
+
+
 async def refused_or_answered(client: Client, tool: str, **arguments: Any
                               ) -> tuple[bool, str]:
     result = await client.call_tool(tool, arguments)
@@ -337,6 +358,7 @@ PROBES: dict[str, Callable[[Probe], Awaitable[list[str]]]] = {
     "update_memory": probe_update_memory, "summarize": probe_summarize,
     "core_block": probe_core_block, "wake": probe_wake, "checkpoint": probe_checkpoint,
     "sleep": probe_sleep, "rate_memories": probe_rate_memories, "related": probe_related,
+    "write_outcome": probe_write_outcome,
     "memstream://blocks/{label}": probe_block_resource,
     "memstream://records/{record_id}": probe_record_resource,
 }

@@ -520,8 +520,9 @@ def test_the_examples_of_the_sdk_guide_run_as_written(
             cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         ran.append(done.stdout.splitlines())
-    (found, *_), (packed,) = ran
+    (said, found, *_), (packed,) = ran
     record_id, relevance, text = found.split(" ", 2)
+    assert said == f"stored {record_id}"
     assert (text, float(relevance) >= 0.5) == ("Deploys to staging need the VPN.", True)
     tokens, long_term = packed.split(" ", 1)
     assert int(tokens) > 0 and long_term == repr([record_id])

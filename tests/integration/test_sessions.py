@@ -92,15 +92,24 @@ async def test_wake_checkpoint_sleep_and_the_next_wake_returns_the_handoff(
         assert bare["context"]["core"] == core and bare["context"]["sections"] == {
             "planning": [], "history": [], "long_term": [], "documents": []}
 
-        checkpoint = await posted(http, f"/v1/sessions/{session_id}/checkpoint", {
+        # A step waits for what became of the memories it writes: each stored, under the
+        # record ids that hold them.
+        checkpoint = await posted(http, f"/v1/sessions/{session_id}/checkpoint?wait=20", {
             "namespace": namespace, "memories": [
                 {"text": "test_login reads the wall clock through utils.now().",
                  "memory_type": "lesson", "tags": ["tests"]},
-                {"text": "CI runs every job in UTC.", "scope": "shared"}]})
-        slept = await posted(http, f"/v1/sessions/{session_id}/sleep", {
-            "namespace": namespace, "summary": SUMMARY, "next_steps": NEXT_STEPS})
+                {"text": "CI runs every job in UTC.", "scope": "shared"}]}, status=200)
+        assert [w["outcome"] for w in checkpoint["writes"]] == ["stored", "stored"]
+        assert checkpoint["record_ids"] == [w["record_id"] for w in checkpoint["writes"]]
+        answer = await http.post(f"/v1/sessions/{session_id}/sleep", headers={
+            "Prefer": "wait=20"}, content=json.dumps({
+                "namespace": namespace, "summary": SUMMARY, "next_steps": NEXT_STEPS}))
+        assert answer.status_code == 200, answer.text
+        slept = answer.json()
         handoff_id = slept["handoff_record_id"]
         assert handoff_id == handoff_record_id(namespace, slept["event_id"])
+        (handoff_write,) = slept["writes"]
+        assert (handoff_write["outcome"], handoff_write["record_id"]) == ("stored", handoff_id)
         written = [*checkpoint["record_ids"], handoff_id]
         for record_id in written:
             await announced(updates, record_id, [("created", 1)])
