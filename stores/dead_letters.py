@@ -52,9 +52,11 @@ class DeadLetters(Protocol):
 
 _COLUMNS = ("dead_letter_id", "dlq_topic", "dlq_partition", "dlq_offset", "dead_lettered_at",
             "source_topic", "source_partition", "source_offset", "namespace", "event_id",
-            "message_key", "reason", "error", "head", "head_utf8", "size_bytes", "truncated")
+            "personal_agent", "message_key", "reason", "error", "head", "head_utf8",
+            "size_bytes", "truncated")
 _TYPES = ("text", "text", "integer", "bigint", "timestamptz", "text", "integer", "bigint",
-          "text", "text", "text", "text", "text", "text", "boolean", "integer", "boolean")
+          "text", "text", "text", "text", "text", "text", "text", "boolean", "integer",
+          "boolean")
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM dead_letters"
 
 
@@ -126,8 +128,8 @@ def _where(conditions: list[str]) -> str:
 def _values(entry: DeadLetterEntry) -> tuple[Any, ...]:
     return (entry.dead_letter_id, entry.dlq_topic, entry.dlq_partition, entry.dlq_offset,
             entry.dead_lettered_at, entry.source_topic, entry.source_partition,
-            entry.source_offset, entry.namespace, entry.event_id, entry.key, entry.reason,
-            entry.error,
+            entry.source_offset, entry.namespace, entry.event_id, entry.personal_agent,
+            entry.key, entry.reason, entry.error,
             entry.head, entry.head_utf8, entry.size, entry.truncated)
 
 
@@ -137,7 +139,8 @@ def _entry(row: asyncpg.Record) -> DeadLetterEntry:
         dlq_partition=row["dlq_partition"], dlq_offset=row["dlq_offset"],
         dead_lettered_at=row["dead_lettered_at"], source_topic=row["source_topic"],
         source_partition=row["source_partition"], source_offset=row["source_offset"],
-        namespace=row["namespace"], event_id=row["event_id"], key=row["message_key"],
+        namespace=row["namespace"], event_id=row["event_id"],
+        personal_agent=row["personal_agent"], key=row["message_key"],
         reason=row["reason"],
         error=row["error"], head=row["head"], head_utf8=row["head_utf8"],
         size=row["size_bytes"], truncated=row["truncated"])

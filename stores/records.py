@@ -620,12 +620,14 @@ class PostgresRecords:
             await connection.executemany(
                 """
                 INSERT INTO refused_writes (record_id, event_id, namespace, reason, producer,
-                                            source_topic, source_partition, source_offset)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (record_id) DO NOTHING
+                                            source_topic, source_partition, source_offset,
+                                            personal_agent)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (record_id) DO NOTHING
                 """,
                 [(record.record_id, record.provenance.source_event_id, record.namespace,
                   reason, record.provenance.producer, record.provenance.source_topic,
-                  record.provenance.source_partition, record.provenance.source_offset)
+                  record.provenance.source_partition, record.provenance.source_offset,
+                  record.agent_id if record.scope == "personal" else None)
                  for record, reason in refused],
             )
             # refused_at defaults to now(), the transaction's start: as for insert_records.

@@ -72,13 +72,15 @@ SELECT * FROM (
       FROM records r
      WHERE r.record_id = $3 AND r.namespace = $1 AND r.announced_at IS NOT NULL
     UNION ALL
-    SELECT 3, 'refused', w.record_id, NULL, NULL, w.reason, NULL, NULL, NULL, NULL,
-           w.announced_at
+    SELECT 3, 'refused', w.record_id, NULL, NULL, w.reason, NULL,
+           CASE WHEN w.personal_agent IS NULL THEN 'shared' ELSE 'personal' END,
+           w.personal_agent, NULL, w.announced_at
       FROM refused_writes w
      WHERE w.record_id = $3 AND w.namespace = $1 AND w.announced_at IS NOT NULL
     UNION ALL
-    SELECT 4, 'dead_lettered', NULL, NULL, NULL, d.reason, d.error, NULL, NULL, NULL,
-           d.dead_lettered_at
+    SELECT 4, 'dead_lettered', NULL, NULL, NULL, d.reason, d.error,
+           CASE WHEN d.personal_agent IS NULL THEN 'shared' ELSE 'personal' END,
+           d.personal_agent, NULL, d.dead_lettered_at
       FROM dead_letters d WHERE d.namespace = $1 AND d.event_id = $2
     UNION ALL
     SELECT 5, 'updated', NULL, v.version, NULL, NULL, NULL, 'personal', v.agent_id, v.label,

@@ -56,6 +56,7 @@ REASONS: tuple[str, ...] = get_args(DeadLetterReason)
 _OWN_REASON: dict[str, type[MemstreamError]] = {
     cls.reason: cls for cls in (StoreRefused, IndexRefused, BrokerRefused, Unexpected)}
 _NAMESPACE: TypeAdapter[str] = TypeAdapter(Namespace)
+# An event id, and an agent id, as an envelope and a payload take them.
 _EVENT_ID: TypeAdapter[str] = TypeAdapter(Identifier)
 
 
@@ -88,8 +89,10 @@ class DeadLetterEntry:
     source_offset: int | None
     namespace: str | None
     # The id of the event dead-lettered, when its value names one: what a write's outcome is
-    # read by (stores/write_outcomes.py).
+    # read by (stores/write_outcomes.py); and the agent whose personal memory it wrote, if it
+    # did, who alone may read that outcome.
     event_id: str | None
+    personal_agent: str | None
     key: str | None
     reason: str
     error: str
@@ -146,6 +149,7 @@ def dead_letter_entry(dlq_topic: str, partition: int, offset: int, dead_lettered
         dlq_offset=offset, dead_lettered_at=dead_lettered_at, source_topic=source_topic,
         source_partition=source_partition, source_offset=source_offset,
         namespace=namespace_of(value), event_id=event_id_of(value),
+        personal_agent=personal_agent_of(value),
         key=None if key is None else shown_text(key, MAX_KEY_BYTES),
         reason=_header_text(headers.reason, MAX_NAME_CHARS) or UNKNOWN_REASON,
         error=_header_text(headers.error, None) or "",
@@ -185,6 +189,21 @@ def event_id_of(value: bytes) -> str | None:
     """The event id a dead letter's value names, if it is a JSON object with one that an
     envelope takes."""
     return _named(value, "event_id", _EVENT_ID)
+
+
+def personal_agent_of(value: bytes) -> str | None:
+    """The agent whose personal memory a dead letter's value writes, if it writes one (a
+    payload of scope personal or user, naming its agent)."""
+    try:
+        payload = json_object(value, max(len(value), 1)).get("payload")
+    except Rejected:
+        return None
+    if not isinstance(payload, dict) or payload.get("scope") not in ("personal", "user"):
+        return None
+    try:
+        return _EVENT_ID.validate_python(payload.get("agent_id"))
+    except ValidationError:
+        return None
 
 
 def _named(value: bytes, field: str, rule: TypeAdapter[str]) -> str | None:

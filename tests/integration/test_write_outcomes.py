@@ -153,9 +153,12 @@ async def test_whose_record_it_is_decides_who_reads_what_became_of_the_write(
                                              scope="personal")
         assert personal.outcome == "stored"
         assert (await as_ann.write_outcome(personal.event_id)).record_id == personal.record_id
+        refused = await as_ann.write_memory("ok thanks", scope="personal")
+        assert (refused.outcome, refused.record_id) == ("refused", None)
     async with httpx.AsyncClient(base_url=default_worker.base_url, timeout=20,
                                  headers={"Authorization": f"Bearer {bob}"}) as as_bob:
-        hidden = await as_bob.get(f"/v1/writes/{personal.event_id}",
-                                  params={"namespace": namespace})
-    # As for the record: another agent's personal memory is no business of Bob's.
-    assert hidden.status_code == 404, hidden.text
+        hidden = [await as_bob.get(f"/v1/writes/{event_id}", params={"namespace": namespace})
+                  for event_id in (personal.event_id, refused.event_id)]
+    # As for the record: another agent's personal memory is no business of Bob's, nor is
+    # what became of a personal write that memory refused.
+    assert [answer.status_code for answer in hidden] == [404, 404], [a.text for a in hidden]

@@ -3,7 +3,8 @@
 -- the record id it derives: records (stored), lifecycle_events (restated, updated, proposed
 -- ...), refused_writes, core block versions and diffs. A dead letter now keeps its event's
 -- id too, when its value names one.
-ALTER TABLE dead_letters ADD COLUMN event_id text;
+ALTER TABLE dead_letters ADD COLUMN event_id text, ADD COLUMN personal_agent text;
+ALTER TABLE refused_writes ADD COLUMN personal_agent text;
 -- Those kept before: the id their first bytes name, where they name one whole.
 UPDATE dead_letters
    SET event_id = substring(head from '"event_id"\s*:\s*"([^"\\]{1,200})"')
