@@ -192,13 +192,19 @@ def event_id_of(value: bytes) -> str | None:
 
 
 def personal_agent_of(value: bytes) -> str | None:
-    """The agent whose personal memory a dead letter's value writes, if it writes one (a
-    payload of scope personal or user, naming its agent)."""
+    """The agent a dead letter's value is personal to, if it is: a write of its personal
+    memory (a payload of scope personal or user), or a step of its session (a session is
+    its agent's alone: docs/sessions.md)."""
     try:
-        payload = json_object(value, max(len(value), 1)).get("payload")
+        event = json_object(value, max(len(value), 1))
     except Rejected:
         return None
-    if not isinstance(payload, dict) or payload.get("scope") not in ("personal", "user"):
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    owned = payload.get("scope") in ("personal", "user") or (
+        isinstance(event.get("type"), str) and event["type"].startswith("session."))
+    if not owned:
         return None
     try:
         return _EVENT_ID.validate_python(payload.get("agent_id"))

@@ -166,10 +166,12 @@ def wait_of(request: Request) -> float:
 
 
 async def decided(runtime: Runtime, request: Request, namespace: str,
-                  event_ids: Sequence[str]) -> dict[str, StoredOutcome]:
-    """The outcomes of these writes decided within the wait the request asks for."""
+                  event_ids: Sequence[str], carrier: str | None = None
+                  ) -> dict[str, StoredOutcome]:
+    """The outcomes of these writes decided within the wait the request asks for (and the
+    outcome of their `carrier` if it was dead-lettered: streams/reads/writes.py)."""
     return await outcomes_within(runtime.stores.writes, namespace, event_ids,
-                                 wait_of(request))
+                                 wait_of(request), carrier)
 
 
 def outcome_url(namespace: str, event_id: str) -> str:

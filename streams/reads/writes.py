@@ -27,14 +27,23 @@ LONGEST_POLL_S = 0.25
 
 
 async def outcomes_within(store: WriteOutcomes, namespace: str, event_ids: Sequence[str],
-                          wait_s: float) -> dict[str, WriteOutcome]:
+                          wait_s: float, carrier: str | None = None
+                          ) -> dict[str, WriteOutcome]:
     """The decided outcomes of these writes, waiting up to `wait_s` for all of them (0:
-    read once); a write not decided by then is missing from the answer."""
+    read once); a write not decided by then is missing from the answer.
+
+    `carrier` is the event the writes come from (a session step, whose memories the worker
+    derives): once it is dead-lettered none of them will be decided, so the wait ends there,
+    with the carrier's outcome in the answer under its own id."""
     decided: dict[str, WriteOutcome] = {}
     deadline = time.monotonic() + min(max(wait_s, 0.0), MAX_WAIT_S)
     pause = FIRST_POLL_S
     while True:
         try:
+            if carrier is not None:
+                lost = await store.outcome(namespace, carrier)
+                if lost is not None and lost.outcome == "dead_lettered":
+                    return {**decided, carrier: lost}
             for event_id in event_ids:
                 if event_id not in decided:
                     found = await store.outcome(namespace, event_id)

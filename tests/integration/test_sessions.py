@@ -182,6 +182,17 @@ async def test_a_bad_session_event_is_dead_lettered_and_the_next_one_applied(
     too_long = await http.post(f"/v1/sessions/{good}/sleep", content=json.dumps({
         "namespace": namespace, "summary": "s" * 8000, "next_steps": ["more"]}).encode())
     assert (too_long.status_code, too_long.json()["reason"]) == (400, "invalid_event")
+    # A step the worker dead-letters writes none of its memories: waited for, each answers
+    # the step's dead letter and its reason, never an id.
+    orphan = await http.post(f"/v1/sessions/s-{uuid.uuid4().hex[:8]}/checkpoint",
+                             params={"wait": 20}, json={
+                                 "namespace": namespace, "agent_id": "ann",
+                                 "memories": [{"text": "The orphan step's memory."}]})
+    assert orphan.status_code == 200, orphan.text
+    (lost,) = orphan.json()["writes"]
+    assert (lost["outcome"], lost["reason"], lost.get("record_id")) == (
+        "dead_lettered", "broken_reference", None)
+    assert orphan.json()["record_ids"] == []
 
 
 async def test_a_key_bound_to_an_agent_never_reaches_another_agents_session(

@@ -19,9 +19,11 @@ from processors.events.dead_letters import (
     DeadLetterHeaders,
     dead_letter_entry,
     dead_letter_scope,
+    event_id_of,
     may_see,
     namespace_of,
     payload_head,
+    personal_agent_of,
 )
 from processors.events.ids import dead_letter_id
 from processors.text.redaction import redact_secrets
@@ -142,6 +144,26 @@ def test_keys_and_errors_are_redacted_too() -> None:
 def test_a_namespace_is_attributed_only_when_the_value_names_a_valid_one(
         value: bytes, namespace: str | None) -> None:
     assert namespace_of(value) == namespace
+
+
+@pytest.mark.parametrize(("value", "event_id", "agent"), [
+    (b'{"event_id": "e1", "type": "memory.write", "payload": {"scope": "personal", '
+     b'"agent_id": "ann", "text": "x"}}', "e1", "ann"),
+    (b'{"event_id": "e2", "payload": {"scope": "user", "agent_id": "ann"}}', "e2", "ann"),
+    (b'{"event_id": "e3", "payload": {"scope": "shared", "agent_id": "ann"}}', "e3", None),
+    (b'{"event_id": "e4", "payload": {"scope": "personal"}}', "e4", None),
+    # A session is its agent's, whatever its memories' scopes.
+    (b'{"event_id": "e5", "type": "session.checkpointed", "payload": {"agent_id": "bob", '
+     b'"memories": [{"text": "x", "scope": "shared"}]}}', "e5", "bob"),
+    (b'{"event_id": "e6", "type": "run.started", "payload": {"agent_id": "bob"}}', "e6",
+     None),
+    (b'{"event_id": "", "payload": {"scope": "personal", "agent_id": ""}}', None, None),
+    (b'{"event_id": "e8", "payload": {"scope": "personal", "agent_id": 7', None, None),
+])
+def test_a_dead_letter_names_its_event_and_the_agent_it_is_personal_to(
+        value: bytes, event_id: str | None, agent: str | None) -> None:
+    assert (event_id_of(value), personal_agent_of(value)) == (event_id, agent)
+    assert (entry(value).event_id, entry(value).personal_agent) == (event_id, agent)
 
 
 def test_every_reason_has_one_error_class() -> None:

@@ -169,10 +169,14 @@ class SessionViews:
             # The memories it asks for must be writable, as the stage will check.
             writes = [write.event_id for write in memory_writes(event, "")]
             published = await self._gate.publish(raw, event)
-            found = await decided(self._runtime, request, event.namespace, writes)
+            found = await decided(self._runtime, request, event.namespace, writes,
+                                  carrier=published.event_id)
+            # A step dead-lettered (of a session that never woke, say) writes none of its
+            # memories: each is answered as the step's dead letter, with its reason.
+            lost = found.get(published.event_id)
             return step_answer(session_id, published.event_id, event,
                                [outcome_answer(WriteOutcome, event.namespace, write,
-                                               found.get(write)) for write in writes])
+                                               found.get(write) or lost) for write in writes])
 
         return step
 
