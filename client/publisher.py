@@ -110,7 +110,11 @@ class Publisher:
     async def write_memory(
         self, namespace: str, text: str, *, event_id: str | None = None, **fields: Any
     ) -> str:
-        """Publish a memory.write; return the record id the memory will have."""
+        """Publish a memory.write; return the record id the memory will have if the worker
+        stores it as a new record. A restatement is kept with the live memory it restates, a
+        write not worth keeping is refused, and then no record of this id will exist: what
+        became of it is read by its event id (`GET /v1/writes/{event_id}`, the SDK's
+        `write_outcome`), which `event_id=` lets the caller choose."""
         event_id = await self.publish(
             "memory.write", namespace, {"text": text, **fields}, event_id=event_id
         )
