@@ -186,7 +186,8 @@ async def test_a_draft_merge_waits_in_the_review_queue_of_the_api_and_the_cli(
     approvals_merge = by_members[frozenset(approvals)]["id"]
     _, rejected = await memstream(worker, stack.operator_key, tmp_path,
                                   "review", "reject", approvals_merge, "-n", namespace)
-    assert f"reject of draft merge {approvals_merge} sent" in rejected
+    assert rejected.startswith(f"reject of draft merge {approvals_merge}:\n")
+    assert "outcome: rejected" in rejected.splitlines(), rejected
     await updates.wait_for(lambda m: ("rejected", approvals_merge) in changes_for(m, namespace))
     lineage = (await http.get(f"/v1/records/{approvals_merge}",
                               params={"namespace": namespace})).json()
