@@ -32,6 +32,7 @@ bench/data/README.md for the figures.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -377,7 +378,8 @@ _REPLACED = (
 _REPLACED_WORDS = 4
 
 
-def _replaced_spans(text: str) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=4096)
+def _replaced_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Where the text names a value it says was replaced (`_REPLACED`)."""
     spans = []
     for pattern in _REPLACED:
@@ -387,7 +389,7 @@ def _replaced_spans(text: str) -> list[tuple[int, int]]:
             words = list(_TOKEN.finditer(text, match.start(1), end))[:_REPLACED_WORDS]
             if words:
                 spans.append((words[0].start(), words[-1].end()))
-    return spans
+    return tuple(spans)
 
 
 # Who fills a role only one holds at a time: the name after "owned by", "the owner ... is",
@@ -449,12 +451,15 @@ class _Part:
         return f"{_quoted(older, self.old)} -> {_quoted(newer, self.new)}"
 
 
-def _tokens(text: str) -> list[_Token]:
+# A text is read several times per comparison (its changed part, its names) and meets each
+# of its neighbours: a reading is kept.
+@functools.lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[_Token, ...]:
     """The content words of a text in order: NLTK's stop words, negations (a denial is the
     polarity rule's business), the words of a change cue and a value said to be replaced
     (`_REPLACED`) left out, "Dana's" read as "Dana"."""
     text = text.replace("\u2019", "'")
-    skipped = [match.span() for match in _CUE_WORDS.finditer(text)] + _replaced_spans(text)
+    skipped = [*(match.span() for match in _CUE_WORDS.finditer(text)), *_replaced_spans(text)]
     found = []
     for match in _TOKEN.finditer(text):
         word = match.group(0).lower()
@@ -463,7 +468,7 @@ def _tokens(text: str) -> list[_Token]:
             continue
         found.append(_Token(_stem(word), match.start(), match.end(),
                             match.group(0)[0].isupper()))
-    return found
+    return tuple(found)
 
 
 def _changed_part(old_tokens: Sequence[_Token], new_tokens: Sequence[_Token],
