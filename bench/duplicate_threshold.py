@@ -5,9 +5,12 @@ near-duplicates), picked on the labelled set.
 
 Every pair of memories of bench/data/consolidation_eval.jsonl in one partition (the set has
 one namespace; memory types partition it) is a candidate: a twin when its cosine reaches the
-threshold and the consolidation guard (`processors.consolidation.restates`: values,
-speakers, questions, days) lets it through. Scored against the pairs sharing a group, for
-each threshold; the one picked is the lowest whose precision reaches TARGET_PRECISION.
+threshold and the twin rule (`processors.memory.twins.folds`: the consolidation guard's
+values, speakers, questions, days, and no correction of one by the other) lets it through.
+Scored against the pairs sharing a group, for each threshold; the one picked is the lowest
+whose precision reaches TARGET_PRECISION. Also counted, at each threshold: the pairs of a fact
+and its correction (`written:correction`, written in pairs, bench/data/README.md) folded,
+each a correction lost from recall.
 """
 
 from __future__ import annotations
@@ -18,10 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.consolidation_eval import _embed, _true_pairs, candidates_of, load_eval_set
+from bench.consolidation_eval import (
+    EvalMemory,
+    _embed,
+    _true_pairs,
+    candidates_of,
+    load_eval_set,
+)
 from embedder.build import DEFAULT_OUT
-from processors.consolidation.restatements import restates
-from processors.memory.twins import DUPLICATE_COSINE
+from processors.memory.twins import DUPLICATE_COSINE, folds
 
 TARGET_PRECISION = 0.97
 THRESHOLDS = tuple(round(0.60 + 0.01 * step, 2) for step in range(40))
@@ -33,6 +41,8 @@ class ThresholdScore:
     twins: int
     precision: float
     recall: float
+    # Pairs of a fact and its correction folded into one memory.
+    corrections_folded: int
 
 
 def threshold_scores() -> list[ThresholdScore]:
@@ -42,16 +52,27 @@ def threshold_scores() -> list[ThresholdScore]:
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cosines = unit @ unit.T
     truth, _ = _true_pairs(memories)
+    corrections = correction_pairs(memories)
+    # The later memory is the write: a correction is written after what it corrects.
     passing = [(a, b, float(cosines[a, b]))
                for a, b in itertools.combinations(range(len(memories)), 2)
-               if restates(candidates[a], candidates[b])]
+               if folds(candidates[b], candidates[a])]
     scores = []
     for threshold in THRESHOLDS:
         twins = {(a, b) for a, b, cosine in passing if cosine >= threshold}
         hits = len(twins & truth)
         scores.append(ThresholdScore(threshold, len(twins),
-                                     hits / len(twins) if twins else 1.0, hits / len(truth)))
+                                     hits / len(twins) if twins else 1.0, hits / len(truth),
+                                     len(twins & corrections)))
     return scores
+
+
+def correction_pairs(memories: Sequence[EvalMemory]) -> set[tuple[int, int]]:
+    """The pairs of a fact and its correction: the ungrouped `written:correction` memories,
+    written in pairs, the fact first."""
+    written = [index for index, memory in enumerate(memories)
+               if memory.source == "written:correction" and memory.group is None]
+    return set(zip(written[::2], written[1::2], strict=True))
 
 
 def picked(scores: Sequence[ThresholdScore]) -> ThresholdScore:
@@ -66,18 +87,23 @@ def duplicate_rows() -> list[tuple[str, str, str]]:
         (f"write-time twins at cosine {used.threshold:.2f}: pair precision",
          f"{used.precision:.3f}", f">= {TARGET_PRECISION}"),
         ("write-time twins: pair recall", f"{used.recall:.3f}", ""),
+        ("write-time twins: corrections folded into what they correct",
+         str(used.corrections_folded), "0"),
     ]
 
 
 def main() -> int:
     scores = threshold_scores()
-    print(f"{'cosine':>6}  {'twins':>5}  {'precision':>9}  {'recall':>6}")
+    print(f"{'cosine':>6}  {'twins':>5}  {'precision':>9}  {'recall':>6}  "
+          f"{'corrections folded':>18}")
     for score in scores:
         print(f"{score.threshold:>6.2f}  {score.twins:>5}  {score.precision:>9.3f}  "
-              f"{score.recall:>6.3f}")
+              f"{score.recall:>6.3f}  {score.corrections_folded:>18}")
     best = picked(scores)
     print(f"lowest cosine with precision >= {TARGET_PRECISION}: {best.threshold:.2f} "
-          f"(recall {best.recall:.3f}); in use: {DUPLICATE_COSINE:.2f}")
+          f"(recall {best.recall:.3f}); in use: {DUPLICATE_COSINE:.2f}, corrections folded "
+          f"{next(s for s in scores if s.threshold == DUPLICATE_COSINE).corrections_folded} of "
+          f"{len(correction_pairs(load_eval_set()))}")
     return 0
 
 

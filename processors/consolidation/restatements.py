@@ -1,7 +1,8 @@
 """When two memories say the same thing, by rule: the values a text names (numbers,
-identifiers, calendar words), who says it, whether it asks, what it denies, and on which day a
-time-relative text was written. The guard of clustering, write-time twins, stale facts and the
-merge's sentence picking all judge by these rules.
+identifiers, calendar words, names), who says it, whether it asks, what it denies, whether it
+says that something changed, and on which day a time-relative text was written. The guard of
+clustering, write-time twins, stale facts and the merge's sentence picking all judge by these
+rules.
 
 Measured on bench/data/consolidation_eval.jsonl (bench/data/README.md).
 """
@@ -128,6 +129,11 @@ class Traits:
     # The day it was recorded, and whether its text names a time relative to that day.
     day: date
     deictic: bool
+    # Whether it says that something changed ("moved to", "took over": `CHANGE_CUE`), or
+    # "now" (`NOW_CUE`), and the names it gives (`names_in`).
+    says_change: bool
+    says_now: bool
+    names: frozenset[str]
 
 
 # "Caroline: ...", "Dr Smith: ...", "agent-7: ...": one to three words before a colon at the
@@ -170,6 +176,9 @@ def traits_of(text: str, day: date) -> Traits:
         asks=asks(text),
         day=day,
         deictic=RELATIVE_TIME.search(text) is not None,
+        says_change=says_change(said),
+        says_now=NOW_CUE.search(said) is not None,
+        names=names_in(said),
     )
 
 
@@ -185,13 +194,16 @@ def restates(first: ConsolidationCandidate, second: ConsolidationCandidate,
 
 def distinct(first: Traits, second: Traits, settings: ConsolidationSettings) -> bool:
     """Whether two memories cannot be one fact restated, whatever their vectors say: they
-    differ in a value, name two opposites, one denies what the other asserts, they differ
-    in who speaks, in asking or telling (a question and its answer are
-    neighbours, not duplicates), in the day a time-relative text was said, or they are two
-    different utterances of one speaker."""
+    differ in a value, name two opposites, one denies what the other asserts, one says that
+    something changed and the other does not (a correction is not what it corrects), they
+    give one statement with another name, they differ in who speaks, in asking or telling
+    (a question and its answer are neighbours, not duplicates), in the day a time-relative
+    text was said, or they are two different utterances of one speaker."""
     return (_conflict(first.anchors, second.anchors)
             or _opposed(first.words, second.words)
             or contradicts(first.polarity, second.polarity, settings.negation_coverage)
+            or _change_said(first, second)
+            or renamed(first, second)
             or _speakers_differ(first, second)
             or first.asks != second.asks
             or _said_on_different_days(first, second)
@@ -236,6 +248,121 @@ def _different_utterances(first: Traits, second: Traits, jaccard: float) -> bool
 def _said_on_different_days(first: Traits, second: Traits) -> bool:
     """"I went to the beach yesterday", said in May and again in June, is two outings."""
     return (first.deictic or second.deictic) and first.day != second.day
+
+
+# ---------------------------------------------------------------------------- changes and names
+
+# Verbs that say a value was replaced, before "to" or "from", an object or a particle
+# between: "was upgraded to", "moved the reindex to", "switched over from". Kept to verbs of
+# change: "passed" and "handed" are also how code hands a value on ("the token is passed to
+# the worker"), so they count only towards a name, a holder ("handed the runbook to Dana").
+CHANGE_VERBS = (
+    "switched|moved|changed|migrated|upgraded|downgraded|updated|bumped|raised|lowered"
+    "|increased|decreased|reduced|extended|shortened|rescheduled|relocated|reassigned"
+    "|renamed|reverted|rolled|shifted|rerouted|repointed|rebooked|scaled|transitioned")
+# What says that something changed, rather than how it is: a verb of change, "went from", a
+# holder handing on ("passed from", "took over the", "stepped down"), a replacement
+# ("replaced", "in place of") or a new holder ("is the new owner"). Not "no longer",
+# "anymore" or "instead of": the negation rule reads those. A name after "to" or "over" must
+# be capitalised (the scoped `(?-i:...)`).
+CHANGE_CUE = re.compile(
+    rf"\b(?:(?:{CHANGE_VERBS})\b(?:\W+\w+){{0,4}}?\W+(?:over |back |up |down )?"
+    r"(?:to|from|onto|into)\b"
+    r"|moved off|went (?:up |down )?from"
+    r"|(?:handed|passed|transferred|gave|given)\b(?:\W+\w+){0,7}?\W+(?:over |on )?to"
+    r" (?-i:[A-Z])"
+    r"|passed from|replaced|in place of|stepped down"
+    r"|(?:took|taken|takes|take|taking) over"
+    r" (?:as |from |by |the |a |an |his |her |their |our |(?-i:[A-Z]))"
+    r"|(?:is|are|was|has|have) (?:a |the )?new (?:owner|lead|maintainer|manager|head|contact"
+    r"|home|default|location|host|provider|vendor))", re.I)
+# Adverbs of the present against the past: a change only in a statement that is otherwise
+# the one it changes ("releases are now cut from main" beside "releases are cut from
+# develop"). Beside other words they as often say how a thing is ("auth.py line 87 now has
+# the corrected logic" restates "Updated the logic in auth.py line 87").
+NOW_CUE = re.compile(r"\b(?:now|from now on|going forward|nowadays|previously|formerly)\b",
+                     re.I)
+# The content words beside NOW_CUE's that each text may have and the other not.
+NOW_SPAN = 2
+
+
+def says_change(text: str) -> bool:
+    """Whether a text says that something changed (`CHANGE_CUE`): "the standup moved to
+    10:30", "Dana took over the runbook", "the gateway was replaced by Envoy"."""
+    return CHANGE_CUE.search(text) is not None
+
+
+def _change_said(first: Traits, second: Traits) -> bool:
+    """Whether one text says that something changed and the other does not: a correction is
+    not what it corrects. "Now" (`NOW_CUE`) counts only beside the same statement."""
+    said = (_change_level(first), _change_level(second))
+    if min(said) > 0 or max(said) == 0:
+        return False
+    if max(said) == 2:
+        return True
+    return (len(_mentioned(first.words) - _mentioned(second.words) - _NOW_WORDS) <= NOW_SPAN
+            and len(_mentioned(second.words) - _mentioned(first.words) - _NOW_WORDS)
+            <= NOW_SPAN)
+
+
+def _change_level(traits: Traits) -> int:
+    return 2 if traits.says_change else 1 if traits.says_now else 0
+
+
+_NOW_WORDS = frozenset({"now", "from", "on", "going", "forward", "nowadays", "previously",
+                        "formerly"})
+
+
+# A word that starts with a capital, with its possessive (and, to be told from a name, any
+# digits, underscores or dotted parts of an identifier: "BM25", "MEMORY_FAIL_OPEN").
+_CAPITALISED = re.compile(r"(?<![\w'\u2019.-])[A-Z][\w'\u2019-]*(?:\.\w+)*")
+
+
+def names_in(text: str) -> frozenset[str]:
+    """The names a text gives (lower case): its capitalised words, but function words ("The",
+    "We"), weekdays and months (calendar anchors) and code identifiers (identifier anchors),
+    a possessive read as its name ("Dana's" is Dana)."""
+    return frozenset(name for _, name in name_spans(text))
+
+
+def name_spans(text: str) -> list[tuple[tuple[int, int], str]]:
+    """Where each name of `names_in` lies in the text, with the name."""
+    found = []
+    for match in _CAPITALISED.finditer(text):
+        word = match.group(0).replace("\u2019", "'").removesuffix("'s").strip("'-")
+        lower = word.lower()
+        if (not word or lower in STOP_WORDS or lower in NEGATION_CUES or lower in MONTH_NAMES
+                or WEEKDAY.fullmatch(word) or CODE_IDENTIFIER.fullmatch(word)):
+            continue
+        found.append(((match.start(), match.start() + len(word)), lower))
+    return found
+
+
+# Content words beside the names that a renamed statement may word otherwise, on each side.
+RENAMED_SLACK = 1
+
+
+def renamed(first: Traits, second: Traits) -> bool:
+    """Whether two texts give one statement with another name: each gives a name the other
+    does not mention, and beside the names they share their content words (but RENAMED_SLACK
+    each). "The checkout service is owned by Renata" is not "... by Jules"; "Sofia speaks
+    Portuguese" is not "... Japanese". The embedding model puts such pairs at cosine 0.85 or
+    more, and a name is no anchor. Paraphrases that list other named things beside other
+    words ("We chose FastAPI ... ruling out Express" / "MyApp will use FastAPI ...") are
+    left to the vectors."""
+    mine = first.names - second.names - _mentioned(second.words)
+    theirs = second.names - first.names - _mentioned(first.words)
+    if not (mine and theirs):
+        return False
+    rest_mine = _mentioned(first.words) - _mentioned(second.words) - mine
+    rest_theirs = _mentioned(second.words) - _mentioned(first.words) - theirs
+    return len(rest_mine) <= RENAMED_SLACK and len(rest_theirs) <= RENAMED_SLACK
+
+
+@functools.lru_cache(maxsize=4096)
+def _mentioned(words: frozenset[str]) -> frozenset[str]:
+    # The guard's words keep a possessive ("dana's"); a name is mentioned by either form.
+    return frozenset(word.removesuffix("'s") for word in words)
 
 
 # ---------------------------------------------------------------------------- negation

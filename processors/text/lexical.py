@@ -1,9 +1,12 @@
 """The lexical signal of hybrid search: BM25 as sparse vectors, computed here and nowhere else,
 so that every index backend and the Postgres fallback rank words alike.
 
-A record's document is its title and text, the memories before it in its thread at lower
-weights (its context: 0.5 for the one just before, 0.25 for the one before that), and tokens
-for the day, month and year it occurred. Words are lower-cased `\\w+` tokens, stop words
+A record's document is its title and text, the wordings of the writes folded into it as its
+restatements (write-time twins: a term counts as often as the wording that names it most, so
+that a restated memory is found by the words only a restatement holds and not weighed up by
+its repetitions), the memories before it in its thread at lower weights (its context: 0.5 for
+the one just before, 0.25 for the one before that), and tokens for the day, month and year it
+occurred. Words are lower-cased `\\w+` tokens, stop words
 (NLTK's English list) dropped and suffixes stemmed lightly (`stem`). Each term becomes a
 dimension (`term_id`, a stable hash) whose value is BM25's saturated term frequency, with a
 fixed average document length, so that the same record always gets the same vector and an
@@ -193,11 +196,13 @@ NO_TERMS = SparseVector((), ())
 
 
 def document_vector(text: str, title: str | None = None, contexts: Sequence[str] = (),
-                    occurred_at: datetime | None = None) -> SparseVector:
+                    occurred_at: datetime | None = None,
+                    restatements: Sequence[str] = ()) -> SparseVector:
     """A record's lexical vector: BM25's saturated frequency of each term of its title and
-    text, of its contexts at CONTEXT_WEIGHTS, and of its date tokens (which do not count in
-    its length)."""
-    weighted: dict[str, float] = dict(Counter(terms(f"{title}\n{text}" if title else text)))
+    text and of its restatements (each term as often as the wording that names it most), of
+    its contexts at CONTEXT_WEIGHTS, and of its date tokens (which do not count in its
+    length)."""
+    weighted: dict[str, float] = dict(_own_counts(text, title, restatements))
     for context, weight in zip(contexts, CONTEXT_WEIGHTS, strict=False):
         for term in terms(context):
             weighted[term] = weighted.get(term, 0.0) + weight
@@ -216,18 +221,30 @@ def document_vector(text: str, title: str | None = None, contexts: Sequence[str]
 
 
 def term_presence(text: str, title: str | None = None, contexts: Sequence[str] = (),
-                  occurred_at: datetime | None = None) -> dict[int, float]:
+                  occurred_at: datetime | None = None,
+                  restatements: Sequence[str] = ()) -> dict[int, float]:
     """How fully a record holds each of its terms, by term id: 1 for a term of its own title,
-    text or date, a context's weight (CONTEXT_WEIGHTS) for a term only its context holds."""
+    text, restatements or date, a context's weight (CONTEXT_WEIGHTS) for a term only its
+    context holds."""
     held: dict[int, float] = {}
     for context, weight in zip(contexts, CONTEXT_WEIGHTS, strict=False):
         for term in terms(context):
             index = term_id(term)
             held[index] = max(held.get(index, 0.0), weight)
-    own = terms(f"{title}\n{text}" if title else text)
+    own = _own_counts(text, title, restatements)
     for term in [*own, *(date_terms(occurred_at) if occurred_at is not None else ())]:
         held[term_id(term)] = 1.0
     return held
+
+
+def _own_counts(text: str, title: str | None, restatements: Sequence[str]) -> Counter[str]:
+    """The terms a record words itself, each counted as often as the wording that names it
+    most: its title and text, and each restatement (one fact in other words, which adds its
+    words but repeats the fact's)."""
+    counts = Counter(terms(f"{title}\n{text}" if title else text))
+    for restatement in restatements:
+        counts |= Counter(terms(restatement))
+    return counts
 
 
 def coverage(term_ids: Sequence[int], held: Mapping[int, float],
@@ -256,25 +273,36 @@ def context_texts(body: Mapping[str, Any]) -> list[str]:
                                                                                   str)]
 
 
+def restatement_texts(body: Mapping[str, Any]) -> list[str]:
+    """The texts of the writes folded into a record as its restatements
+    (processors.memory.lifecycle.restated), oldest first."""
+    restatements = body.get("restatements")
+    if not isinstance(restatements, list):
+        return []
+    return [entry["text"] for entry in restatements
+            if isinstance(entry, Mapping) and isinstance(entry.get("text"), str)]
+
+
 def record_vector(record: Record) -> SparseVector:
-    """A record's lexical vector: its title and text, its contexts, its date."""
+    """A record's lexical vector: its title and text, its restatements, its contexts, its
+    date."""
     return _record_vector(record.text, record.title, tuple(context_texts(record.body)),
-                          record.created_at)
+                          record.created_at, tuple(restatement_texts(record.body)))
 
 
 # A new record's vector is asked for three times (its row, its first version, its index
 # point), each a tokenizing of its texts; vectors are immutable, so a recent one is kept.
 @lru_cache(maxsize=1024)
 def _record_vector(text: str, title: str | None, contexts: tuple[str, ...],
-                   created_at: datetime) -> SparseVector:
-    return document_vector(text, title, contexts, created_at)
+                   created_at: datetime, restatements: tuple[str, ...]) -> SparseVector:
+    return document_vector(text, title, contexts, created_at, restatements)
 
 
 def record_presence(record: Record) -> SparseVector:
     """How fully a record holds each of its terms (`term_presence`), kept with it so that a
     search reads it instead of tokenizing every candidate's texts again."""
     return SparseVector.of(term_presence(record.text, record.title, context_texts(record.body),
-                                         record.created_at))
+                                         record.created_at, restatement_texts(record.body)))
 
 
 def query_term_ids(query: str) -> list[int]:

@@ -32,7 +32,13 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from processors.knowledge.entities import entities_in
 from processors.text.embedding import embedding_text
-from processors.text.lexical import SparseVector, context_texts, document_vector, term_presence
+from processors.text.lexical import (
+    SparseVector,
+    context_texts,
+    document_vector,
+    restatement_texts,
+    term_presence,
+)
 from stores.entities import index_record_entities
 from stores.index.factory import DEFAULT_INDEX_URL, open_index
 from stores.index.payload import index_payload
@@ -61,6 +67,12 @@ _WRITE_BACK_PRESENCE = (
 _WRITE_BACK_LEXICAL = (
     "UPDATE records SET lexical = $2, lexical_terms = $3 WHERE record_id = $1 AND lexical IS NULL"
 )
+# A restated record's words, from its texts as of the version read: a version saved meanwhile
+# computed its own.
+_REFRESH_RESTATED = (
+    "UPDATE records SET lexical = $2, lexical_terms = $3, term_presence = $4"
+    " WHERE record_id = $1 AND version = $5"
+)
 
 
 @dataclass
@@ -75,6 +87,9 @@ class ReindexReport:
     confidence_filled: int = 0
     # Records stored before their term presence was kept (migration 0026), given it.
     presence_filled: int = 0
+    # Records holding restatements whose stored words lacked them (stored before a
+    # restatement's words joined its twin's lexical vector), given them.
+    restated_refreshed: int = 0
     seconds: float = 0.0
 
 
@@ -104,7 +119,8 @@ async def reindex(
                 break
             after = rows[-1]["record_id"]
             live_ids.update(row["record_id"] for row in rows)
-            lexical = await _lexical_vectors(connection, rows)
+            lexical, refreshed = await _lexical_vectors(connection, rows)
+            report.restated_refreshed += refreshed
             with_vector = [row for row in rows if row["embedding"] is not None]
             without = [row for row in rows if row["embedding"] is None]
             points = [IndexPoint(row["record_id"], row["embedding"], index_payload(row),
@@ -148,31 +164,64 @@ async def _fill_presence(connection: asyncpg.Connection,
                          rows: Sequence[asyncpg.Record]) -> int:
     """Keep the term presence of the records stored before it was kept: what search reads
     instead of tokenizing their texts at every query."""
-    missing = [row for row in rows if row["presence_missing"]]
+    missing = [row for row in rows if row["presence_missing"] and not _restated(row)]
     await connection.executemany(_WRITE_BACK_PRESENCE, [
         (row["record_id"], SparseVector.of(term_presence(
-            row["text"], row["title"], context_texts(row["body"] or {}), row["created_at"])))
+            row["text"], row["title"], context_texts(row["body"] or {}), row["created_at"],
+            restatement_texts(row["body"] or {}))))
         for row in missing])
     return len(missing)
 
 
-async def _lexical_vectors(connection: asyncpg.Connection,
-                           rows: Sequence[asyncpg.Record]) -> dict[str, SparseVector]:
-    """The records' lexical vectors: stored, or computed (records older than hybrid search)
-    and written back."""
+def _restated(row: asyncpg.Record) -> bool:
+    return bool(restatement_texts(row["body"] or {}))
+
+
+async def _refresh_restated(connection: asyncpg.Connection, rows: Sequence[asyncpg.Record],
+                            ) -> tuple[dict[str, SparseVector], int]:
+    """The lexical vectors of the records that hold restatements, from their texts, written
+    back with their term presence where the stored ones differ: a record restated before
+    its restatements' words joined its lexical vector is found by them after a rebuild; and
+    how many were written back."""
     vectors: dict[str, SparseVector] = {}
+    stale = []
+    for row in rows:
+        if not _restated(row):
+            continue
+        texts = (row["text"], row["title"], context_texts(row["body"]), row["created_at"],
+                 restatement_texts(row["body"]))
+        vector = vectors[row["record_id"]] = document_vector(*texts)
+        presence = SparseVector.of(term_presence(*texts))
+        # Stored as float4: the terms held tell a vector without the restatements' words.
+        if row["lexical"] is None or tuple(row["lexical"].indices) != vector.indices \
+                or row["presence_missing"]:
+            stale.append((row["record_id"], vector, list(vector.indices), presence,
+                          row["version"]))
+    await connection.executemany(_REFRESH_RESTATED, stale)
+    return vectors, len(stale)
+
+
+async def _lexical_vectors(connection: asyncpg.Connection,
+                           rows: Sequence[asyncpg.Record]) -> tuple[dict[str, SparseVector], int]:
+    """The records' lexical vectors: stored, or computed (records older than hybrid search,
+    and the restated ones: `_refresh_restated`) and written back; and how many restated
+    records were refreshed."""
+    vectors, refreshed = await _refresh_restated(connection, rows)
     missing = []
     for row in rows:
+        if row["record_id"] in vectors:
+            continue
         if row["lexical"] is not None:
             vectors[row["record_id"]] = row["lexical"]
         else:
             vectors[row["record_id"]] = document_vector(
-                row["text"], row["title"], context_texts(row["body"] or {}), row["created_at"])
+                row["text"], row["title"], context_texts(row["body"] or {}), row["created_at"],
+                restatement_texts(row["body"] or {}))
             missing.append(row["record_id"])
     await connection.executemany(_WRITE_BACK_LEXICAL, [
         (record_id, vectors[record_id], list(vectors[record_id].indices))
         for record_id in missing])
-    return vectors
+    return vectors, refreshed
 
 
 async def _embed_and_write_back(

@@ -613,6 +613,40 @@ async def test_reindex_rebuilds_an_emptied_index(migrated_dsn: str, index: Vecto
     assert (report.indexed, report.missing_embedding, report.presence_filled) == (3, 0, 0)
 
 
+async def test_reindex_gives_a_record_restated_before_the_words_of_its_restatements(
+        migrated_dsn: str, index: VectorIndex) -> None:
+    # Stored as a worker before issue 37 stored it: the twin's words alone.
+    [vector] = unit_vectors(1)
+    created = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+    text, again = "Deploys to staging need the office VPN.", "Staging rollouts require a tunnel."
+    alone = document_vector(text, occurred_at=created)
+    await _insert_records(migrated_dsn, [_record(
+        "twin", "ns", vector, text=text, body={"restatements": [{"text": again}]},
+        lexical=alone, lexical_terms=list(alone.indices),
+        term_presence=SparseVector.of(term_presence(text, occurred_at=created)))])
+    tunnel = query_term_ids("tunnel rollouts")
+
+    async def found() -> list[str]:
+        counts = await index.term_counts("ns", tunnel)
+        return [hit.record_id for hit in await index.search_lexical(
+            query_vector(tunnel, counts.frequencies, counts.documents),
+            SearchScope("ns", limit=5, min_score=0.0))]
+
+    report = await reindex(migrated_dsn, index, prune=False)
+    assert report.restated_refreshed == 1
+    assert await found() == ["twin"]
+    connection = await connect_with_vectors(migrated_dsn)
+    try:
+        held = await connection.fetchval(
+            "SELECT term_presence FROM records WHERE record_id = 'twin'")
+    finally:
+        await connection.close()
+    assert held == SparseVector.of(term_presence(text, occurred_at=created,
+                                                 restatements=[again]))
+    # Written back: the next rebuild has nothing to refresh.
+    assert (await reindex(migrated_dsn, index, prune=False)).restated_refreshed == 0
+
+
 async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn: str) -> None:
     record = _record("p-1", "ns", unit_vectors(1)[0], tags=["a", "b"], related_ids=["q"],
                      expires_at=datetime(2027, 1, 1, tzinfo=UTC))

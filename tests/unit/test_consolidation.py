@@ -23,9 +23,11 @@ from processors.consolidation.clusters import (
 from processors.consolidation.restatements import (
     asks,
     contradicts,
+    names_in,
     near_duplicate,
     polarity,
     restates,
+    says_change,
     sentences,
     speaker_of,
 )
@@ -684,3 +686,74 @@ def test_a_denial_vetoes_only_a_text_it_mostly_restates() -> None:
 def test_the_negation_coverage_is_a_share() -> None:
     with pytest.raises(ValueError, match="negation_coverage"):
         ConsolidationSettings(negation_coverage=0)
+
+
+# ---------------------------------------------------------------------------- corrections
+
+
+@pytest.mark.parametrize("fact, correction", [
+    # Issue 37: a correction was folded into the fact it corrects.
+    ("Marta owns the search relevance service.",
+     "Ownership of the search relevance service passed from Marta to Idris."),
+    ("Marta owns the search relevance service.",
+     "Idris took over the search relevance service from Marta."),
+    ("The build agents run Ubuntu on the shared runners.",
+     "The build agents were upgraded to a newer Ubuntu on the shared runners."),
+    ("Hotfixes are branched from the maintenance line.",
+     "Hotfixes are now branched from the trunk."),
+    ("The release checklist lives in the wiki.",
+     "The release checklist was replaced by a template in the tracker."),
+    # another holder, no cue: a name is no anchor
+    ("The checkout service is owned by Renata.", "The checkout service is owned by Jules."),
+    ("Sofia speaks Portuguese.", "Sofia speaks Japanese."),
+])
+def test_a_correction_is_not_what_it_corrects(fact: str, correction: str) -> None:
+    a, b = candidate("a", fact), candidate("b", correction)
+    assert not restates(a, b) and not restates(b, a)
+    assert restates(b, candidate("c", correction[:-1] + "!"))
+
+
+@pytest.mark.parametrize("first, second", [
+    # One change, said twice.
+    ("Fenna took over the growth experiments from Caspar.",
+     "The growth experiments were taken over by Fenna from Caspar."),
+    ("The nightly reindex was moved to 04:00 UTC.", "We moved the nightly reindex to 04:00 UTC."),
+    ("The mobile crash reporter was replaced by Bugsnag.",
+     "Bugsnag replaced the mobile crash reporter."),
+    # "now" beside other words says how a thing is, not that it changed.
+    ("auth.py line 87 now has the corrected logic for the token expiration bug.",
+     "Resolved the token expiration bug in the authentication module. Updated logic in "
+     "auth.py line 87."),
+    # Code handing a value on, or a standby taking over, is no change of holder.
+    ("The related-card UUIDs passed to write_memory are checked first.",
+     "write_memory checks the related-card UUIDs it is given first."),
+    # Named things listed otherwise beside other words are the vectors' business.
+    ("MyApp will use FastAPI and PostgreSQL; Django was rejected as too opinionated.",
+     "Tech stack for MyApp: FastAPI with PostgreSQL. We ruled out Django as too "
+     "opinionated."),
+])
+def test_restatements_of_a_change_or_in_other_words_still_restate(first: str,
+                                                                  second: str) -> None:
+    assert restates(candidate("a", first), candidate("b", second))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("The analytics cluster was upgraded to Elasticsearch 8.13.", True),
+    ("We moved the nightly reindex to 04:00 UTC.", True),
+    ("Tomasz handed the search indexer over to Ines.", True),
+    ("Ownership passed from Hiroshi to Leona.", True),
+    ("Noah took over the data platform team.", True),
+    ("Dario is the new owner of the fraud rules engine.", True),
+    ("Each HDBSCAN cluster is handed to the maintenance agent.", False),
+    ("The token is passed to the worker.", False),
+    ("If a node dies, a standby takes over at once.", False),
+    ("Adaptive scoring can be switched off by setting the boost to 0.", False),
+    ("Releases are cut from the develop branch.", False),
+])
+def test_what_says_that_something_changed(text: str, says: bool) -> None:
+    assert says_change(text) is says
+
+
+def test_names_leave_out_function_words_calendar_names_and_identifiers() -> None:
+    assert names_in("Kai's office is in Berlin; on Mondays The JWTManager uses BM25 and "
+                    "Mem0 with Vault.") == {"kai", "berlin", "vault"}

@@ -105,6 +105,53 @@ def test_a_change_cue_with_one_short_part_replaced_invalidates(older: str, newer
     assert found is not None and (found.because, found.detail) == ("change_cue", detail)
 
 
+@pytest.mark.parametrize(("older", "newer", "detail"), [
+    # Issue 37: a change statement words the rest its own way. The value it says was
+    # replaced is what the older held; "ownership" is "owns".
+    ("Marta owns the search relevance service.",
+     "Ownership of the search relevance service passed from Marta to Idris.", "Marta -> Idris"),
+    ("The platform on-call is Joaquin.", "Femi took over the platform on-call from Joaquin.",
+     "Joaquin -> Femi"),
+    ("The team's retro board lives in Miro.",
+     "The team replaced Miro with FigJam for the retro board.", "lives in Miro -> FigJam"),
+    ("The max upload size is 25 MB.", "The max upload size went from 25 MB to 100 MB.",
+     "25 -> 100"),
+    ("Sami leads the growth squad.", "Sami handed the growth squad over to Ines.",
+     "Sami leads -> Ines"),
+])
+def test_a_change_statement_invalidates_what_it_changes(older: str, newer: str,
+                                                        detail: str) -> None:
+    found = judged(older, newer)
+    assert found is not None and (found.because, found.detail) == ("change_cue", detail)
+    assert judged(newer, older) is None, "the change said first is not undone by its past"
+
+
+@pytest.mark.parametrize(("older", "newer", "detail"), [
+    # the verb a change cue stands in for is no part of the change
+    ("The build agents run Ubuntu 20.04.", "The build agents were upgraded to Ubuntu 22.04.",
+     "20.04 -> 22.04"),
+    ("The orders API is on v3.", "The orders API was bumped to v4.", "v3 -> v4"),
+])
+def test_a_value_said_to_have_changed_invalidates(older: str, newer: str, detail: str) -> None:
+    found = judged(older, newer)
+    assert found is not None and (found.because, found.detail) == ("value", detail)
+
+
+@pytest.mark.parametrize(("older", "newer", "detail"), [
+    ("The invoice service is maintained by Oren.", "The invoice service is maintained by Lea.",
+     "Oren -> Lea"),
+    ("Marta owns the search relevance service.", "Idris owns the search relevance service.",
+     "Marta -> Idris"),
+    ("The on-call lead for payments is Sunny.", "The on-call lead for payments is Ravi.",
+     "Sunny -> Ravi"),
+    ("Kai's home office is in Porto.", "Kai's home office is in Faro.", "Porto -> Faro"),
+])
+def test_another_holder_of_a_role_one_holds_invalidates(older: str, newer: str,
+                                                        detail: str) -> None:
+    found = judged(older, newer)
+    assert found is not None and (found.because, found.detail) == ("holder", detail)
+
+
 @pytest.mark.parametrize(("older", "newer"), [
     # the cue replaces more than a short part: another fact about the subject
     ("The standup happens in the big meeting room.", "The standup moved to a video call."),
@@ -143,6 +190,19 @@ def test_a_change_cue_alone_is_not_enough(older: str, newer: str) -> None:
      "Jonas no longer owns the search service."),
     ("The Kafka topic memory.events has 12 partitions.",
      "The Kafka topic memory.dead_letters has 3 partitions."),
+    # a name in a relation of many: both hold
+    ("Ravi speaks Hindi.", "Ravi speaks Tamil."),
+    ("Joaquin mentors Femi.", "Joaquin mentors Ana."),
+    ("The mobile team uses Jira.", "The mobile team uses Linear."),
+    # a change of another subject; a change said again, or what it made so
+    ("Marta owns the search relevance service.",
+     "Ownership of the billing gateway passed from Marta to Idris."),
+    ("The orders API was bumped to v4.", "The orders API is on v4."),
+    ("Ownership of the search service passed from Marta to Idris.",
+     "Idris owns the search service."),
+    ("Femi took over the platform on-call from Joaquin.", "Femi is now the platform on-call."),
+    ("Failed messages are moved to the DLQ.", "Failed messages are moved to the retry topic."),
+    ("Sami leads the growth squad.", "Sami leads the growth squad and the onboarding squad."),
     # list_grew
     ("We support Python 3.10 and 3.11.", "We support Python 3.10, 3.11 and 3.12."),
     ("On call: Alice, Bob.", "On call: Alice, Bob and Carol."),

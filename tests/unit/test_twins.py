@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.memory.lifecycle import Current, restated
-from processors.memory.twins import DUPLICATE_COSINE, Twin, twin_of
+from processors.memory.twins import DUPLICATE_COSINE, Twin, folds, twin_of
 from schemas.events import Provenance
 from schemas.records import Record
 from streams.plumbing.config import Settings
@@ -44,6 +46,31 @@ def test_the_guard_and_the_partition_veto_a_twin() -> None:
     assert twin_of(NEW, [(candidate("p", NEW.text, scope="personal", agent_id="finn"),
                           0.99)]) is None
     assert twin_of(NEW, [(NEW, 1.0)]) is None, "not its own twin"
+
+
+@pytest.mark.parametrize(("stored", "write"), [
+    # Issue 37: each was folded into the memory it corrects, at cosine 0.8 or more.
+    ("Marta owns the search relevance service.",
+     "Ownership of the search relevance service passed from Marta to Idris."),
+    ("The build agents run Ubuntu 20.04.", "The build agents were upgraded to Ubuntu 22.04."),
+    ("Hotfixes are branched from the maintenance line.",
+     "Hotfixes are now branched from the trunk."),
+    ("The invoice service is maintained by Oren.", "The invoice service is maintained by Lea."),
+    ("The team's retro board lives in Miro.",
+     "The team replaced Miro with FigJam for the retro board."),
+])
+def test_a_correction_is_never_folded_into_what_it_corrects(stored: str, write: str) -> None:
+    old, new = candidate("old", stored), candidate("new", write)
+    assert twin_of(new, [(old, 0.97)]) is None
+    assert not folds(new, old) and not folds(old, new), "nor the fact it corrected again"
+    assert twin_of(new, [(candidate("again", write[:-1] + "!"), 0.97)]) == Twin(
+        "again", 0.97), "its own restatement still is its twin"
+
+
+def test_a_change_restated_is_a_twin() -> None:
+    said = candidate("said", "Fenna took over the growth experiments from Caspar.")
+    again = candidate("again", "The growth experiments were taken over by Fenna from Caspar.")
+    assert twin_of(again, [(said, 0.96)]) == Twin("said", 0.96)
 
 
 def record(record_id: str, text: str, event_id: str, **fields: object) -> Record:
