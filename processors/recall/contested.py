@@ -117,4 +117,3 @@ def note(contest: Contest) -> str:
 def summary_mark(contest: Contest) -> str:
     """What a summary's line of a contested memory says before its text."""
     return f"(contested by {contest.newer}, pending review)"
-

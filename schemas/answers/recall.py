@@ -61,7 +61,7 @@ class Via(Answer):
 
 
 class Contest(Answer):
-    """A correction awaiting review (docs/lifecycle.md#facts-that-go-stale): the memory
+    """A correction awaiting review (docs/lifecycle.md#a-correction-awaiting-review): the memory
     `newer` restated `older` with another value, and the invalidation of `older` waits for a
     reviewer as the pending diff `diff_id`. Until then `older` stays in force, ranked below
     `newer`; approving the diff takes it out of recall, rejecting it ends the contest."""
