@@ -70,8 +70,10 @@ _SUMMARY_SYSTEM = (
     "You brief a software agent on what its long-term memory holds about its question, from"
     " the memories given only. Answer the question as the memories do: keep every fact, name"
     " and number exactly; add nothing; say each fact once. Cite each memory by its id in"
-    " brackets, as given, and cite every memory given; cite no other id. Plain prose, no"
-    " heading. At most {chars} characters. Answer with the brief only."
+    " brackets, as given, and cite every memory given; cite no other id. A memory marked"
+    " contested by another is one a newer memory restates with another value, pending review:"
+    " say it is contested, and by which. Plain prose, no heading. At most {chars} characters."
+    " Answer with the brief only."
 )
 
 

@@ -21,6 +21,7 @@ from processors.knowledge.graph import GraphRecord
 from processors.memory.lifecycle import RecordVersion
 from processors.recall.as_of import in_force_at
 from processors.recall.confidence import confidence_of
+from processors.recall.contested import Contest
 from processors.text.embedding import Vector
 from processors.text.lexical import SparseVector
 from schemas.records import Record
@@ -44,6 +45,32 @@ FOUND_COLUMNS = (
     " provenance, expires_at, embedding, repo, security_scope, valid_until, invalidated_by,"
     " confidence, stored_at, text_tokens, term_presence"
 )
+# A record's open contest (processors/recall/contested.py), read with it: the invalidation
+# proposed for it that waits for a reviewer, if the memory that proposed it is in force. A
+# lateral join rather than a query of its own: a search reads its records in one round trip,
+# and a record without a pending diff costs one probe of a partial index that holds only the
+# pending ones (migration 0006).
+CONTEST_COLUMNS = "contest.diff_id AS contest_diff, contest.newer AS contested_by"
+CONTEST_NOW = """
+    LEFT JOIN LATERAL (
+        SELECT d.diff_id, n.record_id AS newer
+        FROM pending_diffs d JOIN records n ON n.record_id = d.proposed ->> 'invalidated_by'
+        WHERE d.record_id = records.record_id AND d.state = 'pending'
+          AND d.proposed ? 'invalidated_by' AND records.invalidated_by IS NULL
+          AND records.superseded_by IS NULL
+          AND n.superseded_by IS NULL AND n.invalidated_by IS NULL
+          AND n.review_state <> 'deprecated' AND (n.expires_at IS NULL OR n.expires_at > now())
+        ORDER BY d.proposed_at DESC, d.diff_id LIMIT 1) AS contest ON true"""
+# As of the moment $3: the invalidation proposed by then (when its proposal was stored: its
+# lifecycle event) and not yet decided or superseded then (migration 0028's index finds a
+# record's invalidation diffs whatever their state).
+CONTEST_THEN = """
+    LEFT JOIN LATERAL (
+        SELECT d.diff_id, d.proposed ->> 'invalidated_by' AS newer
+        FROM pending_diffs d JOIN lifecycle_events e ON e.event_id = d.diff_id
+        WHERE d.record_id = records.record_id AND d.proposed ? 'invalidated_by'
+          AND e.applied_at <= $3 AND (d.decided_at IS NULL OR d.decided_at > $3)
+        ORDER BY e.applied_at DESC, d.diff_id LIMIT 1) AS contest ON true"""
 
 
 class FoundRecord(NamedTuple):
@@ -87,6 +114,9 @@ class FoundRecord(NamedTuple):
     # How fully it holds each of its terms, by term id (processors/text/lexical.py, as stored);
     # None: stored before it was kept, or read as an earlier version.
     held_terms: Mapping[int, float] | None = None
+    # The correction of it that waits for a reviewer (processors/recall/contested.py), as of
+    # the moment read; None in hand-made records and in reads that do not ask.
+    contested: Contest | None = None
 
 
 @dataclass(frozen=True)
@@ -362,9 +392,10 @@ class PostgresRecords:
                             record_ids: Sequence[str]) -> dict[str, FoundRecord]:
         rows = await self._pool.fetch(
             f"""
-            SELECT {FOUND_COLUMNS}
+            SELECT {FOUND_COLUMNS}, {CONTEST_COLUMNS}
             FROM unnest($2::text[]) AS wanted (id)
             JOIN records ON records.record_id = wanted.id
+            {CONTEST_NOW}
             WHERE namespace = $1
             """,
             namespace,
@@ -378,9 +409,10 @@ class PostgresRecords:
         rows, versions = await asyncio.gather(
             self._pool.fetch(
                 f"""
-                SELECT {FOUND_COLUMNS}
+                SELECT {FOUND_COLUMNS}, {CONTEST_COLUMNS}
                 FROM unnest($2::text[]) AS wanted (id)
                 JOIN records ON records.record_id = wanted.id
+                {CONTEST_THEN}
                 WHERE namespace = $1 AND stored_at <= $3
                 """,
                 namespace, list(record_ids), moment),
@@ -483,9 +515,10 @@ class PostgresRecords:
     async def related_records(self, scope: SearchScope) -> list[RelatedRecord]:
         rows = await self._pool.fetch(
             f"""
-            SELECT {FOUND_COLUMNS}, (SELECT count(*) FROM unnest(related_ids) AS related
-                                     WHERE related = ANY($4)) AS shared
-            FROM records WHERE {RECORD_SCOPE} AND related_ids && $4
+            SELECT {FOUND_COLUMNS}, {CONTEST_COLUMNS},
+                   (SELECT count(*) FROM unnest(related_ids) AS related
+                    WHERE related = ANY($4)) AS shared
+            FROM records {CONTEST_NOW} WHERE {RECORD_SCOPE} AND related_ids && $4
             ORDER BY shared DESC, created_at DESC, record_id LIMIT $1
             """,
             scope.limit, *scope_args(scope),
@@ -673,7 +706,13 @@ def _found_record(row: Mapping[str, Any]) -> FoundRecord:
         valid_until=row["valid_until"], invalidated_by=row["invalidated_by"],
         confidence=stored_confidence(row), recorded_at=row["stored_at"],
         text_tokens=row["text_tokens"], held_terms=_weights(row["term_presence"]),
+        contested=_contest_of(row),
     )
+
+
+def _contest_of(row: Mapping[str, Any]) -> Contest | None:
+    diff_id = row.get("contest_diff")
+    return None if diff_id is None else Contest(row["record_id"], row["contested_by"], diff_id)
 
 
 def _weights(vector: SparseVector | None) -> dict[int, float] | None:

@@ -127,8 +127,11 @@ def search(client: MemoryClient, args: argparse.Namespace, config: Config,
 
 def hit_line(hit: SearchHit) -> str:
     """A hit's line: its text, and for one a hit's links reached, from which hit; for one
-    out of force (asked as of an earlier moment), what superseded it."""
+    out of force (asked as of an earlier moment), what superseded it; for one a newer memory
+    contests pending review, by which."""
     line = one_line(hit.raw)
+    if hit.contested is not None:
+        line = f"(contested by {hit.contested.newer}, pending review) {line}"
     if hit.via is not None:
         line = f"(via {hit.via.from_}, {hit.via.hops} hop{'s' * (hit.via.hops > 1)}) {line}"
     if hit.invalidated_by is not None:
@@ -205,6 +208,8 @@ def context(client: MemoryClient, args: argparse.Namespace, config: Config,
                  + [one_line(item.raw) for _, item in packed])
     note_core(answer, output)
     note_empty_namespace(answer, output)
+    for line in answer.notes:
+        output.note(line)
     budget = answer.budget_tokens
     output.note(f"{answer.tokens} tokens" + (f" of {budget}" if budget else "")
                 + (f"; degraded: {', '.join(answer.degraded)}" if answer.degraded else ""))

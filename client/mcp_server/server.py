@@ -128,7 +128,10 @@ def memory_server(callers: Callers) -> MCPServer:
         before you `remember`, so as not to write what is already known. Each hit has its
         record_id (to read it whole with `get_memories`, to relate or update it), its title,
         text, relevance (0 to 1) and confidence (how sure memory is of it). A fact a newer
-        memory restated with another value is left out: it is superseded."""
+        memory restated with another value is left out: it is superseded. While a reviewer
+        has not yet confirmed such a correction, the older fact is still shown, below the
+        newer one, with `contested` (by which memory, pending which review): it may be out of
+        date; the newer says what it `corrects`."""
         async with memory(ctx) as client:
             found = await client.search(query, profile=profile, memory_type=memory_type,
                                         tag=tags, related_id=related_id, limit=limit,
@@ -144,6 +147,9 @@ def memory_server(callers: Callers) -> MCPServer:
                           **({"superseded_by": hit.invalidated_by,
                               "valid_until": hit.raw["valid_until"]}
                              if hit.invalidated_by is not None else {}),
+                          **({"contested": hit.raw["contested"]}
+                             if hit.contested is not None else {}),
+                          **({"corrects": hit.raw["corrects"]} if hit.corrects else {}),
                           **({"explain": hit.raw["explain"]} if explain else {})}
                          for hit in found.hits],
                 "namespace_holds_records": found.namespace_holds_records}
@@ -228,7 +234,8 @@ def memory_server(callers: Callers) -> MCPServer:
         """The context pack for a task, within a token budget: your core blocks first (fields
         that did not fit are named), what fixed the errors met before (history), then the
         long-term memories most relevant to the task. Call it once at the start of a task,
-        before planning."""
+        before planning. `notes` names the memories that a newer one contests, pending review:
+        they may be out of date."""
         async with memory(ctx) as client:
             pack = await client.context(task, budget_tokens=budget_tokens, profile=profile,
                                         error=error, repo=repo, planning_ref=planning_ref)
@@ -251,13 +258,15 @@ def memory_server(callers: Callers) -> MCPServer:
         sentences about the query. Use it when you (a sub-agent, or an agent short of
         context) need the gist of what memory holds before you act, without spending your
         context on whole records; use `recall` when you need the memories themselves, and
-        `get_memories` to read a cited one whole."""
+        `get_memories` to read a cited one whole. A memory a newer one contests, pending
+        review, is marked so (and listed under `contested`): it may be out of date."""
         async with memory(ctx) as client:
             brief = await client.summary(query, budget_tokens=budget_tokens, profile=profile,
                                          limit=limit, min_score=min_score)
         return {"summary": brief.summary, "memory_ids": brief.memory_ids,
                 "rewritten": brief.rewritten,
-                "namespace_holds_records": brief.namespace_holds_records}
+                "namespace_holds_records": brief.namespace_holds_records,
+                **({"contested": brief.raw["contested"]} if brief.contested else {})}
 
     @server.tool()
     async def get_memories(

@@ -16,6 +16,10 @@ still fit. A section's room is its share plus what the sections before it left u
 section with little to say passes its share on; what is left once every section had its turn
 goes to the candidates set aside, in section order. So no section crowds out the others, and
 no token of the budget stays unused while a candidate would fit.
+
+A contested memory (its invalidation waits for a reviewer: processors/recall/contested.py)
+comes with a line that says so (`Pack.notes`), whose tokens its caller counts in the item's
+cost, so that the budget holds with the line.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from processors.recall.contested import Contest, note
 
 SECTIONS = ("planning", "history", "long_term", "documents")
 # Each section's share of what the core blocks leave of the budget.
@@ -49,8 +55,17 @@ class Candidate:
     created_at: datetime
     age_days: float
     score: float
+    # What it takes of the budget: its text, and its note when it is contested.
     token_cost: int
     vector: NDArray[np.float32]
+    # The correction of it that waits for a reviewer, and those of others it is.
+    contested: Contest | None = None
+    corrects: tuple[Contest, ...] = ()
+
+    @property
+    def note(self) -> str | None:
+        """The line the pack carries for it: that it is contested, by what."""
+        return None if self.contested is None else note(self.contested)
 
 
 @dataclass(frozen=True)
@@ -119,6 +134,11 @@ class Pack:
     dropped: dict[str, int]
     # Every section of SECTIONS, in order.
     sections: dict[str, SectionUse]
+
+    @property
+    def notes(self) -> list[str]:
+        """The lines of the items packed that are contested, in the pack's order."""
+        return [item.note for item in self.items if item.note is not None]
 
 
 def shares_of(text: str) -> dict[str, float]:

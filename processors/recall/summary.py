@@ -1,8 +1,10 @@
 """A memory-grounded summary of search hits (seed 000's `subagent_memory_search`): what a
 sub-agent reads instead of the records whole, within a token budget, deterministic.
 
-The summary is a header line, then one line per memory in rank order: its id in brackets, its
-title, and its sentences most relevant to the query (at most `MAX_SENTENCES`, shown in the
+The summary is a header line, then one line per memory in rank order: its id in brackets, a
+mark when it is contested (a correction of it waits for a reviewer:
+processors/recall/contested.py, "(contested by mem_…, pending review)"), its title, and its
+sentences most relevant to the query (at most `MAX_SENTENCES`, shown in the
 memory's own order). A sentence's relevance is the share of the query's terms it holds
 (processors/text/lexical.py `coverage`), each term weighed by how rare it is among the hits, so
 that the sentences that tell the hits apart come first; a memory none of whose sentences holds
@@ -15,7 +17,8 @@ not even `MIN_WORDS` of it fit, the summary stops there, so that what it shows i
 best hits, in order.
 
 The LLM hook may rewrite it (`grounded_rewrite`): the rewrite must fit the same budget, name
-every memory id the summary names, and name no other.
+every memory id the summary names (those it shows, and the corrections of the contested ones
+among them), and name no other.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from processors.recall.contested import Contest, summary_mark
 from processors.text.condense import sentences
 from processors.text.lexical import coverage, query_term_ids, term_id, term_presence, terms
 from processors.text.redaction import redact_secrets
@@ -51,6 +55,8 @@ class SummaryHit:
     record_id: str
     title: str | None
     text: str
+    # The correction of it that waits for a reviewer.
+    contested: Contest | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,13 @@ class Summary:
     # The memories the summary shows, in rank order.
     memory_ids: tuple[str, ...]
     tokens: int
+    # The contests of the memories it shows, in their order.
+    contested: tuple[Contest, ...] = ()
+
+    @property
+    def named_ids(self) -> set[str]:
+        """Every memory id the text names: those it shows and their corrections."""
+        return {*self.memory_ids, *(contest.newer for contest in self.contested)}
 
 
 def summarize(query: str, hits: Sequence[SummaryHit], budget_tokens: int,
@@ -71,7 +84,7 @@ def summarize(query: str, hits: Sequence[SummaryHit], budget_tokens: int,
                         budget_tokens, count_tokens)
     lines = [_fitting([header(query), "What memory holds, most relevant first (ids in "
                        "brackets):"], budget_tokens, count_tokens).text]
-    shown: list[str] = []
+    shown: list[SummaryHit] = []
     weights = _term_weights(query, hits)
     for hit in hits:
         best = _best_sentences(hit, weights)
@@ -79,9 +92,10 @@ def summarize(query: str, hits: Sequence[SummaryHit], budget_tokens: int,
         if line is None:
             break
         lines.append(line)
-        shown.append(hit.record_id)
+        shown.append(hit)
     text = "\n".join(lines)
-    return Summary(text, tuple(shown), count_tokens(text))
+    return Summary(text, tuple(hit.record_id for hit in shown), count_tokens(text),
+                   tuple(hit.contested for hit in shown if hit.contested is not None))
 
 
 def header(query: str) -> str:
@@ -95,12 +109,15 @@ def nothing_found(query: str) -> str:
 def grounded_rewrite(reply: str, summary: Summary, budget_tokens: int,
                      count_tokens: TokenCount) -> str | None:
     """The hook's rewrite of `summary` as answered (secrets redacted), or None when it cannot
-    replace it: empty, over the budget, or not grounded (a memory id of the summary missing,
-    or an id the summary does not name)."""
+    replace it: empty, over the budget, not grounded (a memory id of the summary missing, or
+    an id the summary does not name), or silent on a contest the summary shows (it would
+    serve a contested fact as the equal of its correction)."""
     text = reply.strip()
     if not text or count_tokens(text) > budget_tokens:
         return None
-    if set(RECORD_ID.findall(text)) != set(summary.memory_ids):
+    if set(RECORD_ID.findall(text)) != summary.named_ids:
+        return None
+    if summary.contested and "contested" not in text.lower():
         return None
     return redact_secrets(text).text
 
@@ -169,7 +186,9 @@ def _in_text_order(text: str, chosen: list[str]) -> str:
 
 def _line(hit: SummaryHit, said: str) -> str:
     title = " ".join(hit.title.split()) if hit.title else ""
-    return f"- [{hit.record_id}] " + (f"{title}: {said}" if title and said else title or said)
+    mark = "" if hit.contested is None else summary_mark(hit.contested) + " "
+    return f"- [{hit.record_id}] {mark}" + (f"{title}: {said}" if title and said
+                                             else title or said)
 
 
 def _fitting(choices: list[str], budget_tokens: int, count_tokens: TokenCount) -> Summary:

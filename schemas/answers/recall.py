@@ -60,6 +60,17 @@ class Via(Answer):
     strength: float
 
 
+class Contest(Answer):
+    """A correction awaiting review (docs/lifecycle.md#a-correction-awaiting-review): the memory
+    `newer` restated `older` with another value, and the invalidation of `older` waits for a
+    reviewer as the pending diff `diff_id`. Until then `older` stays in force, ranked below
+    `newer`; approving the diff takes it out of recall, rejecting it ends the contest."""
+
+    older: str
+    newer: str
+    diff_id: str
+
+
 class SearchHit(Answer):
     record_id: str
     kind: str
@@ -99,6 +110,10 @@ class SearchHit(Answer):
     via: Via | None = None
     # With explain=true.
     explain: Explanation | None = None
+    # Absent unless a correction of it waits for a reviewer: which memory, which diff.
+    contested: Contest | None = None
+    # Absent unless it is that correction of other hits (or was brought in for them).
+    corrects: list[Contest] = Field(default_factory=list)
 
 
 class Recalled(Answer):
@@ -136,9 +151,13 @@ class ContextItem(Answer):
     provenance: dict[str, Any]
     recency: Recency
     score: float
+    # What it takes of the budget: its text, and the pack's note when it is contested.
     token_cost: int
     # With explain=true.
     explain: Explanation | None = None
+    # As a search hit's: absent unless contested, or a correction of other items.
+    contested: Contest | None = None
+    corrects: list[Contest] = Field(default_factory=list)
 
 
 class PackedCoreBlock(Answer):
@@ -188,6 +207,9 @@ class ContextPack(Recalled):
     budget_tokens: int | None = None
     # Candidates left out, by why: budget, duplicate.
     dropped: dict[str, int] = Field(default_factory=dict)
+    # One line for each contested item packed: "mem_A is contested by the newer mem_B, …
+    # (pending review, diff inv_…)". Absent when none is.
+    notes: list[str] = Field(default_factory=list)
 
 
 class MemorySummary(Recalled):
@@ -204,6 +226,8 @@ class MemorySummary(Recalled):
     tokens: int = 0
     budget_tokens: int | None = None
     degraded: bool = False
+    # The contests of the memories it cites, which its text marks. Absent when none is.
+    contested: list[Contest] = Field(default_factory=list)
 
 
 class ErrorSignature(Answer):

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from processors.knowledge.graph import Reached
 from processors.memory.blocks import BlockDiff
 from processors.memory.lifecycle import PendingDiff
+from processors.recall.contested import Contest
 from processors.recall.context_pack import SECTIONS, Candidate, CorePack, Pack
 from schemas.answers.recall import (
     AdaptivePart,
@@ -25,6 +26,7 @@ from schemas.answers.recall import (
     SectionTokens,
     Via,
 )
+from schemas.answers.recall import Contest as ContestAnswer
 from schemas.answers.records import MergeMember as MemberAnswer
 from schemas.answers.review import AgentBlock
 from schemas.answers.review import PendingDiff as PendingDiffAnswer
@@ -45,6 +47,8 @@ def hit_answer(hit: Hit, explain: bool = False) -> SearchHit:
     how: dict[str, object] = {"via": None if hit.via is None else via_answer(hit.via)}
     if explain:
         how["explain"] = explanation(hit)
+    if hit.corrects:
+        how["corrects"] = [contest_answer(contest) for contest in hit.corrects]
     return found.model_copy(update=how)
 
 
@@ -60,8 +64,9 @@ def related_hit(found: RelatedRecord, related_ids: Sequence[str]) -> SearchHit:
 
 def record_hit(record: FoundRecord, *, score: float, similarity: float | None,
                relevance: float, ranks: Ranks) -> SearchHit:
-    """What every hit shows of its record, with its score and ranks."""
-    return SearchHit(
+    """What every hit shows of its record, with its score and ranks, and its contest when a
+    correction of it waits for a reviewer (absent otherwise)."""
+    hit = SearchHit(
         record_id=record.record_id, kind=record.record_kind, title=record.title,
         text=record.text, score=score, similarity=similarity, relevance=relevance,
         ranks=ranks, created_at=record.created_at, source_ref=record.source_ref,
@@ -74,6 +79,14 @@ def record_hit(record: FoundRecord, *, score: float, similarity: float | None,
         # When the fact held, and when memory learned it (processors/recall/as_of.py).
         valid_from=record.created_at, valid_until=record.valid_until,
         invalidated_by=record.invalidated_by, recorded_at=record.recorded_at)
+    if record.contested is None:
+        return hit
+    return hit.model_copy(update={"contested": contest_answer(record.contested)})
+
+
+def contest_answer(contest: Contest) -> ContestAnswer:
+    """A correction awaiting review (processors/recall/contested.py)."""
+    return ContestAnswer(older=contest.older, newer=contest.newer, diff_id=contest.diff_id)
 
 
 def via_answer(way: Reached) -> Via:
@@ -132,7 +145,7 @@ def search_answer(searched: Searched) -> SearchAnswer:
 def context_answer(pack: context.ContextPack) -> ContextPack:
     """A context pack as /v1/context (and a session's wake) answers it."""
     query, packed = pack.query, pack.packed
-    return ContextPack(
+    answer = ContextPack(
         namespace=query.scope.namespace,
         namespace_holds_records=pack.holds_records,
         query=query.query,
@@ -150,6 +163,9 @@ def context_answer(pack: context.ContextPack) -> ContextPack:
         enabled=True,
         budget_exhausted=False,
     )
+    if not packed.notes:
+        return answer
+    return answer.model_copy(update={"notes": packed.notes})
 
 
 def exhausted_pack(exhausted: Exhausted) -> ContextPack:
@@ -190,13 +206,21 @@ def core_answer(agent: str | None, core: CorePack, failed: bool) -> CoreSection:
 
 
 def item_answer(item: Candidate, explain: Explanation | None = None) -> ContextItem:
-    """A packed item; with `explain`, how its score was made."""
+    """A packed item; with `explain`, how its score was made; its contests when it has any
+    (absent otherwise)."""
     answer = ContextItem(
         record_id=item.record_id, kind=item.kind, text=item.text, source=item.source,
         trust_class=item.trust_class, provenance=dict(item.provenance),
         recency=Recency(created_at=item.created_at, age_days=round(item.age_days, 2)),
         score=round(item.score, 4), token_cost=item.token_cost)
-    return answer if explain is None else answer.model_copy(update={"explain": explain})
+    more: dict[str, object] = {}
+    if explain is not None:
+        more["explain"] = explain
+    if item.contested is not None:
+        more["contested"] = contest_answer(item.contested)
+    if item.corrects:
+        more["corrects"] = [contest_answer(contest) for contest in item.corrects]
+    return answer.model_copy(update=more) if more else answer
 
 
 def block_diff_answer(diff: BlockDiff) -> PendingDiffAnswer:

@@ -44,6 +44,7 @@ from streams.reads.search import (
     Viewpoint,
     holds_records,
     hybrid_search,
+    with_corrections,
     with_links,
 )
 
@@ -243,10 +244,12 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch
 
 async def linked_memories(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                           query: ContextQuery, memories: SearchScope, vector: Any) -> Found:
-    """The long-term section's memories, with those their links reach when asked."""
+    """The long-term section's memories, with those their links reach when asked, each
+    contested one below its correction."""
     found = await hybrid_search(runtime, index, fallback, query.query, memories,
                                 query.profile, vector, query.viewpoint)
-    return await with_links(runtime, found, memories, query.expand, query.viewpoint)
+    linked = await with_links(runtime, found, memories, query.expand, query.viewpoint)
+    return await with_corrections(runtime, linked, memories, query.viewpoint)
 
 
 
@@ -304,28 +307,36 @@ async def history(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
 async def candidates(runtime: Runtime, section: str, hits: Sequence[Hit]) -> list[Candidate]:
     """Hits as pack candidates, each with its cost in the model's tokens: as the record sink
     counted it, or counted here for a record it has not (stored before counts were kept, or
-    read as of an earlier version)."""
-    if not hits:
-        return []
-    uncounted = [hit.record.text for hit in hits if hit.record.text_tokens is None]
-    counted = iter(await asyncio.to_thread(runtime.embedder.token_costs, uncounted)
-                   if uncounted else ())
-    costs = [hit.record.text_tokens if hit.record.text_tokens is not None else next(counted)
-             for hit in hits]
+    read as of an earlier version); a contested one's with its note's."""
+    # Packing compares vectors: search leaves records without one out, and a fix pattern is
+    # always stored with one.
+    kept = [(hit, vector) for hit in hits if (vector := hit.record.embedding) is not None]
     now = datetime.now(UTC)
-    return [
+    made = [
         Candidate(
             section=section, record_id=hit.record.record_id, kind=hit.record.record_kind,
             text=hit.record.text, source=source_of(hit.record),
             trust_class=hit.record.trust_class, provenance=hit.record.provenance,
             created_at=hit.record.created_at,
             age_days=age_in_days(hit.record.created_at, now), score=hit.score,
-            token_cost=cost, vector=hit.record.embedding)
-        # Packing compares vectors: search leaves records without one out, and a fix pattern
-        # is always stored with one.
-        for hit, cost in zip(hits, costs, strict=True) if hit.record.embedding is not None
+            token_cost=hit.record.text_tokens or 0, vector=vector,
+            contested=hit.record.contested, corrects=hit.corrects)
+        for hit, vector in kept
     ]
-
+    # What is counted here, in one call: each text not counted yet, and each note.
+    counting = [*((at, hit.record.text) for at, (hit, _) in enumerate(kept)
+                  if hit.record.text_tokens is None),
+                *((at, candidate.note) for at, candidate in enumerate(made)
+                  if candidate.note is not None)]
+    if not counting:
+        return made
+    counted = await asyncio.to_thread(runtime.embedder.token_costs,
+                                      [text for _, text in counting])
+    costs = [candidate.token_cost for candidate in made]
+    for (at, _), cost in zip(counting, counted, strict=True):
+        costs[at] += cost
+    return [replace(candidate, token_cost=cost)
+            for candidate, cost in zip(made, costs, strict=True)]
 
 
 def source_of(record: FoundRecord) -> str:

@@ -38,6 +38,14 @@ from processors.recall.adaptive_scoring import (
     rerank,
 )
 from processors.recall.confidence import confident_enough
+from processors.recall.contested import (
+    Contest,
+    Ranked,
+    corrected,
+    corrections_missing,
+    place_taken,
+    settled,
+)
 from processors.recall.ranking import (
     Fused,
     Profile,
@@ -144,6 +152,9 @@ class Hit:
     blend: Blend | None = None
     # How a record reached from a hit's links was reached (processors/knowledge/graph.py).
     via: Reached | None = None
+    # The hits it contests, pending review (processors/recall/contested.py): it restated them
+    # with another value.
+    corrects: tuple[Contest, ...] = ()
 
 
 
@@ -334,10 +345,53 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
 async def recall(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                  query: SearchQuery) -> Found:
     """The hits of a search with a query: hybrid, as of its viewpoint, with what their links
-    reach when it asks to expand."""
+    reach when it asks to expand, and each contested hit below its correction."""
     found = await hybrid_search(runtime, index, fallback, query.query, query.scope,
                                 query.profile, viewpoint=query.viewpoint)
-    return await with_links(runtime, found, query.scope, query.expand, query.viewpoint)
+    linked = await with_links(runtime, found, query.scope, query.expand, query.viewpoint)
+    return await with_corrections(runtime, linked, query.scope, query.viewpoint)
+
+
+
+async def with_corrections(runtime: Runtime, found: Found, scope: SearchScope,
+                           viewpoint: Viewpoint) -> Found:
+    """`found` with each contested hit (its invalidation waits for a reviewer) ranked below
+    the memory that contests it, that memory brought in in its place when the question did
+    not find it (kept to `scope` and the viewpoint's confidence), and each correction saying
+    what it contests (processors/recall/contested.py); the best `scope.limit` of all. A hit
+    that nothing contests costs nothing here; a correction that cannot be read leaves the
+    hits as they are, marked (fail open)."""
+    if all(hit.record.contested is None for hit in found.hits):
+        return found
+    hits = {hit.record.record_id: hit for hit in found.hits}
+    ranked = [Ranked(hit.record.record_id, hit.score, hit.record.contested)
+              for hit in found.hits]
+    missing = corrections_missing(ranked)
+    try:
+        # As of a moment, a correction is shown if it was in force then.
+        records = {} if not missing else await (
+            runtime.stores.records.records_by_id(scope.namespace, missing)
+            if viewpoint.as_of is None else runtime.stores.records.records_as_of(
+                scope.namespace, missing, viewpoint.as_of))
+    except Exception:
+        log.exception("reading the corrections of contested hits failed; answering the "
+                      "hits as they are")
+        records = {}
+    for record_id, record in sorted(records.items()):
+        if record.embedding is None or not scope.admits(record) or not confident_enough(
+                record.confidence, record.tier, viewpoint.min_confidence,
+                runtime.confidence_thresholds):
+            continue
+        place = hits[place_taken(ranked, record_id).record_id]
+        hits[record_id] = Hit(record, Fused(record_id, place.score, None, None), place.score,
+                              float(np.dot(record.embedding, found.vector)), place.relevance)
+        ranked.append(Ranked(record_id, place.score, record.contested))
+    order = settled(ranked)
+    corrects = corrected(order)
+    return replace(found, hits=[
+        replace(hits[item.record_id], score=item.score,
+                corrects=corrects.get(item.record_id, ()))
+        for item in order][:scope.limit])
 
 
 

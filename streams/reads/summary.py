@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from processors.recall.contested import Contest
 from processors.recall.summary import SummaryHit, summarize
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex
@@ -34,13 +35,16 @@ class Summary:
     tokens: int
     degraded: bool
     holds_records: bool
+    # The contests of the memories it cites (processors/recall/contested.py).
+    contested: tuple[Contest, ...] = ()
 
 
 async def summary_of(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch,
                      query: SearchQuery, budget_tokens: int) -> Summary:
     """The summary of the hits of `query` (see the module docstring)."""
     found = await recall(runtime, index, fallback, query)
-    hits = [SummaryHit(hit.record.record_id, hit.record.title, hit.record.text)
+    hits = [SummaryHit(hit.record.record_id, hit.record.title, hit.record.text,
+                       hit.record.contested)
             for hit in found.hits]
 
     def count_tokens(text: str) -> int:
@@ -62,4 +66,5 @@ async def summary_of(runtime: Runtime, index: SearchIndex, fallback: RecordsSear
             count_tokens, prose),
         degraded=found.degraded,
         holds_records=bool(hits) or await holds_records(runtime, query.scope.namespace),
+        contested=summary.contested,
     )

@@ -29,7 +29,11 @@ pytestmark = pytest.mark.integration
 
 WAIT_S = 60.0
 QUESTION = "How often does the staging database password rotate?"
-# Two answers that only a user can tell apart (one is stale), and others.
+# Two answers that only a user can tell apart (one is stale), and others. The two are of two
+# types, so that the stale-fact finder does not pair them: a correction awaiting review ranks
+# above what it contests whatever an agent's ratings (docs/lifecycle.md#a-correction-awaiting-
+# review), and this test is about what ratings move.
+TYPES = ("fact", "decision")
 MEMORIES = (
     "The staging database password rotates every Monday at 09:00 UTC.",
     "The staging database password rotates every Tuesday at 09:00 UTC.",
@@ -73,7 +77,9 @@ async def test_ratings_rerank_the_raters_recall_and_no_one_elses(
     stack: Stack, worker: Worker, updates: TopicReader, namespace: str, tmp_path: Path,
 ) -> None:
     async with Publisher(stack.broker.bootstrap, producer="tests") as publisher:
-        ids = [await publisher.write_memory(namespace, text) for text in MEMORIES]
+        ids = [await publisher.write_memory(namespace, text, memory_type=memory_type)
+               for text, memory_type in zip(MEMORIES[:2], TYPES, strict=True)]
+        ids += [await publisher.write_memory(namespace, text) for text in MEMORIES[2:]]
     await updates.wait_for(lambda m: set(ids) <= set(updated_ids(m, namespace)), WAIT_S)
     ann = stack.make_key("--namespace", namespace, "--perm", "read,write", "--agent", "ann")
     bob = stack.make_key("--namespace", namespace, "--perm", "read", "--agent", "bob")

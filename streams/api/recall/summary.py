@@ -21,6 +21,7 @@ from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.params import Param, Params, value
 from streams.api.queries import SEARCH_PARAMS, search_query
+from streams.api.rendering import contest_answer
 from streams.reads.recalls import Exhausted, Recalls
 from streams.reads.summary import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 
@@ -45,10 +46,15 @@ def wire_summary(pages: Pages, recalls: Recalls) -> None:
                                  budget_exhausted=True,
                                  max_searches_per_run=summary.max_searches_per_run,
                                  summary=None, memory_ids=[])
-        return MemorySummary(
+        answer = MemorySummary(
             namespace=query.scope.namespace, namespace_holds_records=summary.holds_records,
             query=query.query, profile=query.profile.name, degraded=summary.degraded,
             summary=summary.text, memory_ids=list(summary.memory_ids),
             hits_found=summary.hits_found, hits_used=len(summary.memory_ids),
             rewritten=summary.rewritten, budget_tokens=summary.budget_tokens,
             tokens=summary.tokens, run_id=query.run_id, budget_exhausted=False)
+        if not summary.contested:
+            return answer
+        # Absent when nothing it cites is contested.
+        return answer.model_copy(update={"contested": [contest_answer(contest)
+                                                        for contest in summary.contested]})
