@@ -366,10 +366,11 @@ def _cue_words(text: str) -> set[str]:
 # value is no longer held: in the older text it is history, not a value the newer must keep;
 # in the newer, it is what the older held.
 _REPLACED = (
-    re.compile(r"\bfrom ((?:[\w.'-]+ ){0,3}?[\w.'-]+) (?:to|onto|into)\b", re.I),
-    re.compile(r"\breplaced ((?:[\w.'-]+ ){0,3}?[\w.'-]+) (?:with|by)\b", re.I),
+    re.compile(r"\bfrom ((?:[#@]?[\w.'-]+ ){0,3}?[#@]?[\w.'-]+) (?:to|onto|into)\b", re.I),
+    re.compile(r"\breplaced ((?:[#@]?[\w.'-]+ ){0,3}?[#@]?[\w.'-]+) (?:with|by)\b", re.I),
     re.compile(r"\breplaced ((?-i:[A-Z])[\w'-]*(?: (?-i:[A-Z])[\w'-]*)*)", re.I),
-    re.compile(r"\b(?:instead of|in place of|rather than) ([\w.' -]*[\w.'])", re.I),
+    # A channel or a handle keeps its sign: "instead of #ops-alerts".
+    re.compile(r"\b(?:instead of|in place of|rather than) ([#@]?[\w.' -]*[\w.'])", re.I),
     re.compile(r"\b(?:took|taken|takes|take|taking) over\b[^.;,]*?\bfrom ([\w.' -]*[\w.'])",
                re.I),
     re.compile(r"((?-i:[A-Z])[\w'-]*) (?:handed|passed|transferred|gave)\b", re.I),
@@ -488,26 +489,46 @@ def _changed_part(old_tokens: Sequence[_Token], new_tokens: Sequence[_Token],
     old_stems = [token.stem for token in old_tokens]
     new_stems = [token.stem for token in new_tokens]
     lost = set(old_stems) - set(new_stems)
-    parts: list[_Part] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old_stems, new_stems,
-                                               autojunk=False).get_opcodes():
+    parts: list[tuple[int, _Part]] = []
+    opcodes = SequenceMatcher(None, old_stems, new_stems, autojunk=False).get_opcodes()
+    for at, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         gone = tuple(token for token in old_tokens[i1:i2] if token.stem in lost)
         if tag == "delete" and j1 in cue_gaps and len(gone) <= CUE_VERB \
                 and not any(token.capital or token.stem[0].isdigit() for token in gone):
             continue
         if tag in ("replace", "delete") and gone:
-            parts.append(_Part(gone, tuple(new_tokens[j1:j2])))
+            parts.append((at, _Part(gone, tuple(new_tokens[j1:j2]))))
     if len(parts) > 1:
         return None
     if not parts:
         return _Part((), ())
-    part = parts[0]
+    at, part = parts[0]
+    if _narrowed(opcodes[:at], new_tokens, set(old_stems)):
+        return None
     if not part.new:
         # Dropped here and said elsewhere ("Slack" -> "switched to Microsoft Teams for chat"):
         # the new side is what the newer text adds.
         added = set(new_stems) - set(old_stems)
         part = _Part(part.old, tuple(token for token in new_tokens if token.stem in added))
     return part
+
+
+def _narrowed(before: Sequence[tuple[str, int, int, int, int]], new_tokens: Sequence[_Token],
+              old_stems: Collection[str]) -> bool:
+    """Whether the newer text qualifies the phrase that leads to the change with a word of
+    its own: "the admin API rate limit is 20" beside "the API rate limit is 100" speaks of
+    another limit. `before`: the opcodes up to the changed part. The word is a common one
+    (a name or a number there is the new value said first: "Ewa replaced Ramon as ...",
+    "Seven engineers share ..."), and the phrase it qualifies is two words or more kept
+    as they were, up to the change (one word between is a verb or a preposition of a
+    paraphrase: "We keep logs for 90 days")."""
+    if len(before) < 2:
+        return False
+    (tag, _, _, j1, j2), (last, i1, i2, _, _) = before[-2], before[-1]
+    added = [token for token in new_tokens[j1:j2] if token.stem not in old_stems]
+    return (tag == "insert" and last == "equal" and i2 - i1 >= 2 and bool(added)
+            and not any(token.capital or token.stem[0].isdigit()
+                        or _NUMBER_WORD.fullmatch(token.stem) for token in added))
 
 
 def _only_values(part: _Part, old_values: frozenset[str], new_values: frozenset[str]) -> bool:
@@ -520,7 +541,10 @@ def _only_values(part: _Part, old_values: frozenset[str], new_values: frozenset[
     replacing = [token for token in part.new if token.stem not in new_values]
     holds_value = (any(token.stem in old_values for token in part.old)
                    and any(token.stem in new_values for token in part.new))
-    return holds_value and len(others) <= UNIT_WORDS and len(replacing) <= UNIT_WORDS
+    # A unit is a common word: a name beside a value is the thing it counts ("React 18" /
+    # "TypeScript 5" are two things a frontend uses, not one thing's new version).
+    return holds_value and len(others) <= UNIT_WORDS and len(replacing) <= UNIT_WORDS \
+        and not any(token.capital for token in (*others, *replacing))
 
 
 def _across_sentences(text: str, tokens: Sequence[_Token]) -> bool:

@@ -243,6 +243,41 @@ def test_hard_negatives_are_not_invalidated(older: str, newer: str) -> None:
     assert judged(newer, older) is None, "nor the other way round"
 
 
+@pytest.mark.parametrize(("older", "newer"), [
+    # A name beside a value is the thing counted, not a unit: two things, both in use.
+    ("The dashboard is built with Vue 3.", "The dashboard is built with Tailwind 2."),
+    ("The worker image ships Node 20.", "The worker image ships Deno 1."),
+    # A word the newer puts before the phrase that leads to the value names another thing.
+    ("The export job times out after 60 seconds.",
+     "The nightly export job times out after 300 seconds."),
+    ("The search results are cached for 10 minutes.",
+     "The autocomplete search results are cached for 30 minutes."),
+])
+def test_another_thing_with_another_value_is_not_invalidated(older: str, newer: str) -> None:
+    assert judged(older, newer) is None
+    assert judged(newer, older) is None, "nor the other way round"
+
+
+@pytest.mark.parametrize(("older", "newer", "detail"), [
+    # A qualifier of one word kept apart from the value by one word is a paraphrase's.
+    ("The retro is on Fridays.", "The sprint retro is on Thursdays.", "Fridays -> Thursdays"),
+    # A value said first is the new value, not a qualifier.
+    ("The billing dashboard is owned by Hana.",
+     "Omar replaced Hana as owner of the billing dashboard.", "Hana -> Omar"),
+])
+def test_a_word_added_before_the_value_may_still_be_a_change(older: str, newer: str,
+                                                             detail: str) -> None:
+    found = judged(older, newer)
+    assert found is not None and found.detail == detail
+
+
+def test_a_channel_said_to_be_replaced_keeps_its_sign() -> None:
+    found = judged("Deploy notices go to the #deploys channel.",
+                   "Deploy notices now go to #releases instead of #deploys.")
+    assert found is not None and found.because == "change_cue"
+    assert found.detail == "channel -> releases", "#deploys is the value replaced, no qualifier"
+
+
 def test_a_changed_value_does_not_take_another_sentence_of_the_older_with_it() -> None:
     assert judged("The orders service listens on port 8080. It has 4 replicas.",
                   "The orders service listens on port 8081.") is None
