@@ -271,10 +271,15 @@ async def eventually(check: Callable[[], Awaitable[T | None]], what: str,
         await asyncio.sleep(every_s)
 
 
-async def scraped_after(client: httpx.AsyncClient, moment: float) -> None:
-    """Wait for a scrape of the worker that started after `moment` (a Unix time)."""
+async def scraped_after(client: httpx.AsyncClient, worker: Worker, moment: float) -> None:
+    """Wait for a successful scrape of `worker` that started after `moment` (a Unix time).
+    Of this worker, and one that answered: a scrape of the other target, or one that timed
+    out on a busy worker, leaves the worker's counters without a sample before the load."""
+    instance = worker.base_url.removeprefix("http://")
+
     async def last_scrape() -> float | None:
-        body = await query(client, f'max(timestamp(up{{job="{JOB}"}}))')
+        body = await query(client,
+                           f'timestamp(up{{job="{JOB}",instance="{instance}"}} == 1)')
         result = body["data"]["result"] if body["status"] == "success" else []
         if result and float(result[0]["value"][1]) >= moment:
             return float(result[0]["value"][1])
@@ -373,10 +378,10 @@ async def test_every_panel_and_every_alert_rule_answers_from_a_live_worker(
 ) -> None:
     async with httpx.AsyncClient(base_url=prometheus.url, timeout=10) as prom:
         started = time.time()
-        await scraped_after(prom, started)  # the worker is a target, and up
+        await scraped_after(prom, worker, started)  # the worker is a target, and up
         await put_under_load(stack, worker, http)
         loaded = time.time()
-        await scraped_after(prom, loaded + 3)
+        await scraped_after(prom, worker, loaded + 3)
 
         queries = panel_queries()
         answers = await asyncio.gather(*(query(prom, q.promql) for q in queries))
@@ -432,7 +437,7 @@ async def test_ten_thousand_namespaces_add_no_series(
     stack: Stack, worker: Worker, http: httpx.AsyncClient, prometheus: Prometheus,
 ) -> None:
     async with httpx.AsyncClient(base_url=prometheus.url, timeout=10) as prom:
-        await scraped_after(prom, time.time())
+        await scraped_after(prom, worker, time.time())
         scraped_before = await query(prom, f'count({{job="{JOB}"}})')
         before = series_lines((await http.get("/metrics")).text)
 
@@ -452,7 +457,7 @@ async def test_ten_thousand_namespaces_add_no_series(
         assert len(after) - len(before) < 100, set(after) - set(before)
         assert prefix not in exposition
 
-        await scraped_after(prom, time.time())
+        await scraped_after(prom, worker, time.time())
         scraped_after_load = await query(prom, f'count({{job="{JOB}"}})')
         grew = (float(scraped_after_load["data"]["result"][0]["value"][1])
                 - float(scraped_before["data"]["result"][0]["value"][1]))
