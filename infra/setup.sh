@@ -52,3 +52,24 @@ fi
 
 # The Kafka broker's jars, from Maven Central into .cache/.
 infra/kafka/broker.sh fetch
+
+# The TypeScript checks of the API's answers (tests/typescript/, docs/http-api.md): their npm
+# packages, exactly as its package-lock.json pins them, installed into .cache/node/ only when
+# the lock changes, and linked as tests/typescript/node_modules.
+ts_checks=tests/typescript
+ts_modules=.cache/node/typescript-checks
+ts_stamp="$ts_modules/.installed-$(sha256sum "$ts_checks/package-lock.json" | cut -c1-16)"
+if [ ! -f "$ts_stamp" ] || [ ! -d "$ts_modules/node_modules" ]; then
+  command -v npm >/dev/null || { log "node and npm (v20) are needed for $ts_checks"; exit 1; }
+  log "installing the TypeScript checks' npm packages"
+  mkdir -p "$ts_modules"
+  cp "$ts_checks/package.json" "$ts_checks/package-lock.json" "$ts_modules/"
+  if ! (cd "$ts_modules" && npm ci --no-audit --no-fund --cache ../npm-cache) \
+      >"$ts_modules/install.log" 2>&1; then
+    cat "$ts_modules/install.log" >&2
+    exit 1
+  fi
+  rm -f "$ts_modules"/.installed-*
+  touch "$ts_stamp"
+fi
+ln -sfn "../../$ts_modules/node_modules" "$ts_checks/node_modules"
