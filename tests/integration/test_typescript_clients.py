@@ -19,6 +19,7 @@ worker) fail the run with the field that drifted."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -128,6 +129,7 @@ def test_the_guides_commands_build_and_the_http_program_passes_against_the_worke
     key = stack.make_key("--namespace", namespace, "--perm", "read,write")
     done = succeeded(as_written(program_command("http_check"), worker.base_url, key,
                                 namespace), built)
+    print(done.stdout)
     answer = last_json(done.stdout)
     assert answer["record_id"].startswith("mem_")
     assert answer["version"] == 1
@@ -144,6 +146,7 @@ def test_two_agents_keys_hold_an_mcp_session_from_the_official_typescript_sdk(
             for agent in ("ann", "bob")}
     done = succeeded(as_written(program_command("mcp_check"), "", "", namespace, mcp_url),
                      built, keys)
+    print(done.stdout)
     answer = last_json(done.stdout)
     assert answer["personal"] != answer["shared"]
     assert answer["handoff"].startswith("mem_")
@@ -170,20 +173,25 @@ def without_record_id(schema: dict[str, Any]) -> None:
     del schema["properties"]["record_id"]
 
 
-@pytest.mark.parametrize(("schema", "change", "field", "error"), [
-    ("SearchHit", relevance_as_text, "hit.relevance",
+def session_id_as_number(schema: dict[str, Any]) -> None:
+    schema["properties"]["session_id"] = {"type": "integer"}
+
+
+@pytest.mark.parametrize(("schema", "change", "program", "field", "error"), [
+    ("SearchHit", relevance_as_text, "http_check", "hit.relevance",
      "error TS2322: Type 'string' is not assignable to type 'number'."),
     # Left out, the field is only one of the answer's open `additionalProperties`.
-    ("MemoryWritten", without_record_id, "outcome.record_id",
+    ("MemoryWritten", without_record_id, "http_check", "outcome.record_id",
      "error TS2322: Type '{}' is not assignable to type 'string'."),
-], ids=["a-field-of-another-type", "a-field-missing"])
+    ("Woke", session_id_as_number, "mcp_check", "woke.session_id",
+     "error TS2322: Type 'number' is not assignable to type 'string'."),
+], ids=["http-a-field-of-another-type", "http-a-field-missing", "mcp-wake-another-type"])
 def test_types_generated_from_a_doctored_document_do_not_compile(
     worker: Worker, built: Path, tmp_path: Path, schema: str,
-    change: Callable[[dict[str, Any]], None], field: str, error: str,
+    change: Callable[[dict[str, Any]], None], program: str, field: str, error: str,
 ) -> None:
     folder = project(tmp_path)
-    shutil.copy(built / "memstream-openapi.json", folder / "memstream-openapi.json")
-    document = json.loads((folder / "memstream-openapi.json").read_text())
+    document = json.loads((built / "memstream-openapi.json").read_text())
     (folder / "memstream-openapi.json").write_text(json.dumps(doctored(document, schema,
                                                                        change)))
     compiled = None
@@ -199,47 +207,63 @@ def test_types_generated_from_a_doctored_document_do_not_compile(
     # document, in `built`), in the program that reads the doctored field.
     assert compiled is not None and compiled.returncode != 0, "the doctored types compiled"
     assert compiled.args[-1].startswith("node_modules/.bin/tsc ")
+    print(compiled.stdout)
     (failure,) = compiled.stdout.strip().splitlines()
-    where = re.fullmatch(r"src/http_check\.ts\((\d+),\d+\): (.*)", failure)
+    where = re.fullmatch(rf"src/{program}\.ts\((\d+),\d+\): (.*)", failure)
     assert where is not None and where.group(2) == error, failure
-    line = (folder / "src" / "http_check.ts").read_text().splitlines()[int(where.group(1)) - 1]
+    line = (folder / "src" / f"{program}.ts").read_text().splitlines()[int(where.group(1)) - 1]
     assert field in line, (failure, line)
 
 
-class DoctoringProxy:
-    """An HTTP proxy in front of the worker that passes every answer on, but the JSON
-    answers of one route, which it changes first."""
+# What a proxy does to an answer: given the request's path and JSON body (None if it has
+# none) and the answer's JSON, changes it in place and says whether it did.
+Doctor = Callable[[str, Any, Any], bool]
+HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
 
-    def __init__(self, upstream: str, route: str,
-                 change: Callable[[dict[str, Any]], None]) -> None:
+
+class DoctoringProxy:
+    """An HTTP proxy in front of a server (the worker, the MCP server) that passes every
+    request and answer on, but changes the JSON answers its doctor picks first."""
+
+    def __init__(self, upstream: str, doctor: Doctor) -> None:
         self.doctored = 0
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
+                sent = self.rfile.read(length) if length else None
                 request = urllib.request.Request(
-                    upstream + self.path, data=self.rfile.read(length) if length else None,
-                    method=self.command, headers={
+                    upstream + self.path, data=sent, method=self.command, headers={
                         name: value for name, value in self.headers.items()
-                        if name.lower() in ("authorization", "content-type", "prefer")})
+                        if name.lower() not in HOP_BY_HOP})
                 try:
                     with urllib.request.urlopen(request, timeout=60) as response:
-                        status, body = response.status, response.read()
+                        status, headers, body = response.status, response.headers, \
+                            response.read()
                 except urllib.error.HTTPError as refusal:
-                    status, body = refusal.code, refusal.read()
-                if self.path.split("?")[0] == route and status < 300:
+                    status, headers, body = refusal.code, refusal.headers, refusal.read()
+                except (OSError, http.client.HTTPException):
+                    # An event stream the program left open, cut when its server stops.
+                    self.close_connection = True
+                    return
+                if body and status < 300 and "json" in headers.get("Content-Type", ""):
                     answer = json.loads(body)
-                    change(answer)
-                    body = json.dumps(answer).encode()
-                    proxy.doctored += 1
+                    if doctor(self.path.split("?")[0], json.loads(sent) if sent else None,
+                              answer):
+                        body = json.dumps(answer).encode()
+                        proxy.doctored += 1
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    if name.lower() not in HOP_BY_HOP | {"date", "server"}:
+                        self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = forward
+            do_GET = do_POST = do_DELETE = forward
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -256,31 +280,66 @@ class DoctoringProxy:
         self.server.server_close()
 
 
-def first_hit_relevance_as_text(answer: dict[str, Any]) -> None:
+def hits_relevance_as_text(path: str, sent: Any, answer: Any) -> bool:
+    if path != "/v1/search":
+        return False
     for hit in answer["hits"]:
         hit["relevance"] = str(hit["relevance"])
+    return bool(answer["hits"])
 
 
-def event_id_left_out(answer: dict[str, Any]) -> None:
+def write_without_event_id(path: str, sent: Any, answer: Any) -> bool:
+    if path != "/v1/memories":
+        return False
     del answer["event_id"]
+    return True
 
 
-@pytest.mark.parametrize(("route", "change", "error"), [
-    ("/v1/search", first_hit_relevance_as_text,
+def tool_answer(tool: str, change: Callable[[dict[str, Any]], None]) -> Doctor:
+    """Changes the structured answer of an MCP `tools/call` of `tool`."""
+    def doctor(path: str, sent: Any, answer: Any) -> bool:
+        if not (isinstance(sent, dict) and sent.get("method") == "tools/call" and
+                sent["params"]["name"] == tool and "result" in answer):
+            return False
+        change(answer["result"]["structuredContent"])
+        return True
+    return doctor
+
+
+def rated_as_text(structured: dict[str, Any]) -> None:
+    structured["rated"] = str(structured["rated"])
+
+
+def woke_without_session_id(structured: dict[str, Any]) -> None:
+    del structured["session_id"]
+
+
+@pytest.mark.parametrize(("program", "doctor", "error"), [
+    ("http_check", hits_relevance_as_text,
      "AnswerDrift: the answer of GET /v1/search (200) drifts from its declared schema: "
      "/hits/0/relevance must be number"),
-    ("/v1/memories", event_id_left_out,
+    ("http_check", write_without_event_id,
      "AnswerDrift: the answer of POST /v1/memories (200) drifts from its declared schema: "
      "/ must have required property 'event_id'"),
-], ids=["a-field-of-another-type", "a-field-missing"])
+    ("mcp_check", tool_answer("wake", woke_without_session_id),
+     "AnswerDrift: Woke drifts from its declared schema: / must have required property "
+     "'session_id'"),
+    ("mcp_check", tool_answer("rate_memories", rated_as_text),
+     "AnswerDrift: A: the answer of rate_memories drifts from its declaration: /rated "),
+], ids=["http-a-field-of-another-type", "http-a-field-missing", "mcp-wake-a-field-missing",
+        "mcp-rate-a-field-of-another-type"])
 def test_an_answer_that_drifts_from_its_declared_schema_fails_the_run(
-    stack: Stack, worker: Worker, built: Path, namespace: str, route: str,
-    change: Callable[[dict[str, Any]], None], error: str,
+    stack: Stack, worker: Worker, mcp_url: str, built: Path, namespace: str, program: str,
+    doctor: Doctor, error: str,
 ) -> None:
-    key = stack.make_key("--namespace", namespace, "--perm", "read,write")
-    with DoctoringProxy(worker.base_url, route, change) as proxy:
-        done = run(as_written(program_command("http_check"), proxy.url, key, namespace),
-                   built)
+    keys = {f"{agent.upper()}_KEY": stack.make_key("--namespace", namespace, "--perm",
+                                                   "read,write", "--agent", agent)
+            for agent in (("ann",) if program == "http_check" else ("ann", "bob"))}
+    upstream = worker.base_url if program == "http_check" else mcp_url.removesuffix("/mcp")
+    with DoctoringProxy(upstream, doctor) as proxy:
+        done = run(as_written(program_command(program), proxy.url, keys["ANN_KEY"], namespace,
+                              f"{proxy.url}/mcp"), built, keys)
+    print(done.stderr)
     assert proxy.doctored >= 1
     assert done.returncode == 1, done.stdout
     assert done.stderr.strip().splitlines()[-1].startswith(error), done.stderr
