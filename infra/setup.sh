@@ -60,7 +60,12 @@ ts_checks=tests/typescript
 ts_modules=.cache/node/typescript-checks
 ts_stamp="$ts_modules/.installed-$(sha256sum "$ts_checks/package-lock.json" | cut -c1-16)"
 if [ ! -f "$ts_stamp" ] || [ ! -d "$ts_modules/node_modules" ]; then
-  command -v npm >/dev/null || { log "node and npm (v20) are needed for $ts_checks"; exit 1; }
+  if ! command -v npm >/dev/null; then
+    log "apt-get install nodejs npm"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+  fi
   log "installing the TypeScript checks' npm packages"
   mkdir -p "$ts_modules"
   cp "$ts_checks/package.json" "$ts_checks/package-lock.json" "$ts_modules/"
