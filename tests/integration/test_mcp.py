@@ -72,7 +72,7 @@ def mcp_url(worker: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     environment.update(PYTHONPATH=str(REPO_ROOT), MEMSTREAM_URL=worker.base_url,
                        MEMSTREAM_MCP_PORT=str(port),
                        HOME=str(tmp_path_factory.mktemp("mcp-home")))
-    process = subprocess.Popen([sys.executable, "-m", "client.mcp_server.http"],
+    process = subprocess.Popen([sys.executable, "-m", "memstream_client.mcp_server.http"],
                                cwd=REPO_ROOT, env=environment)
     deadline = time.monotonic() + WAIT_S
     while True:
