@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from harness.stack import Stack, Worker
-from tests.integration.test_mcp import call, eventually, hit_ids, over_stdio
+from tests.integration.test_mcp import call, eventually, hit_ids, over_stdio, stdio_entry
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +125,11 @@ async def test_the_cli_the_sdk_and_the_mcp_server_of_the_client_alone_work(
             lambda: call(client, "recall", query="do staging deploys need the VPN?"),
             lambda answer: record_id in hit_ids(answer))
         assert answer["hits"][0]["text"] == "Deploys to staging need the VPN."
+
+    # `memstream mcp`, the CLI's door to the same server, with the same settings.
+    entry = stdio_entry(key, namespace, worker.base_url, venv)
+    server = StdioServerParameters(command=str(venv / "bin" / "memstream"), args=["mcp"],
+                                   env={**entry["env"], "HOME": str(tmp_path)})
+    async with Client(server) as client:
+        answer = await call(client, "recall", query="do staging deploys need the VPN?")
+        assert record_id in hit_ids(answer)
