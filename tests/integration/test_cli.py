@@ -43,7 +43,7 @@ class Ran:
         return [json.loads(line) for line in self.out.splitlines()]
 
 
-# The console script of pyproject.toml's [project.scripts].
+# The console script of client/pyproject.toml's [project.scripts].
 MEMSTREAM = Path(sys.executable).parent / "memstream"
 
 
