@@ -21,7 +21,7 @@ test-slow: setup
 
 lint:
 	$(VENV)/ruff check .
-	$(VENV)/mypy streams processors schemas embedder stores client bench harness
+	$(VENV)/mypy streams processors schemas embedder stores publisher client/memstream_client bench harness
 	$(VENV)/lint-imports
 	$(VENV)/python -m schemas.export --check
 

@@ -6,8 +6,9 @@ HTTP, and the Python SDK, each beside a bare HTTP request of the same search.
 On a worker serving a namespace of `--points` memories (alone, this loads them as
 bench/pipeline_bench.py does; inside `make bench`, the pipeline bench's search phase hands over
 its 100k), with a key bound to that namespace:
-- `recall` through the mcp SDK's own client, over streamable HTTP, against the MCP server run as
-  the Procfile runs it (`python -m client.mcp_server.http`, its own process, on a free port);
+- `recall` through the mcp SDK's own client, over streamable HTTP, against the MCP server run
+  as the Procfile runs it (`python -m memstream_client.mcp_server.http`, its own process, on a
+  free port);
 - the same search (`GET /v1/search`, the same parameters) by `AsyncMemoryClient.search` and by a
   bare `httpx.AsyncClient` request of the same URL, on one shared connection pool; and by
   `MemoryClient.search` and a bare `httpx.Client`, on another;
@@ -42,10 +43,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from bench.pipeline_bench import load_memories, percentile
-from client.mcp_server.callers import NAMESPACE_HEADER
-from client.sdk import AsyncMemoryClient, MemoryClient
 from embedder.sentences import SENTENCES
 from harness.stack import Stack, Worker, free_port
+from memstream_client.mcp_server.callers import NAMESPACE_HEADER
+from memstream_client.sdk import AsyncMemoryClient, MemoryClient
 from streams.plumbing.config import REPO_ROOT
 
 NAMESPACE = "bench-agent"
@@ -79,7 +80,7 @@ def agent_queries(n: int) -> list[str]:
 
 @contextmanager
 def mcp_http_server(worker_url: str) -> Iterator[str]:
-    """`python -m client.mcp_server.http` as the Procfile runs it, on a free port, calling
+    """`python -m memstream_client.mcp_server.http` as the Procfile runs it, on a free port, calling
     the worker; yields its URL."""
     port = free_port()
     environment = {name: value for name, value in os.environ.items()
@@ -88,7 +89,7 @@ def mcp_http_server(worker_url: str) -> Iterator[str]:
         # A HOME of its own: no config file of this machine's reaches the server.
         environment.update(PYTHONPATH=str(REPO_ROOT), MEMSTREAM_URL=worker_url,
                            MEMSTREAM_MCP_PORT=str(port), HOME=home)
-        process = subprocess.Popen([sys.executable, "-m", "client.mcp_server.http"],
+        process = subprocess.Popen([sys.executable, "-m", "memstream_client.mcp_server.http"],
                                    cwd=REPO_ROOT, env=environment)
         try:
             wait_listening(process, port)

@@ -28,9 +28,9 @@ import numpy.typing as npt
 from bench.consolidation_eval import EVAL_SET
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from memstream_client.events import MemoryType
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.consolidation.clusters import find_clusters, merge_cluster
-from schemas.events import MemoryType
 
 # Frozen, so that rewriting the docs does not change the benchmark's input.
 PROSE_SENTENCES = Path(__file__).resolve().parent / "data" / "prose_sentences.txt"

@@ -41,9 +41,9 @@ import numpy.typing as npt
 
 from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from memstream_client.events import MemoryType
 from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
 from processors.consolidation.clusters import find_clusters, merge_cluster
-from schemas.events import MemoryType
 
 EVAL_SET = Path(__file__).parent / "data" / "consolidation_eval.jsonl"
 NAMESPACE = "eval"

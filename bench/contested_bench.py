@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import numpy as np
 
-from schemas.events import Provenance
+from memstream_client.events import Provenance
 from schemas.records import Record
 from stores.postgres.local_server import throwaway_postgres
 from stores.postgres.migrate import apply_migrations

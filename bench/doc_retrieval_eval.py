@@ -47,12 +47,12 @@ from typing import Any
 from bench.retrieval_eval import BM25Okapi, ranking, word_tokens
 from embedder.model import Embedder
 from harness.stack import MODEL_DIR
+from memstream_client.events import DocUpsert, Provenance
 from processors.documents.chunk_records import chunk_record
 from processors.documents.chunking import chunk_document
 from processors.recall.ranking import PROFILES
 from processors.text.embedding import embedding_text
 from processors.text.lexical import record_vector
-from schemas.events import DocUpsert, Provenance
 from schemas.records import Record
 from stores.index.factory import open_index
 from stores.index.payload import index_payload

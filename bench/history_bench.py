@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent
 from processors.runs.digests import build_digest
 from processors.runs.fix_patterns import (
     ErrorOccurrence,
@@ -24,7 +25,6 @@ from processors.runs.fix_patterns import (
     error_occurrences,
     fix_pattern_record,
 )
-from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
 from schemas.topics import RUNS_EVENTS
 from stores.runs import LedgerEntry
 

@@ -41,15 +41,15 @@ import numpy as np
 from bench.doc_retrieval_eval import documents, load_questions
 from bench.history_bench import TRACE
 from bench.pipeline_bench import load_memories, percentile, store_directly
-from client.publisher import Publisher
 from embedder.model import Embedder
 from embedder.sentences import SENTENCES
 from harness.stack import MODEL_DIR, Stack, Worker
+from memstream_client.events import DocUpsert, Provenance
 from processors.documents.chunk_records import chunk_record
 from processors.documents.chunking import chunk_document
 from processors.recall.context_pack import SECTIONS
 from processors.text.embedding import Vector
-from schemas.events import DocUpsert, Provenance
+from publisher.kafka_publisher import Publisher
 from schemas.records import Record
 
 BEADS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "beads" / \

@@ -56,16 +56,16 @@ import numpy as np
 from aiokafka import AIOKafkaProducer
 
 from bench.consolidation_bench import real_sentences, synthetic_memories
-from client.publisher import Publisher
 from embedder.model import Embedder
 from embedder.sentences import SENTENCES
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import MODEL_DIR, Stack, Worker
+from memstream_client.events import Provenance
 from processors.events.ids import memory_record_id
 from processors.knowledge.entities import record_entities
 from processors.text.embedding import Vector
 from processors.text.lexical import record_vector
-from schemas.events import Provenance
+from publisher.kafka_publisher import Publisher
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 from stores.index.factory import open_index

@@ -46,9 +46,9 @@ from bench.retrieval_eval import (
     namespace_of,
     publish,
 )
-from client.publisher import Publisher
 from harness.kafka_io import wait_caught_up
 from harness.stack import Stack, Worker
+from publisher.kafka_publisher import Publisher
 from schemas.topics import MEMORY_EVENTS
 
 SESSIONS = 3

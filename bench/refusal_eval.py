@@ -25,8 +25,8 @@ from typing import Any, get_args
 
 from bench.retrieval_eval import DATA_FILE as LOCOMO_DEV
 from bench.retrieval_eval import memory_text
+from memstream_client.redaction import redact_secrets
 from processors.memory.refusal import RefusalReason, refusal_of
-from processors.text.redaction import redact_secrets
 
 DATA = Path(__file__).resolve().parent / "data" / "refusal_eval.jsonl"
 

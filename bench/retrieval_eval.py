@@ -65,7 +65,7 @@ import numpy.typing as npt
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader, produce
 from harness.stack import MODEL_DIR, Stack, Worker
-from schemas.events import MemoryWrite
+from memstream_client.events import MemoryWrite
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 
 DATA_FILE = Path(__file__).parent / "data" / "locomo-dev.json"

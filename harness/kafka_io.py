@@ -11,7 +11,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import GroupCoordinatorNotAvailableError
 
-from client.kafka_security import PLAINTEXT, KafkaSecurity
+from publisher.kafka_security import PLAINTEXT, KafkaSecurity
 from streams.plumbing.topics import partitions_of
 
 

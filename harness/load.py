@@ -19,9 +19,9 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from client.kafka_security import PLAINTEXT, KafkaSecurity
 from harness.kafka_io import Received
 from processors.events.ids import memory_record_id
+from publisher.kafka_security import PLAINTEXT, KafkaSecurity
 from schemas.topics import MEMORY_EVENTS
 
 

@@ -23,18 +23,26 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# Python virtualenv inside the repo, reinstalled only when pyproject.toml changes.
+# Python virtualenv inside the repo, reinstalled only when a pyproject.toml changes: the
+# client's (client/, memstream-client) editable first, then the worker's, which depends on it,
+# so that both import the working tree.
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+stamp=".venv/.installed-$(cat pyproject.toml client/pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   log "creating the virtualenv"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   # pip's and the build backend's chatter goes to a file, shown only if the install fails.
-  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[build,dev,agents]'; } \
-      >.venv/install.log 2>&1; then
+  if ! { .venv/bin/pip install -q --upgrade pip \
+         && .venv/bin/pip install -q -e './client[agents]' \
+         && .venv/bin/pip install -q -e '.[build,dev,agents]'; } >.venv/install.log 2>&1; then
     cat .venv/install.log >&2
     exit 1
+  fi
+  # A venv made before the client had its own distribution: replacing the old `memstream`
+  # (which owned bin/memstream) removed the client's script; put it back.
+  if [ ! -x .venv/bin/memstream ] || [ ! -x .venv/bin/memstream-mcp ]; then
+    .venv/bin/pip install -q --no-deps --force-reinstall -e ./client >>.venv/install.log 2>&1
   fi
   rm -f .venv/.installed-*
   touch "$stamp"
@@ -78,3 +86,8 @@ if [ ! -f "$ts_stamp" ] || [ ! -d "$ts_modules/node_modules" ]; then
   touch "$ts_stamp"
 fi
 ln -sfn "../../$ts_modules/node_modules" "$ts_checks/node_modules"
+
+# The client's wheel, to install the client alone (docs/sdk.md): .cache/wheels/.
+client_wheel=$(PIP=.venv/bin/pip infra/client_wheel.sh)
+log "the client alone: pip install $client_wheel"
+log "MCP over stdio (docs/mcp.md): \"command\": \"$(pwd)/.venv/bin/memstream-mcp\""

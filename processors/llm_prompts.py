@@ -10,9 +10,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from memstream_client.redaction import redact_secrets
 from processors.runs.digests import DIGEST_TOKEN_CAP, RunDigest
 from processors.text.condense import approx_tokens
-from processors.text.redaction import redact_secrets
 
 ChatMessage = dict[str, str]
 

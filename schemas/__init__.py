@@ -1,1 +1,3 @@
-"""Contracts: pydantic models of events and records, and their exported JSON Schemas."""
+"""Contracts of the worker's own: pydantic models of records, the topic catalogue, and the
+exported JSON Schemas of the events (whose models are the client's wire contract,
+`memstream_client.events`, in the client's distribution)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.events import EVENT_TYPES, Envelope, MemoryUpdated
+from memstream_client.events import EVENT_TYPES, Envelope, MemoryUpdated
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "json"
 

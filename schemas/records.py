@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.events import (
+from memstream_client.events import (
     MemoryType,
     Provenance,
     RecordKind,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.events import (
+from memstream_client.events import (
     ConsolidateRequest,
     DocumentEvent,
     MemoryEvent,

@@ -10,9 +10,9 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 
+from memstream_client.events import MemoryBlockPayload, RotationStrategy
 from processors.events.errors import MemstreamError
 from processors.memory.blocks import Block, BlockDiff, BlockEdit, FieldValue
-from schemas.events import MemoryBlockPayload, RotationStrategy
 from stores.record_versions import PersonalReader
 
 

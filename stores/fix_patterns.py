@@ -13,12 +13,12 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from memstream_client.events import Provenance
 from processors.memory.lifecycle import version_fields
 from processors.runs.fix_patterns import ErrorOccurrence, RunFacts
 from processors.runs.signatures import ErrorSignature
 from processors.text.embedding import Vector
 from processors.text.lexical import record_presence, record_vector
-from schemas.events import Provenance
 from schemas.records import Record
 from stores.postgres.rows import INSERT_RECORD, INSERT_VERSION, record_args
 

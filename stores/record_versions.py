@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 
 import asyncpg
 
+from memstream_client.events import ChangeKind, RecordKind
 from processors.events.errors import MemstreamError
 from processors.memory.lifecycle import (
     CONTENT_FIELDS,
@@ -23,7 +24,6 @@ from processors.memory.lifecycle import (
 )
 from processors.text.embedding import Vector
 from processors.text.lexical import record_presence, record_vector
-from schemas.events import ChangeKind, RecordKind
 from schemas.records import Record
 from stores.postgres.rows import LIVE_MEMORY, record_of, refresh_confidence
 

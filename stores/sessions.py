@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
-from schemas.events import Provenance
+from memstream_client.events import Provenance
 
 
 @dataclass(frozen=True)

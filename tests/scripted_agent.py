@@ -1,6 +1,6 @@
 """A pydantic-ai agent with memory, driven by a script instead of an LLM (`FunctionModel`):
 each turn of the script is the tool calls the model makes, or its final answer. The tests of
-client/agents share it, unit and integration."""
+memstream_client/agents share it, unit and integration."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from client.agents.pydantic_ai import MemoryRun, memory_reminder, memory_toolset
+from memstream_client.agents.pydantic_ai import MemoryRun, memory_reminder, memory_toolset
 
 # A turn: the tools called (name, arguments), or the final answer.
 Turn = list[tuple[str, dict[str, Any]]] | str

@@ -4,10 +4,10 @@ parameters (processors/api/parameters.py), the body it takes, and whether it nee
 here is a hand-written copy of a route, so that the document cannot drift from the routes.
 
 A body a route publishes as an event is described by that event's JSON Schema (the models of
-schemas/events.py that schemas/json/ exports): the payload's fields beside the envelope's
+memstream_client/events.py that schemas/json/ exports): the payload's fields beside the envelope's
 `namespace` and `event_id`, less the fields the route fills itself (from its path or the
 key). What a route answers on success is the JSON Schema of the answer model it declares
-(schemas/answers/, as the worker serializes it: the models the SDK reads too), or, for a
+(memstream_client/answers/, as the worker serializes it: the models the SDK reads too), or, for a
 page, a script or metrics, its media types. Its error answers are described by their
 shapes.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from schemas.answers.writes import Waited
+from memstream_client.answers.writes import Waited
 
 OPENAPI_VERSION = "3.1.0"
 # The API's version, which its paths carry (/v1/...).

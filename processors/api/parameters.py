@@ -3,7 +3,7 @@ takes and refuses what a write refuses (streams/api/params.py says which paramet
 route follows which rule).
 
 - The name of something stored (a namespace, a record or agent id, a tag, a block label)
-  follows the rule of the event field it matches (schemas/events.py), and a key id is a key
+  follows the rule of the event field it matches (memstream_client/events.py), and a key id is a key
   id (processors/api/access.py).
 - No value may hold U+0000 or a lone surrogate, which Postgres cannot store: a write refuses
   them in every field but prose, which it cleans so that no event is lost
@@ -28,9 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from processors.api.access import KEY_ID
-from processors.events.intake import unstorable_character
-from schemas.events import (
+from memstream_client.events import (
     BlockLabel,
     DocumentId,
     Identifier,
@@ -41,6 +39,8 @@ from schemas.events import (
     SecurityScope,
     Tag,
 )
+from processors.api.access import KEY_ID
+from processors.events.intake import unstorable_character
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from schemas.events import (
+from memstream_client.events import (
     MemoryType,
     RecordKind,
     ReviewState,

@@ -35,6 +35,14 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
+from memstream_client.events import (
+    MAX_RELATED_IDS,
+    MAX_TAGS,
+    MemoryType,
+    RecordKind,
+    ReviewState,
+    Scope,
+)
 from processors.consolidation.candidates import (
     ConsolidationCandidate,
     ConsolidationSettings,
@@ -48,14 +56,6 @@ from processors.consolidation.restatements import (
     near_duplicate,
     sentences,
     speaker_of,
-)
-from schemas.events import (
-    MAX_RELATED_IDS,
-    MAX_TAGS,
-    MemoryType,
-    RecordKind,
-    ReviewState,
-    Scope,
 )
 
 FloatMatrix = npt.NDArray[np.float64]

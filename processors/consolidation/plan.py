@@ -16,6 +16,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from memstream_client.events import Provenance, ReviewState
+from memstream_client.links import wiki_links
 from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
 from processors.consolidation.clusters import (
     MergedMemory,
@@ -24,8 +26,6 @@ from processors.consolidation.clusters import (
     pending_supersessions,
 )
 from processors.memory.tiers import merged_tier
-from processors.memory.writes import wiki_links
-from schemas.events import Provenance, ReviewState
 from schemas.records import Record
 
 # How memories the system derives (merges) are stored: drafts for a reviewer, or approved.

@@ -3,19 +3,13 @@ new version of a document changes among its chunks (docs/documents.md)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from memstream_client.events import DocUpsert, Provenance
 from processors.documents.chunking import Chunk
 from processors.events.ids import doc_chunk_record_id
-from schemas.events import DocUpsert, Provenance
 from schemas.records import Record
-
-
-def content_hash(text: str) -> str:
-    """The hash of a version's whole text: a document posted again unchanged has the same."""
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def chunk_record(event: DocUpsert, chunk: Chunk, provenance: Provenance) -> Record:

@@ -2,7 +2,7 @@
 class and retriable flag its reason stands for, the namespace it belongs to, and who may see it.
 
 What is kept of a dead letter is safe to show: its first `HEAD_BYTES` bytes, its key and its
-error, each as text with the secrets redacted (processors/text/redaction.py) and U+0000 escaped,
+error, each as text with the secrets redacted (memstream_client/redaction.py) and U+0000 escaped,
 which Postgres cannot store. A window well past the head is redacted before the head is cut
 from it, so that a secret the cut would split is gone whole rather than half shown; not the
 whole value, which may be 900 KiB that the redaction rules take seconds over.
@@ -21,6 +21,8 @@ from typing import get_args
 
 from pydantic import TypeAdapter, ValidationError
 
+from memstream_client.events import Identifier, Namespace
+from memstream_client.redaction import redact_secrets
 from processors.api.access import Caller, Forbidden
 from processors.events.errors import (
     BrokerRefused,
@@ -33,8 +35,6 @@ from processors.events.errors import (
 )
 from processors.events.ids import dead_letter_id
 from processors.events.intake import json_object
-from processors.text.redaction import redact_secrets
-from schemas.events import Identifier, Namespace
 
 # What is kept of a dead letter's value: enough to recognise it, not to rebuild it.
 HEAD_BYTES = 512

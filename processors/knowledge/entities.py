@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal, cast, get_args
 
+from memstream_client.events import MemoryType
+from memstream_client.links import WIKI_LINK
 from processors.consolidation.restatements import (
     ABBREVIATION,
     CODE_IDENTIFIER,
     MONTH_NAMES,
     SPEAKER,
 )
-from processors.memory.writes import WIKI_LINK
 from processors.text.lexical import STOP_WORDS
-from schemas.events import MemoryType
 from schemas.records import Record
 
 # Strongest evidence first: an entity seen several ways takes the kind and source of the

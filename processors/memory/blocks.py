@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from memstream_client.events import MemoryBlockPayload, RotationStrategy
 from processors.events.errors import Rejected
-from schemas.events import MemoryBlockPayload, RotationStrategy
 
 FieldValue = str | tuple[str, ...]
 THRESHOLDS: Mapping[RotationStrategy, float] = {

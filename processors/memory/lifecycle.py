@@ -17,11 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from processors.events.errors import Rejected
-from processors.memory.tiers import TierRules, tier_after_updates
-from processors.memory.writes import wiki_links
-from processors.text.redaction import redact_secrets
-from schemas.events import (
+from memstream_client.events import (
     MAX_TAGS,
     ChangeKind,
     LifecycleEvent,
@@ -31,6 +27,10 @@ from schemas.events import (
     MemoryUpdate,
     Tier,
 )
+from memstream_client.links import wiki_links
+from memstream_client.redaction import redact_secrets
+from processors.events.errors import Rejected
+from processors.memory.tiers import TierRules, tier_after_updates
 from schemas.records import Record
 
 # The fields of a version beside its text and body: what history shows and restore brings

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import get_args
 
-from schemas.events import RecordKind
+from memstream_client.events import RecordKind
 
 DEFAULT_RETENTION: Mapping[RecordKind, timedelta | None] = {
     "memory": None,

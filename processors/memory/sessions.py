@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from processors.events.errors import Rejected
-from processors.events.ids import memory_record_id, session_memory_event_id
-from schemas.events import (
+from memstream_client.events import (
     MemoryWrite,
     MemoryWritePayload,
     SessionCheckpointed,
@@ -21,6 +19,8 @@ from schemas.events import (
     SessionSlept,
     SessionWoke,
 )
+from processors.events.errors import Rejected
+from processors.events.ids import memory_record_id, session_memory_event_id
 
 HANDOFF_PART = "handoff"
 HANDOFF_TAG = "handoff"

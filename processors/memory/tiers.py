@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from schemas.events import Tier
+from memstream_client.events import Tier
 
 TIERS: tuple[Tier, ...] = ("active", "short_term", "long_term")
 

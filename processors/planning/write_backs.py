@@ -12,6 +12,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memstream_client.events import (
+    PlanningClaimed,
+    PlanningClaimedPayload,
+    PlanningClosed,
+    PlanningClosedPayload,
+    PlanningFollowupDiscovered,
+    PlanningFollowupDiscoveredPayload,
+    PlanningItemUpserted,
+    PlanningItemUpsertedPayload,
+    PlanningWriteBack,
+    RunFinished,
+    RunStarted,
+)
 from processors.events.ids import planning_event_id
 from processors.planning.beads import (
     BeadsFile,
@@ -24,19 +37,6 @@ from processors.planning.beads import (
     UnknownItem,
     WorkItem,
     apply,
-)
-from schemas.events import (
-    PlanningClaimed,
-    PlanningClaimedPayload,
-    PlanningClosed,
-    PlanningClosedPayload,
-    PlanningFollowupDiscovered,
-    PlanningFollowupDiscoveredPayload,
-    PlanningItemUpserted,
-    PlanningItemUpsertedPayload,
-    PlanningWriteBack,
-    RunFinished,
-    RunStarted,
 )
 
 PRODUCER = "memstream-planning"

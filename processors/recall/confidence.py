@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import get_args
 
-from schemas.events import Tier
+from memstream_client.events import Tier
 
 TRUST_PRIOR = {"raw": 0.7, "derived": 0.75, "approved": 0.9}
 DRAFT_PENALTY = 0.2

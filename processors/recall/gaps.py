@@ -39,8 +39,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
+from memstream_client.redaction import redact_secrets
 from processors.text.lexical import terms
-from processors.text.redaction import redact_secrets
 
 # See the module docstring for how it was measured.
 SAME_QUESTION_COSINE = 0.73

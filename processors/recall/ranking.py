@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from schemas.events import MemoryType, RecordKind
+from memstream_client.events import MemoryType, RecordKind
 
 
 @dataclass(frozen=True)

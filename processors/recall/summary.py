@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from memstream_client.redaction import redact_secrets
 from processors.recall.contested import Contest, summary_mark
 from processors.text.condense import sentences
 from processors.text.lexical import coverage, query_term_ids, term_id, term_presence, terms
-from processors.text.redaction import redact_secrets
 
 # The fewest tokens a summary may be given: its header and one memory's id and a few words.
 MIN_BUDGET_TOKENS = 32

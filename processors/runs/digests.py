@@ -14,10 +14,7 @@ from datetime import datetime
 
 from pydantic_core import to_jsonable_python
 
-from processors.events.ids import digest_record_id
-from processors.text.condense import approx_tokens, condense
-from processors.text.redaction import redact_secrets
-from schemas.events import (
+from memstream_client.events import (
     Provenance,
     RunArtifact,
     RunEvent,
@@ -25,6 +22,9 @@ from schemas.events import (
     RunStarted,
     RunStep,
 )
+from memstream_client.redaction import redact_secrets
+from processors.events.ids import digest_record_id
+from processors.text.condense import approx_tokens, condense
 from schemas.records import Record
 
 MAX_ITEMS = 8

@@ -22,6 +22,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from memstream_client.events import (
+    MAX_RELATED_IDS,
+    MemoryUpdate,
+    MemoryUpdatePayload,
+    MemoryWrite,
+    MemoryWritePayload,
+)
 from processors.events.ids import (
     digest_record_id,
     fix_pattern_record_id,
@@ -32,13 +39,6 @@ from processors.events.ids import (
 from processors.runs.fix_patterns import FixPattern, fix_pattern_title
 from processors.runs.masking import mask
 from processors.text.condense import condense
-from schemas.events import (
-    MAX_RELATED_IDS,
-    MemoryUpdate,
-    MemoryUpdatePayload,
-    MemoryWrite,
-    MemoryWritePayload,
-)
 
 DEFAULT_LESSON_MIN_FIXES = 3
 DEFAULT_PATTERN_MIN_RUNS = 2

@@ -41,8 +41,8 @@ def index_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     return payload
 
 
-# The `repo` of a record that belongs to no repo: the whole namespace's (schemas/events.Repo
-# refuses it as a repo name).
+# The `repo` of a record that belongs to no repo: the whole namespace's
+# (memstream_client.events.Repo refuses it as a repo name).
 NAMESPACE_WIDE = "*"
 # The `live_until` of a record that never expires.
 FOREVER = 1e15

@@ -15,9 +15,9 @@ from typing import get_args
 
 import asyncpg
 
+from memstream_client.events import ReviewState
 from processors.text.embedding import Vector
 from processors.text.lexical import SparseVector
-from schemas.events import ReviewState
 from stores.index.pgvector import scope_args, search_hits
 from stores.index.protocol import DIM, IndexHit, SearchIndex, SearchScope, TermCounts, as_vector
 from stores.postgres.rows import create_pool

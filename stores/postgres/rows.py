@@ -8,11 +8,11 @@ from typing import Any
 
 import asyncpg
 
+from memstream_client.events import Provenance
 from processors.memory.lifecycle import version_fields
 from processors.recall.confidence import NO_VOTES, Votes, confidence_of, votes_of
 from processors.text.embedding import Vector
 from processors.text.lexical import record_presence, record_vector
-from schemas.events import Provenance
 from schemas.records import Record
 from stores.postgres.codecs import register_codecs
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from faust.web import Request, View
 
+from memstream_client.answers.status import ApiDocument
 from processors.api.openapi import openapi_document
-from schemas.answers.status import ApiDocument
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS
 

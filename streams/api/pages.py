@@ -1,6 +1,6 @@
 """How a view is served: given its caller's key (unless public), timed by route and status,
 answered alike on errors, whichever module of the HTTP face it comes from, and its answer
-rendered as the route declares it (schemas/answers/): a view returns the declared model, or
+rendered as the route declares it (memstream_client/answers/): a view returns the declared model, or
 a response of its own (an error, raw content)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 import faust
 from faust.web import Request, Response, View
 
+from memstream_client.answers.base import Answer
+from memstream_client.answers.writes import Waited, WriteOutcome
 from processors.api.access import AccessDenied
 from processors.api.openapi import Answered, Body, OneOf, Parameter, Raw, Route
 from processors.events.errors import Refused, Rejected
-from schemas.answers.base import Answer
-from schemas.answers.writes import Waited, WriteOutcome
 from streams.api.auth import Authenticator
 from streams.api.params import BadQuery, Params, check, path_names
 from streams.plumbing.failures import classify

@@ -22,14 +22,20 @@ from urllib.parse import quote
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers.base import Answer
+from memstream_client.answers.review import AgentBlock
+from memstream_client.answers.writes import WriteOutcome
+from memstream_client.events import (
+    DocumentEvent,
+    MemoryEvent,
+    PlanningEvent,
+    RunEvent,
+    SessionEvent,
+)
 from processors.api.access import Caller, Permission
 from processors.api.parameters import number
 from processors.events.errors import Unavailable
 from processors.events.intake import Parsed, parse_event
-from schemas.answers.base import Answer
-from schemas.answers.review import AgentBlock
-from schemas.answers.writes import WriteOutcome
-from schemas.events import DocumentEvent, MemoryEvent, PlanningEvent, RunEvent, SessionEvent
 from schemas.topics import destination
 from stores.write_outcomes import WriteOutcome as StoredOutcome
 from streams.api.pages import ViewHandler

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, get_args
 
+from memstream_client.events import MemoryType, RecordKind, ReviewState, Tier
 from processors.api.parameters import (
     BOOLEAN,
     IDENTIFIER,
@@ -26,7 +27,6 @@ from processors.api.parameters import (
 from processors.recall.context_pack import SECTIONS, shares_of
 from processors.recall.gaps import narrows
 from processors.recall.ranking import PROFILES, Profile
-from schemas.events import MemoryType, RecordKind, ReviewState, Tier
 from stores.index.protocol import SearchScope
 from streams.api.params import (
     AS_OF,

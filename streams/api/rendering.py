@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from processors.knowledge.graph import Reached
-from processors.memory.blocks import BlockDiff
-from processors.memory.lifecycle import PendingDiff
-from processors.recall.contested import Contest
-from processors.recall.context_pack import SECTIONS, Candidate, CorePack, Pack
-from schemas.answers.recall import (
+from memstream_client.answers.recall import (
     AdaptivePart,
     ContextItem,
     ContextPack,
@@ -26,10 +21,15 @@ from schemas.answers.recall import (
     SectionTokens,
     Via,
 )
-from schemas.answers.recall import Contest as ContestAnswer
-from schemas.answers.records import MergeMember as MemberAnswer
-from schemas.answers.review import AgentBlock
-from schemas.answers.review import PendingDiff as PendingDiffAnswer
+from memstream_client.answers.recall import Contest as ContestAnswer
+from memstream_client.answers.records import MergeMember as MemberAnswer
+from memstream_client.answers.review import AgentBlock
+from memstream_client.answers.review import PendingDiff as PendingDiffAnswer
+from processors.knowledge.graph import Reached
+from processors.memory.blocks import BlockDiff
+from processors.memory.lifecycle import PendingDiff
+from processors.recall.contested import Contest
+from processors.recall.context_pack import SECTIONS, Candidate, CorePack, Pack
 from stores.record_versions import MergeMember
 from stores.records import FoundRecord, RelatedRecord
 from streams.reads import context

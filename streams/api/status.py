@@ -6,8 +6,8 @@ from __future__ import annotations
 from faust.web import Request, Response, View
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from memstream_client.answers import status as answers
 from processors.api.openapi import Raw
-from schemas.answers import status as answers
 from stores.index.protocol import VectorIndex
 from streams.api.pages import Pages
 from streams.api.params import NO_PARAMS

@@ -21,10 +21,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from client.publisher import Publisher
 from embedder.model import Embedder
 from processors.consolidation.candidates import ConsolidationSettings
 from processors.text.embedding import Vector
+from publisher.kafka_publisher import Publisher
 from stores.consolidations import MaintenanceReport
 from stores.postgres.stores import PostgresStores
 from streams.plumbing.config import Settings

@@ -43,8 +43,8 @@ from typing import Any, get_args
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from client.kafka_security import PLAINTEXT, KafkaSecurity
 from processors.events.errors import DeadLetterReason
+from publisher.kafka_security import PLAINTEXT, KafkaSecurity
 from schemas.topics import source_of_dead_letters
 from streams.plumbing.dead_letters import (
     REASON_HEADER,

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from client.kafka_security import KafkaSecurity
+from publisher.kafka_security import KafkaSecurity
 from streams.plumbing.topics import (
     BOOTSTRAP_ENV,
     default_bootstrap,

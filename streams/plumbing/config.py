@@ -15,7 +15,7 @@ from typing import TypeVar, cast, get_args
 
 from pydantic import TypeAdapter
 
-from client.kafka_security import KafkaSecurity
+from memstream_client.events import Repo
 from processors.consolidation.plan import DerivedReview
 from processors.memory.lifecycle import Protection
 from processors.memory.retention import RetentionRules, parse_retention
@@ -23,7 +23,7 @@ from processors.memory.twins import DUPLICATE_COSINE
 from processors.recall.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
 from processors.recall.context_pack import DEFAULT_SHARES, shares_of
 from processors.runs.learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
-from schemas.events import Repo
+from publisher.kafka_security import KafkaSecurity
 from stores.index.factory import DEFAULT_INDEX_URL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

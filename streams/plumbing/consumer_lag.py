@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from client.kafka_security import KafkaSecurity
+from publisher.kafka_security import KafkaSecurity
 from streams.plumbing.health import PartitionOffsets
 from streams.plumbing.metrics import Metrics
 

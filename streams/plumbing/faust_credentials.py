@@ -6,7 +6,7 @@ from __future__ import annotations
 import faust
 from faust.types.auth import CredentialsT
 
-from client.kafka_security import KafkaSecurity
+from publisher.kafka_security import KafkaSecurity
 
 
 def broker_credentials(security: KafkaSecurity) -> CredentialsT | None:

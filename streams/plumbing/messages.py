@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from schemas.events import Provenance
+from memstream_client.events import Provenance
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from memstream_client.events import ConsolidateReason, RecordKind
 from processors.api.access import Failure
 from processors.consolidation.trigger import RunOutcome
 from processors.events.errors import DeadLetterReason
 from processors.memory.refusal import RefusalReason
 from processors.runs.stack_traces import Dialect
-from schemas.events import ConsolidateReason, RecordKind
 from schemas.topics import DEAD_LETTER_TOPICS, INPUT_TOPICS
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaProducer
 
-from client.kafka_security import KafkaSecurity
+from publisher.kafka_security import KafkaSecurity
 from streams.plumbing.messages import Outbound
 
 

@@ -19,7 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient, CoordinationType
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
 
-from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
+from publisher.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from schemas.topics import TOPICS_FILE, TopicSpec, read_topic_specs
 from streams.plumbing.config import local_kafka_address
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from client.kafka_security import KafkaSecurity
+from memstream_client.events import ChangeKind, MemoryUpdated
 from processors.events.ids import change_event_id
-from schemas.events import ChangeKind, MemoryUpdated
+from publisher.kafka_security import KafkaSecurity
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED
 from streams.plumbing.messages import Outbound

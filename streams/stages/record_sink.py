@@ -23,9 +23,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from memstream_client.events import ChangeKind
 from processors.text.embedding import Vector
 from processors.text.lexical import record_vector
-from schemas.events import ChangeKind
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED
 from stores.index.payload import index_payload

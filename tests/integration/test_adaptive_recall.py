@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from processors.recall.ranking import PROFILES
+from publisher.kafka_publisher import Publisher
 from stores.index.protocol import SearchScope
 from streams.reads.search import DEFAULT_MIN_SCORE, SearchQuery
 from tests.integration.conftest import updated_ids

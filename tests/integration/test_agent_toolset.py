@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from client.agents.pydantic_ai import MemoryCounters, MemoryRun
-from client.sdk import AsyncMemoryClient, NotFound
 from harness.stack import Stack, Worker
+from memstream_client.agents.pydantic_ai import MemoryCounters, MemoryRun
+from memstream_client.sdk import AsyncMemoryClient, NotFound
 from tests.scripted_agent import Script, memory_agent
 
 pytestmark = pytest.mark.integration

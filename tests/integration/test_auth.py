@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
 from processors.recall.summary import RECORD_ID
+from publisher.kafka_publisher import Publisher
 from stores.api_keys import PostgresApiKeys
 from stores.postgres.migrate import apply_migrations
 from streams.api.auth import Authenticator

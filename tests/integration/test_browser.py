@@ -26,9 +26,9 @@ from typing import Any, Protocol
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
+from publisher.kafka_publisher import Publisher
 from tests.integration.conftest import planning_checkout
 from tests.integration.test_consolidation import VPN
 from tests.integration.test_dead_letters import SECRET, dead_letters_keyed, unknown_type

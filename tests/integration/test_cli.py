@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
+from publisher.kafka_publisher import Publisher
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ class Ran:
         return [json.loads(line) for line in self.out.splitlines()]
 
 
-# The console script of pyproject.toml's [project.scripts].
+# The console script of client/pyproject.toml's [project.scripts].
 MEMSTREAM = Path(sys.executable).parent / "memstream"
 
 
@@ -319,7 +319,8 @@ async def test_tail_follow_prints_new_changes_until_ctrl_c(
     # Started as a terminal starts it: Ctrl-C at its default even when the tests run as a
     # background job, whose children inherit SIGINT ignored.
     follower = subprocess.Popen(
-        [sys.executable, "-m", "client.cli", "tail", "-n", namespace, "--follow", "--json"],
+        [sys.executable, "-m", "memstream_client.cli", "tail", "-n", namespace, "--follow",
+         "--json"],
         cwd=REPO_ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
     try:

@@ -17,9 +17,9 @@ import asyncpg
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
+from publisher.kafka_publisher import Publisher
 from streams.app import group_id
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.conftest import event

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from memstream_client.events import LIFECYCLE_EVENT_TYPES, Provenance
 from processors.memory.lifecycle import Facts, Outcome, Protection, invalidated, outcome_of
 from processors.recall.contested import Contest
-from schemas.events import LIFECYCLE_EVENT_TYPES, Provenance
 from schemas.records import Record
 from stores.index.protocol import SearchScope
 from stores.postgres.stores import PostgresStores

@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
+from publisher.kafka_publisher import Publisher
 from tests.integration.test_lifecycle import announced
 from tests.integration.test_mcp import call, mcp_url, over_http
 

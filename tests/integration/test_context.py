@@ -15,11 +15,11 @@ import asyncpg
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.recall.ranking import PROFILES
+from publisher.kafka_publisher import Publisher
 from stores.index.factory import open_index
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex

@@ -20,7 +20,7 @@ import pytest
 
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from schemas.events import MAX_DOCUMENT_CHARS
+from memstream_client.events import MAX_DOCUMENT_CHARS
 from tests.integration.conftest import event
 from tests.integration.test_cli import memstream
 from tests.integration.test_lifecycle import changes_of

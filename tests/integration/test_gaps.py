@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.sdk import AsyncMemoryClient
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
+from memstream_client.sdk import AsyncMemoryClient
 from tests.integration.conftest import updated_ids
 from tests.integration.test_cli import memstream
 from tests.integration.test_write_endpoints import client, posted, stored

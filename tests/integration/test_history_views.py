@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
 from processors.events.ids import digest_record_id, fix_pattern_record_id
+from publisher.kafka_publisher import Publisher
 from tests.integration.test_consolidation import APPROVALS, VPN
 from tests.integration.test_lifecycle import announced
 from tests.integration.test_run_history import at, run_events

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from aiokafka.errors import KafkaConnectionError
 
-from client import KafkaSecurity, Publisher
-from client.kafka_security import SaslMechanism, SecurityProtocol
 from harness.kafka_io import TopicReader
 from harness.stack import Broker, Stack, Worker
+from publisher import KafkaSecurity, Publisher
+from publisher.kafka_security import SaslMechanism, SecurityProtocol
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED, TopicSpec
 from streams.plumbing.config import REPO_ROOT
 from streams.plumbing.topics import ensure_topics

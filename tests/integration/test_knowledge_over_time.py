@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
+from publisher.kafka_publisher import Publisher
 from tests.integration.test_lifecycle import announced
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,10 @@ import asyncpg
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from embedder.model import Embedder
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
+from publisher.kafka_publisher import Publisher
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ import pytest
 from aiohttp import web
 
 from harness.stack import free_port
+from memstream_client.events import RUN_EVENT_TYPES, Provenance
 from processors.knowledge.entities import Mention
 from processors.runs.digests import RunDigest, build_digest
-from schemas.events import RUN_EVENT_TYPES, Provenance
 from schemas.records import Record
 from streams.plumbing.llm_hook import (
     ChatEndpoint,

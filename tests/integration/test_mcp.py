@@ -1,5 +1,5 @@
-"""The MCP server on the real stack, through the mcp SDK's own client: over stdio (`memstream
-mcp`, started from docs/mcp.md's configuration as written) and over streamable HTTP (the
+"""The MCP server on the real stack, through the mcp SDK's own client: over stdio
+(`memstream-mcp`, started from docs/mcp.md's configuration as written) and over streamable HTTP (the
 Procfile's `mcp` process), an agent's key recalls, remembers, reads, updates and edits its
 core block, and reads resources, each write answered by what became of it; a key bound to one
 agent never sees another agent's personal memory through any tool or resource."""
@@ -72,7 +72,7 @@ def mcp_url(worker: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     environment.update(PYTHONPATH=str(REPO_ROOT), MEMSTREAM_URL=worker.base_url,
                        MEMSTREAM_MCP_PORT=str(port),
                        HOME=str(tmp_path_factory.mktemp("mcp-home")))
-    process = subprocess.Popen([sys.executable, "-m", "client.mcp_server.http"],
+    process = subprocess.Popen([sys.executable, "-m", "memstream_client.mcp_server.http"],
                                cwd=REPO_ROOT, env=environment)
     deadline = time.monotonic() + WAIT_S
     while True:
@@ -95,15 +95,26 @@ async def over_http(url: str, headers: dict[str, str]) -> AsyncIterator[Client]:
         yield client
 
 
-@asynccontextmanager
-async def over_stdio(worker: Worker, key: str, namespace: str,
-                     home: Path) -> AsyncIterator[Client]:
-    """`memstream mcp` started as docs/mcp.md's stdio entry says, `memstream` on the PATH."""
+def stdio_entry(key: str, namespace: str, url: str, venv: Path) -> dict[str, Any]:
+    """docs/mcp.md's stdio entry, its placeholders filled and nothing else changed: the key,
+    the namespace, the worker's URL and the virtualenv that holds the client."""
     entry = as_written(guide_servers()[0], key, namespace)
-    entry["env"]["MEMSTREAM_URL"] = worker.base_url
-    path = f"{REPO_ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"
-    server = StdioServerParameters(command=entry["command"], args=entry["args"], env={
-        **entry["env"], "PATH": path, "PYTHONPATH": str(REPO_ROOT), "HOME": str(home)})
+    assert entry["command"].startswith("/path/to/venv/"), entry["command"]
+    entry["command"] = str(venv) + entry["command"].removeprefix("/path/to/venv")
+    assert entry["env"]["MEMSTREAM_URL"] == "http://127.0.0.1:6066", "make run's address"
+    entry["env"]["MEMSTREAM_URL"] = url
+    return entry
+
+
+@asynccontextmanager
+async def over_stdio(worker: Worker, key: str, namespace: str, home: Path,
+                     venv: Path = REPO_ROOT / ".venv") -> AsyncIterator[Client]:
+    """The server started as docs/mcp.md's stdio entry says, by its absolute path in `venv`
+    (the repository's after `make setup`): no PATH or PYTHONPATH of the test's; HOME is
+    `home`, so that no config file of the user's is read."""
+    entry = stdio_entry(key, namespace, worker.base_url, venv)
+    server = StdioServerParameters(command=entry["command"], args=entry.get("args", []),
+                                   env={**entry["env"], "HOME": str(home)})
     async with Client(server) as client:
         yield client
 

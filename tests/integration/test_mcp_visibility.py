@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, MCPError
 
-from client.publisher import Publisher
-from client.sdk import AsyncMemoryClient
 from harness.kafka_io import TopicReader, wait_caught_up
 from harness.stack import Stack, Worker
+from memstream_client.sdk import AsyncMemoryClient
+from publisher.kafka_publisher import Publisher
 from tests.integration.conftest import updated_ids
 from tests.integration.test_auth import SECRET_TOPIC
 from tests.integration.test_mcp import mcp_url, over_http

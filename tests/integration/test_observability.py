@@ -21,9 +21,9 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import produce, wait_caught_up
 from harness.stack import Stack, Worker, free_port
+from publisher.kafka_publisher import Publisher
 from streams.app import group_id
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.conftest import event

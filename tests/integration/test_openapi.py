@@ -11,8 +11,8 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from client.sdk import AsyncMemoryClient
 from harness.stack import Worker
+from memstream_client.sdk import AsyncMemoryClient
 from tests.openapi_structure import operations, structural_problems
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import wait_caught_up
 from harness.stack import Stack, Worker
+from publisher.kafka_publisher import Publisher
 
 pytestmark = pytest.mark.integration
 

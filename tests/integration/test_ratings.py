@@ -14,10 +14,10 @@ import asyncpg
 import httpx
 import pytest
 
-from client.publisher import Publisher
-from client.sdk import AsyncMemoryClient, NotFound
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
+from memstream_client.sdk import AsyncMemoryClient, NotFound
+from publisher.kafka_publisher import Publisher
 from tests.integration.conftest import updated_ids
 from tests.integration.test_write_endpoints import client, posted
 

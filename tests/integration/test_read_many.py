@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from client.sdk import AsyncMemoryClient
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
+from memstream_client.sdk import AsyncMemoryClient
 from tests.integration.test_lifecycle import announced
 
 pytestmark = pytest.mark.integration

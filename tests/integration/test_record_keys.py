@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from multidict import MultiDict
 
-from client.publisher import Publisher
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
 from processors.events.ids import digest_record_id
 from processors.recall.ranking import PROFILES
+from publisher.kafka_publisher import Publisher
 from streams.api.queries import scope_of
 from streams.reads.search import SearchQuery
 from tests.integration.conftest import updated_ids

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from client.cli.commands import main
-from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader
 from harness.stack import Stack, Worker
+from memstream_client.cli.commands import main
+from publisher.kafka_publisher import Publisher
 
 pytestmark = pytest.mark.integration
 

@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
-from client.sdk import AsyncMemoryClient
 from harness.stack import Stack, Worker
+from memstream_client.sdk import AsyncMemoryClient
+from publisher.kafka_publisher import Publisher
 from tests.integration.test_cli import memstream
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
-from client.sdk import (
+from harness.kafka_io import TopicReader, wait_caught_up
+from harness.stack import Stack, Worker
+from memstream_client.sdk import (
     AsyncMemoryClient,
     BadRequest,
     Forbidden,
@@ -30,9 +31,8 @@ from client.sdk import (
     NotFound,
     Unauthorized,
 )
-from harness.kafka_io import TopicReader, wait_caught_up
-from harness.stack import Stack, Worker
 from processors.events.ids import digest_record_id, fix_pattern_record_id, memory_record_id
+from publisher.kafka_publisher import Publisher
 from tests.integration.test_consolidation import APPROVALS, VPN
 from tests.integration.test_lifecycle import announced
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from memstream_client.events import Provenance
 from processors.events.errors import IndexRefused
 from processors.text.lexical import (
     NO_TERMS,
@@ -27,7 +28,6 @@ from processors.text.lexical import (
     query_vector,
     term_presence,
 )
-from schemas.events import Provenance
 from schemas.records import Record
 from stores.index.factory import open_index
 from stores.index.payload import index_payload
@@ -671,7 +671,7 @@ async def test_payload_is_the_same_from_a_row_and_from_a_model_dump(migrated_dsn
 async def test_a_records_term_presence_is_kept_and_a_token_count_only_for_its_text(
     migrated_dsn: str,
 ) -> None:
-    from schemas.events import Provenance
+    from memstream_client.events import Provenance
     from schemas.records import Record
     from stores.postgres.stores import PostgresStores
 
@@ -699,7 +699,7 @@ async def test_a_records_term_presence_is_kept_and_a_token_count_only_for_its_te
 
 
 async def test_a_consolidation_is_one_transaction_that_runs_once(migrated_dsn: str) -> None:
-    from schemas.events import Provenance
+    from memstream_client.events import Provenance
     from schemas.records import Record
     from stores.consolidations import NewReport
     from stores.postgres.stores import PostgresStores

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader
 from harness.stack import MODEL_DIR, Stack, Worker
 from processors.recall.summary import RECORD_ID
+from publisher.kafka_publisher import Publisher
 from stores.index.postgres_search import RecordsSearch
 from stores.postgres.stores import PostgresStores
 from streams.api.queries import search_query

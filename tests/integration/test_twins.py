@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from client.publisher import Publisher
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
 from processors.events.ids import invalidation_event_id
+from publisher.kafka_publisher import Publisher
 from tests.integration.conftest import event
 
 pytestmark = pytest.mark.integration

@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.agents.pydantic_ai import MemoryCounters, MemoryRun
-from client.sdk import AsyncMemoryClient
 from harness.stack import Stack, Worker
+from memstream_client.agents.pydantic_ai import MemoryCounters, MemoryRun
+from memstream_client.sdk import AsyncMemoryClient
 from processors.events.ids import memory_record_id
 from tests.integration.test_cli import memstream
 from tests.integration.test_mcp import call, over_stdio

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from client.sdk import AsyncMemoryClient
 from harness.stack import Stack, Worker
+from memstream_client.sdk import AsyncMemoryClient
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The pydantic-ai toolset (client/agents/pydantic_ai.py) with a scripted model and an SDK
+"""The pydantic-ai toolset (memstream_client/agents/pydantic_ai.py) with a scripted model and an SDK
 over an in-memory worker (httpx.MockTransport): what each tool sends and answers, each write
 answered by what the worker decided (stored, restated, refused, proposed, dead-lettered, or
 still pending), the run's counters of what memory kept, the one reminder, the server's search
@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from client.agents.pydantic_ai import MemoryCounters, MemoryRun
-from client.sdk import AsyncMemoryClient, Retries
+from memstream_client.agents.pydantic_ai import MemoryCounters, MemoryRun
+from memstream_client.sdk import AsyncMemoryClient, Retries
 from processors.memory.refusal import refusal_of
 from processors.recall.summary import SummaryHit, summarize
 from processors.text.condense import approx_tokens

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memstream_client.events import MemoryBlockPayload
 from processors.events.errors import Rejected
 from processors.memory.blocks import (
     THRESHOLDS,
@@ -18,7 +19,6 @@ from processors.memory.blocks import (
     empty_block,
     serialize,
 )
-from schemas.events import MemoryBlockPayload
 
 LIMIT = 200
 

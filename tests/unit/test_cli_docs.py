@@ -1,11 +1,11 @@
-"""What `memstream docs sync` finds under a directory (client/cli/docs.py)."""
+"""What `memstream docs sync` finds under a directory (memstream_client/cli/docs.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from client.cli.docs import local_documents
-from schemas.events import MAX_DOCUMENT_CHARS
+from memstream_client.cli.docs import local_documents
+from memstream_client.events import MAX_DOCUMENT_CHARS
 
 
 def test_documents_are_the_markdown_and_text_files_named_by_their_relative_path(

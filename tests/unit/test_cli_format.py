@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from client.cli.commands import interrupts_deferred, parser
-from client.cli.errors import failure_of
-from client.cli.tables import cell, column_widths, table, truncate
-from client.sdk.config import DEFAULT_URL, load_config
-from client.sdk.errors import ConfigError
+from memstream_client.cli.commands import interrupts_deferred, parser
+from memstream_client.cli.errors import failure_of
+from memstream_client.cli.tables import cell, column_widths, table, truncate
+from memstream_client.sdk.config import DEFAULT_URL, load_config
+from memstream_client.sdk.errors import ConfigError
 from processors.api.parameters import InvalidValue
 from stores.record_versions import ChangePosition
 from streams.api.memory.changes import cursor_position, encode_cursor

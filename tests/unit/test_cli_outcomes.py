@@ -1,6 +1,6 @@
-"""What the CLI shows of a write's outcome (client/cli/commands.py): `outcome EVENT_ID`, and a
-review's decision, each field on its line within 80 columns, what the outcome means, a record
-only once one holds the write, and while pending, on stderr, the command that reads it
+"""What the CLI shows of a write's outcome (memstream_client/cli/commands.py): `outcome EVENT_ID`,
+and a review's decision, each field on its line within 80 columns, what the outcome means, a
+record only once one holds the write, and while pending, on stderr, the command that reads it
 later."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.cli.commands import Output, outcome, parser, review
-from client.cli.errors import EXIT_OTHER
-from client.sdk import Config, MemoryClient, Retries
+from memstream_client.cli.commands import Output, outcome, parser, review
+from memstream_client.cli.errors import EXIT_OTHER
+from memstream_client.sdk import Config, MemoryClient, Retries
 
 EVENT = "0f3c2a9b8d7e4f6a8b9c0d1e2f3a4b5c"
 

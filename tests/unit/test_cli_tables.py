@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from client.cli.commands import COMMANDS, Output, parser
-from client.cli.tables import TEXT_INDENT, TEXT_LINES, table, wrapped
-from client.sdk import MemoryClient
+from memstream_client.cli.commands import COMMANDS, Output, parser
+from memstream_client.cli.tables import TEXT_INDENT, TEXT_LINES, table, wrapped
+from memstream_client.sdk import MemoryClient
 
 WIDTH = 80
 RECORD = "mem_0123456789abcdef01234567"

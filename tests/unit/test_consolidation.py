@@ -5,6 +5,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from memstream_client.events import MAX_RELATED_IDS
 from processors.consolidation.candidates import (
     ConsolidationCandidate,
     ConsolidationSettings,
@@ -31,7 +32,6 @@ from processors.consolidation.restatements import (
     sentences,
     speaker_of,
 )
-from schemas.events import MAX_RELATED_IDS
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 DIM = 384

@@ -4,13 +4,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memstream_client.events import Provenance
 from processors.consolidation.plan import (
     candidate_of,
     merged_record,
     plan_consolidation,
     report_clusters,
 )
-from schemas.events import Provenance
 from schemas.records import Record
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from multidict import MultiDict
 
-from client.cli.commands import Output, dead_letters, parser
-from client.sdk import MemoryClient
+from memstream_client.cli.commands import Output, dead_letters, parser
+from memstream_client.sdk import MemoryClient
 from processors.api.parameters import InvalidValue
 from processors.events.dead_letters import DeadLetterEntry, DeadLetterHeaders, dead_letter_entry
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition

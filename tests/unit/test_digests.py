@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent
 from processors.events.ids import digest_record_id
 from processors.llm_prompts import accepted_prose, digest_rewrite_request
 from processors.runs.digests import (
@@ -15,7 +16,6 @@ from processors.runs.digests import (
     error_headline,
 )
 from processors.text.condense import approx_tokens
-from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 PROVENANCE = Provenance(source_event_id="e009", source_topic="runs.events",

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memstream_client.events import Provenance
 from processors.knowledge.entities import (
     MAX_CO_MENTION_CONFIDENCE,
     MAX_MENTIONS,
@@ -24,7 +25,6 @@ from processors.knowledge.entities import (
     record_entities,
     relations_of,
 )
-from schemas.events import Provenance
 from schemas.records import Record
 
 

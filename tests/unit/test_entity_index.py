@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from schemas.events import Provenance
+from memstream_client.events import Provenance
 from schemas.records import Record
 from streams.plumbing.metrics import Metrics
 from streams.plumbing.runtime import Runtime

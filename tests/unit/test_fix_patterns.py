@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent
 from processors.events.ids import digest_record_id, fix_pattern_record_id
 from processors.runs.fix_patterns import (
     ErrorOccurrence,
@@ -17,7 +18,6 @@ from processors.runs.fix_patterns import (
     run_errors,
 )
 from processors.runs.signatures import ErrorSignature
-from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 SIGNATURE = ErrorSignature(

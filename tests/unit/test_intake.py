@@ -3,9 +3,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memstream_client.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite, RunFinished
 from processors.events.errors import Rejected
 from processors.events.intake import parse_event
-from schemas.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite, RunFinished
 
 MAX = 64 * 1024
 

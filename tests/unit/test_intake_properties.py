@@ -12,17 +12,17 @@ from typing import Any, get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from processors.events.errors import DeadLetterReason, Rejected
-from processors.events.intake import parse_event
-from processors.memory.writes import memory_record
-from processors.runs.fix_patterns import error_occurrences
-from schemas.events import (
+from memstream_client.events import (
     CONSOLIDATE_EVENT_TYPES,
     MEMORY_EVENT_TYPES,
     RUN_EVENT_TYPES,
     MemoryWrite,
     Provenance,
 )
+from processors.events.errors import DeadLetterReason, Rejected
+from processors.events.intake import parse_event
+from processors.memory.writes import memory_record
+from processors.runs.fix_patterns import error_occurrences
 
 MAX = 64 * 1024
 REASONS = set(get_args(DeadLetterReason))

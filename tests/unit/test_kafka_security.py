@@ -13,7 +13,7 @@ import pytest
 from aiokafka.errors import KafkaConnectionError
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
 
-from client.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
+from publisher.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from streams.plumbing.config import Settings
 from streams.plumbing.faust_credentials import broker_credentials
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from memstream_client.events import Provenance
 from processors.memory.lifecycle import Current, restated
 from processors.text.lexical import (
     document_vector,
@@ -15,7 +16,6 @@ from processors.text.lexical import (
     term_presence,
     terms,
 )
-from schemas.events import Provenance
 from schemas.records import Record
 
 T0 = datetime(2026, 11, 23, tzinfo=UTC)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memstream_client.events import LIFECYCLE_EVENT_TYPES, LifecycleEvent, Provenance
 from processors.events.errors import Rejected
 from processors.memory.lifecycle import (
     Current,
@@ -19,7 +20,6 @@ from processors.memory.lifecycle import (
     version_diff,
     version_fields,
 )
-from schemas.events import LIFECYCLE_EVENT_TYPES, LifecycleEvent, Provenance
 from schemas.records import Record
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)

@@ -1,13 +1,20 @@
 """Whose key an MCP tool call runs with, and what a model is told when the API refuses it
-(client/mcp_server)."""
+(memstream_client/mcp_server)."""
 
 from __future__ import annotations
 
 import pytest
 
-from client.mcp_server.callers import BearerCallers, ConfiguredCaller
-from client.mcp_server.server import refusal
-from client.sdk import BadRequest, Config, NotFound, Unauthorized, Unavailable, Unreachable
+from memstream_client.mcp_server.callers import BearerCallers, ConfiguredCaller
+from memstream_client.mcp_server.server import refusal
+from memstream_client.sdk import (
+    BadRequest,
+    Config,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+    Unreachable,
+)
 
 WORKER = "http://127.0.0.1:6066"
 

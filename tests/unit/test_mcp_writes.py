@@ -1,7 +1,7 @@
-"""What the MCP server's writing tools answer (client/mcp_server/server.py), in-process over
-an SDK on an in-memory worker (tests/unit/test_agent_toolset.py's `FakeWorker`): the outcome
-the worker decided, the record that holds a write only once one does, and for a pending write
-the event id `write_outcome` reads it by."""
+"""What the MCP server's writing tools answer (memstream_client/mcp_server/server.py), in-process
+over an SDK on an in-memory worker (tests/unit/test_agent_toolset.py's `FakeWorker`): the outcome
+the worker decided, the record that holds a write only once one does, and for a pending write the
+event id `write_outcome` reads it by."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import httpx
 import pytest
 from mcp import Client
 
-from client.mcp_server.callers import Callers
-from client.mcp_server.server import memory_server
-from client.sdk import AsyncMemoryClient, Retries
+from memstream_client.mcp_server.callers import Callers
+from memstream_client.mcp_server.server import memory_server
+from memstream_client.sdk import AsyncMemoryClient, Retries
 from tests.unit.test_agent_toolset import FakeWorker
 
 

@@ -2,10 +2,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memstream_client.events import MemoryWrite, Provenance
+from memstream_client.links import linked_text, wiki_links
 from processors.events.ids import change_event_id, digest_record_id, memory_record_id
 from processors.events.intake import Rejected
-from processors.memory.writes import check_references, linked_text, memory_record, wiki_links
-from schemas.events import MemoryWrite, Provenance
+from processors.memory.writes import check_references, memory_record
 
 PROVENANCE = Provenance(source_event_id="e1", source_topic="memory.events",
                         source_partition=0, source_offset=1, producer="tests")

@@ -10,6 +10,13 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from memstream_client.answers.base import Answer
+from memstream_client.answers.operations import KeyList, MadeKey
+from memstream_client.answers.records import RecordBatch, RecordLineage, RecordList
+from memstream_client.answers.runs import RunEventAccepted
+from memstream_client.answers.status import Health
+from memstream_client.answers.writes import ChangeAccepted
+from memstream_client.events import MemoryUpdate, MemoryWrite, RunFinished, RunStarted
 from processors.api.openapi import (
     OneOf,
     Parameter,
@@ -21,13 +28,6 @@ from processors.api.openapi import (
     payload_body,
 )
 from processors.api.parameters import IDENTIFIER, NAMESPACE, integer, one_of
-from schemas.answers.base import Answer
-from schemas.answers.operations import KeyList, MadeKey
-from schemas.answers.records import RecordBatch, RecordLineage, RecordList
-from schemas.answers.runs import RunEventAccepted
-from schemas.answers.status import Health
-from schemas.answers.writes import ChangeAccepted
-from schemas.events import MemoryUpdate, MemoryWrite, RunFinished, RunStarted
 from tests.openapi_structure import operations, structural_problems
 
 READ = Route("/v1/records/{record_id}", ("GET",), (

@@ -27,7 +27,7 @@ def test_the_document_lists_exactly_the_routes_the_app_registers(
 
 
 def test_every_success_answer_is_declared(wired: tuple[Any, dict[str, Any]]) -> None:
-    """A JSON answer names the schema of its model (schemas/answers/); a page, a script or
+    """A JSON answer names the schema of its model (memstream_client/answers/); a page, a script or
     metrics name their media types; a redirect has no body."""
     _, document = wired
     schemas = document["components"]["schemas"]

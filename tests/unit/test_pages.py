@@ -11,11 +11,11 @@ import pytest
 from asyncpg.exceptions import CharacterNotInRepertoireError
 from multidict import MultiDict
 
+from memstream_client.answers.planning import PlanningSyncAccepted
+from memstream_client.answers.records import Stats
+from memstream_client.answers.runs import RunEventAccepted
 from processors.api.openapi import OneOf, Route
 from processors.api.parameters import IDENTIFIER
-from schemas.answers.planning import PlanningSyncAccepted
-from schemas.answers.records import Stats
-from schemas.answers.runs import RunEventAccepted
 from streams.api.pages import observed_view
 from streams.api.params import READER_PARAMS, Param
 from streams.plumbing.metrics import Metrics

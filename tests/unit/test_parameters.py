@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from multidict import MultiDict
 
+from memstream_client.events import MEMORY_EVENT_TYPES
 from processors.api.parameters import (
     BLOCK_LABEL,
     IDENTIFIER,
@@ -28,7 +29,6 @@ from processors.api.parameters import (
 )
 from processors.events.errors import Rejected
 from processors.events.intake import parse_event
-from schemas.events import MEMORY_EVENT_TYPES
 from streams.api.params import NO_PARAMS, READER_PARAMS, BadQuery, Param, check, repeated
 from streams.api.queries import SEARCH_PARAMS
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from memstream_client.events import RunFinished, RunStarted
 from processors.planning.beads import (
     Claim,
     Close,
@@ -24,7 +25,6 @@ from processors.planning.beads import (
     serialize,
 )
 from processors.planning.write_backs import change_of, claim_of, finish_of, pack_entries, settle
-from schemas.events import RunFinished, RunStarted
 from stores.beads_repo import BeadsRepos, PlanningUnavailable, UnknownRepo
 from streams.plumbing.config import MemoryFlags, planning_repos
 from streams.plumbing.messages import Outbound

@@ -1,4 +1,4 @@
-"""The rules of a rating: the `memory.rate` event as intake checks it (schemas/events.py),
+"""The rules of a rating: the `memory.rate` event as intake checks it (memstream_client/events.py),
 who may rate what (processors/recall/ratings.py; a gap's rules: tests/unit/test_gaps.py), the
 accesses a batch of the retrieval log counts (stores/recall/retrievals.py), the CLI's
 `ID:useful|ID:not`, and a memory's scores as answered (streams/api/memory/ratings.py). The
@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from client.cli.commands import rating_of
-from client.cli.errors import CliError
+from memstream_client.answers.base import Answer
+from memstream_client.answers.scoring import AgentMemoryUse, MemoryScores, Valuation
+from memstream_client.cli.commands import rating_of
+from memstream_client.cli.errors import CliError
+from memstream_client.events import MEMORY_EVENT_TYPES, MemoryRate
 from processors.events.errors import Rejected
 from processors.events.intake import parse_event
 from processors.recall.adaptive_scoring import MemoryUse, ScoringConfig
 from processors.recall.ratings import Owner, check_rateable, unrateable
-from schemas.answers.base import Answer
-from schemas.answers.scoring import AgentMemoryUse, MemoryScores, Valuation
-from schemas.events import MEMORY_EVENT_TYPES, MemoryRate
 from stores.recall.retrievals import Accesses, RetrievalRow, accesses_of
 from stores.recall.scoring_configs import CurrentScoring
 from streams.api.memory.ratings import use_view

@@ -8,9 +8,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memstream_client.answers.base import Answer
+from memstream_client.events import Provenance
 from processors.memory.lifecycle import RecordVersion, version_fields
-from schemas.answers.base import Answer
-from schemas.events import Provenance
 from schemas.records import Record
 from stores.records import StoredRecord
 from streams.api.memory.records import (

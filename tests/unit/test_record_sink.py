@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from aiokafka.errors import KafkaTimeoutError
 
+from memstream_client.events import Provenance
 from processors.events.errors import IndexRefused
-from schemas.events import Provenance
 from schemas.records import Record
 from stores.index.protocol import IndexPoint
 from streams.plumbing.failures import RetryPolicy

@@ -1,6 +1,6 @@
 import pytest
 
-from processors.text.redaction import redact_secrets
+from memstream_client.redaction import redact_secrets
 
 
 @pytest.mark.parametrize(

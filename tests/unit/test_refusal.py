@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.refusal_eval import judged, load, locomo_check, score
+from memstream_client.redaction import redact_secrets
 from processors.memory.refusal import refusal_of
-from processors.text.redaction import redact_secrets
 from streams.plumbing.config import Settings
 
 KEPT = [

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from schemas.events import Provenance
+from memstream_client.events import Provenance
 from schemas.records import Record
 from stores.consolidations import MaintenanceReport
 from stores.index.protocol import IndexPoint

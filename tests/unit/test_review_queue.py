@@ -7,11 +7,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from client.cli.commands import awaiting_of
+from memstream_client.answers.review import ReviewItem
+from memstream_client.cli.commands import awaiting_of
+from memstream_client.events import MemoryBlockPayload
 from processors.memory.blocks import BlockDiff
 from processors.memory.lifecycle import PendingDiff
-from schemas.answers.review import ReviewItem
-from schemas.events import MemoryBlockPayload
 from stores.record_versions import DraftMerge, MergeMember, ProposedLearningDraft
 from stores.records import FoundRecord
 from streams.api.memory.review_queue import queue_items

@@ -3,6 +3,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memstream_client.events import MemoryUpdate, MemoryWrite, Provenance
 from processors.events.ids import digest_record_id, fix_pattern_record_id, memory_record_id
 from processors.runs.fix_patterns import Fix, FixPattern
 from processors.runs.learnings import (
@@ -17,7 +18,6 @@ from processors.runs.learnings import (
     run_statements,
 )
 from processors.runs.signatures import ErrorSignature
-from schemas.events import MemoryUpdate, MemoryWrite, Provenance
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 SIGNATURE = ErrorSignature(

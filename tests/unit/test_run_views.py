@@ -11,12 +11,12 @@ from typing import Any, cast
 import pytest
 from multidict import MultiDict
 
+from memstream_client.events import Provenance
 from processors.api.access import Caller
 from processors.api.parameters import InvalidValue
 from processors.events.ids import digest_record_id, fix_pattern_record_id
 from processors.runs.fix_patterns import ErrorOccurrence
 from processors.runs.signatures import ErrorSignature
-from schemas.events import Provenance
 from stores.record_versions import ChangePosition
 from stores.records import FoundRecord
 from stores.runs import LedgerEntry, RunQuery, RunSummary

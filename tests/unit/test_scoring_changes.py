@@ -1,5 +1,5 @@
 """The scoring config as people change it: the `memory.scoring` event as intake checks it
-(schemas/events.py), each parameter's described range against the validation
+(memstream_client/events.py), each parameter's described range against the validation
 (processors/recall/adaptive_scoring.py) at its bounds, and a change applied to the version it was
 made on (processors/recall/scoring_changes.py). The stage, the routes and two workers on the real
 stack: tests/integration/test_scoring_config.py."""
@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from client.cli.commands import scoring_change_of
-from client.cli.errors import CliError
+from memstream_client.answers.scoring import ScoringParameter
+from memstream_client.cli.commands import scoring_change_of
+from memstream_client.cli.errors import CliError
+from memstream_client.events import MEMORY_EVENT_TYPES, MemoryScoring
 from processors.events.errors import Rejected
 from processors.events.intake import parse_event
 from processors.recall.adaptive_scoring import InvalidScoringConfig, ScoringConfig, updated_config
@@ -26,8 +28,6 @@ from processors.recall.scoring_changes import (
     changed_config,
     parameters_view,
 )
-from schemas.answers.scoring import ScoringParameter
-from schemas.events import MEMORY_EVENT_TYPES, MemoryScoring
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 MAX_BYTES = 1 << 20

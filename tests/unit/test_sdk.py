@@ -1,4 +1,4 @@
-"""The SDK's pure parts (client/sdk): each route's request, answers read into models or
+"""The SDK's pure parts (memstream_client/sdk): each route's request, answers read into models or
 errors, the settings' precedence, when a failed call is sent again; and both clients over a
 mock transport, for the retries of a 503 and of a lost answer, which must resend the same
 event id. The routes against the real stack: tests/integration/test_sdk.py."""
@@ -16,7 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from client.sdk import (
+from memstream_client.answers.recall import SearchAnswer
+from memstream_client.answers.records import Stats
+from memstream_client.answers.review import AgentBlock
+from memstream_client.sdk import (
     AsyncMemoryClient,
     BadRequest,
     ConfigError,
@@ -30,13 +33,10 @@ from client.sdk import (
     Unreachable,
     routes,
 )
-from client.sdk._base import Call, answer_of
-from client.sdk.client import AsyncRoute, Route
-from client.sdk.config import Config
-from client.sdk.errors import Forbidden, Unauthorized, error_of
-from schemas.answers.recall import SearchAnswer
-from schemas.answers.records import Stats
-from schemas.answers.review import AgentBlock
+from memstream_client.sdk._base import Call, answer_of
+from memstream_client.sdk.client import AsyncRoute, Route
+from memstream_client.sdk.config import Config
+from memstream_client.sdk.errors import Forbidden, Unauthorized, error_of
 from tests.openapi_structure import operations
 
 CONFIG = Config("http://worker", "msk_k", "team-a")
@@ -129,7 +129,7 @@ def route_of(call: Call[Any], served: set[tuple[str, str]]) -> tuple[str, str] |
 def test_each_call_reads_the_answer_its_route_declares(
         wired: tuple[Any, dict[str, Any]]) -> None:
     """The SDK declares no answer model of its own: each call reads its route's answer into
-    the very model the server renders it from (schemas/answers/), named by the document."""
+    the very model the server renders it from (memstream_client/answers/), named by the document."""
     document = wired[1]
     served = api_routes(document)
     for name, sample in SAMPLES.items():
@@ -151,7 +151,7 @@ def test_each_call_reads_the_answer_its_route_declares(
             # The document is read as the JSON it is, for a generator to take.
             assert (model, declared) == (dict, {"ApiDocument"})
             continue
-        assert model.__module__.startswith("schemas.answers."), name
+        assert model.__module__.startswith("memstream_client.answers."), name
         assert model.__name__ in declared, f"{name}: reads {model.__name__}, not {declared}"
 
 

@@ -11,6 +11,13 @@ from typing import Any
 
 import pytest
 
+from memstream_client.answers.writes import WriteOutcome
+from memstream_client.events import (
+    SESSION_EVENT_TYPES,
+    SessionCheckpointed,
+    SessionEvent,
+    SessionSlept,
+)
 from processors.events.errors import Rejected
 from processors.events.ids import memory_record_id
 from processors.memory.sessions import (
@@ -20,13 +27,6 @@ from processors.memory.sessions import (
     handoff_text,
     handoff_title,
     memory_writes,
-)
-from schemas.answers.writes import WriteOutcome
-from schemas.events import (
-    SESSION_EVENT_TYPES,
-    SessionCheckpointed,
-    SessionEvent,
-    SessionSlept,
 )
 from stores.sessions import SessionEntry
 from streams.api.memory.sessions import ledger_view, step_answer

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memstream_client.events import Provenance
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.memory.lifecycle import Current, restated
 from processors.memory.twins import DUPLICATE_COSINE, Twin, folds, twin_of
-from schemas.events import Provenance
 from schemas.records import Record
 from streams.plumbing.config import Settings
 

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 import pytest
 from aiokafka.errors import KafkaConnectionError
 
-from client.publisher import validated
+from memstream_client.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite
 from processors.api.access import Caller, Forbidden
 from processors.events.errors import Rejected
 from processors.events.intake import json_object, parse_event
-from schemas.events import MEMORY_EVENT_TYPES, RUN_EVENT_TYPES, MemoryWrite
+from publisher.kafka_publisher import validated
 from schemas.topics import MEMORY_CONSOLIDATE, MEMORY_EVENTS, RUNS_EVENTS, destination
 from streams.api.operations.runs import run_fields
 from streams.api.publishing import EventGate, NotPublished, envelope_of

@@ -11,10 +11,10 @@ from datetime import datetime
 
 from faust.web import Request, View
 
+from memstream_client.answers.records import Change, Changes
 from processors.api import cursors
 from processors.api.access import Caller
 from processors.api.parameters import IDENTIFIER, VERSION, instant, integer, opaque
-from schemas.answers.records import Change, Changes
 from stores.record_versions import ChangePosition, VersionChange
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages

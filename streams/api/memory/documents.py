@@ -18,12 +18,7 @@ from __future__ import annotations
 
 from faust.web import Request, Response, View
 
-from processors.api.access import Caller
-from processors.api.openapi import payload_body
-from processors.api.parameters import BOOLEAN, DOC_ID, REPO
-from processors.events.errors import Rejected
-from processors.events.intake import json_object
-from schemas.answers.documents import (
+from memstream_client.answers.documents import (
     Document,
     DocumentAccepted,
     DocumentChunkView,
@@ -31,7 +26,12 @@ from schemas.answers.documents import (
     DocumentSummary,
     DocumentVersionView,
 )
-from schemas.events import DocDelete, DocUpsert
+from memstream_client.events import DocDelete, DocUpsert
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import BOOLEAN, DOC_ID, REPO
+from processors.events.errors import Rejected
+from processors.events.intake import json_object
 from stores.documents import DocumentChunk, DocumentRow, DocumentVersionRow
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages, ViewHandler

@@ -23,15 +23,15 @@ from datetime import UTC, datetime
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers.scoring import AgentMemoryUse, MemoryScores, RatingAccepted, Valuation
+from memstream_client.answers.scoring import MemoryUse as UseAnswer
+from memstream_client.events import MemoryRate
 from processors.api.access import Caller
 from processors.api.openapi import payload_body
 from processors.api.parameters import IDENTIFIER
 from processors.events.intake import json_object
 from processors.recall.adaptive_scoring import MemoryUse
 from processors.recall.ratings import Owner, not_rateable, unrateable, visible_to
-from schemas.answers.scoring import AgentMemoryUse, MemoryScores, RatingAccepted, Valuation
-from schemas.answers.scoring import MemoryUse as UseAnswer
-from schemas.events import MemoryRate
 from stores.recall.scoring_configs import CurrentScoring
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages, no_record

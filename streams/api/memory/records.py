@@ -10,6 +10,11 @@ from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers import records as answers
+from memstream_client.answers.base import Answer
+from memstream_client.answers.review import PendingDiffs
+from memstream_client.answers.writes import BlockEditAccepted
+from memstream_client.events import MemoryBlock, Scope
 from processors.api.access import Caller
 from processors.api.listing import ListingPosition, cursor_position, description, encode_cursor
 from processors.api.openapi import OneOf, payload_body
@@ -17,11 +22,6 @@ from processors.api.parameters import BLOCK_LABEL, IDENTIFIER, VERSION, integer,
 from processors.memory.blocks import usage
 from processors.memory.lifecycle import RecordVersion, superseded_note, version_diff
 from processors.recall.as_of import standing_at, version_at
-from schemas.answers import records as answers
-from schemas.answers.base import Answer
-from schemas.answers.review import PendingDiffs
-from schemas.answers.writes import BlockEditAccepted
-from schemas.events import MemoryBlock, Scope
 from schemas.records import Record
 from stores.core_blocks import CoreBlocks
 from stores.index.protocol import VectorIndex

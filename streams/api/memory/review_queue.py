@@ -12,12 +12,18 @@ from collections.abc import Mapping, Sequence
 
 from faust.web import Request, View
 
+from memstream_client.answers.review import (
+    AgentBlock,
+    ReviewBodies,
+    ReviewBody,
+    ReviewItem,
+    ReviewQueue,
+)
+from memstream_client.answers.review import PendingDiff as PendingDiffAnswer
 from processors.api.access import Caller
 from processors.api.parameters import IDENTIFIER, integer
 from processors.memory.blocks import BlockDiff
 from processors.memory.lifecycle import PendingDiff
-from schemas.answers.review import AgentBlock, ReviewBodies, ReviewBody, ReviewItem, ReviewQueue
-from schemas.answers.review import PendingDiff as PendingDiffAnswer
 from stores.record_versions import DraftMerge, ProposedLearningDraft
 from stores.records import FoundRecord
 from streams.api.auth import granted_namespace, personal_reader

@@ -24,6 +24,14 @@ from dataclasses import asdict
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers.scoring import (
+    ScoringChangeAccepted,
+    ScoringHistory,
+    ScoringParameter,
+    ScoringSettings,
+    ScoringVersion,
+)
+from memstream_client.events import MemoryScoring
 from processors.api.access import Caller
 from processors.api.openapi import payload_body
 from processors.api.parameters import integer
@@ -34,14 +42,6 @@ from processors.recall.scoring_changes import (
     changed_config,
     parameters_view,
 )
-from schemas.answers.scoring import (
-    ScoringChangeAccepted,
-    ScoringHistory,
-    ScoringParameter,
-    ScoringSettings,
-    ScoringVersion,
-)
-from schemas.events import MemoryScoring
 from stores.recall import scoring_configs
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages

@@ -23,21 +23,21 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
-from processors.api.access import Caller
-from processors.api.openapi import payload_body
-from processors.api.parameters import IDENTIFIER
-from processors.events.intake import json_object
-from processors.memory.sessions import handoff_event_id, memory_writes
-from schemas.answers.recall import ContextPack
-from schemas.answers.sessions import (
+from memstream_client.answers.recall import ContextPack
+from memstream_client.answers.sessions import (
     Handoff,
     Session,
     SessionEventEntry,
     SessionStepAccepted,
     Woke,
 )
-from schemas.answers.writes import WriteOutcome
-from schemas.events import SessionCheckpointed, SessionSlept, SessionWoke
+from memstream_client.answers.writes import WriteOutcome
+from memstream_client.events import SessionCheckpointed, SessionSlept, SessionWoke
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import IDENTIFIER
+from processors.events.intake import json_object
+from processors.memory.sessions import handoff_event_id, memory_writes
 from stores.sessions import SessionEntry
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages, ViewHandler

@@ -27,17 +27,13 @@ from typing import Any, TypeVar
 
 from faust.web import Request, Response, View
 
-from processors.api.access import Caller
-from processors.api.openapi import payload_body
-from processors.api.parameters import IDENTIFIER
-from processors.events.intake import json_object
-from schemas.answers.writes import (
+from memstream_client.answers.writes import (
     BlockEditAccepted,
     ChangeAccepted,
     MemoryWritten,
     WriteOutcome,
 )
-from schemas.events import (
+from memstream_client.events import (
     MemoryBlock,
     MemoryDeprecate,
     MemoryRestore,
@@ -45,6 +41,10 @@ from schemas.events import (
     MemoryUpdate,
     MemoryWrite,
 )
+from processors.api.access import Caller
+from processors.api.openapi import payload_body
+from processors.api.parameters import IDENTIFIER
+from processors.events.intake import json_object
 from streams.api.auth import granted_namespace, may_see
 from streams.api.pages import Pages, ViewHandler, no_record
 from streams.api.params import NAMESPACE_PARAMS, Param, Params

@@ -9,10 +9,7 @@ from datetime import UTC, datetime
 
 from faust.web import Request, View
 
-from processors.api.access import Caller
-from processors.api.parameters import integer
-from processors.consolidation.trigger import skip_reason, window_start
-from schemas.answers.consolidation import (
+from memstream_client.answers.consolidation import (
     ConsolidationCounts,
     ConsolidationReports,
     CountedRequest,
@@ -22,6 +19,9 @@ from schemas.answers.consolidation import (
     ReportRecord,
     TriggerRules,
 )
+from processors.api.access import Caller
+from processors.api.parameters import integer
+from processors.consolidation.trigger import skip_reason, window_start
 from stores import consolidations
 from stores.records import Records
 from streams.api.auth import granted_namespace

@@ -12,6 +12,7 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers.operations import DeadLetter, DeadLetterList, TopicPosition
 from processors.api import cursors
 from processors.api.access import Caller
 from processors.api.parameters import IDENTIFIER, NAMESPACE, instant, integer, one_of, opaque
@@ -22,7 +23,6 @@ from processors.events.dead_letters import (
     dead_letter_scope,
     may_see,
 )
-from schemas.answers.operations import DeadLetter, DeadLetterList, TopicPosition
 from schemas.topics import INPUT_TOPICS, dead_letter_topic
 from stores.dead_letters import DeadLetterFilter, DeadLetterPosition, DeadLetters
 from streams.api.pages import Pages

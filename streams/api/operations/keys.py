@@ -8,11 +8,11 @@ from typing import Any
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers.operations import ApiKey, KeyList, MadeKey
 from processors.api.access import PERMISSIONS, Caller, Forbidden, parse_permissions
 from processors.api.openapi import Body
 from processors.api.parameters import IDENTIFIER, NAMESPACE, api_key_id, text
 from processors.events.intake import json_object
-from schemas.answers.operations import ApiKey, KeyList, MadeKey
 from stores.api_keys import ApiKeys, KeyGrant, StoredKey
 from streams.api.pages import Pages
 from streams.api.params import NAMESPACE_PARAMS, BadQuery, Param, Params, optional, parsed

@@ -21,6 +21,16 @@ from collections.abc import Sequence
 
 from faust.web import Request, Response, View
 
+from memstream_client.answers.planning import (
+    PlanningBlocker,
+    PlanningContext,
+    PlanningDependency,
+    PlanningItem,
+    PlanningItemDetail,
+    PlanningItems,
+    PlanningSyncAccepted,
+)
+from memstream_client.events import PlanningSyncRequested
 from processors.api.access import Caller
 from processors.api.openapi import payload_body
 from processors.api.parameters import NAMESPACE, PLANNING_ITEM, REPO
@@ -32,16 +42,6 @@ from processors.planning.beads import (
     listing,
     planning_context,
 )
-from schemas.answers.planning import (
-    PlanningBlocker,
-    PlanningContext,
-    PlanningDependency,
-    PlanningItem,
-    PlanningItemDetail,
-    PlanningItems,
-    PlanningSyncAccepted,
-)
-from schemas.events import PlanningSyncRequested
 from stores.beads_repo import UnknownRepo
 from streams.api.auth import granted_namespace
 from streams.api.pages import Pages

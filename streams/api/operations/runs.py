@@ -18,13 +18,7 @@ from typing import Any, get_args
 
 from faust.web import Request, Response, View
 
-from processors.api.access import Caller
-from processors.api.openapi import event_body
-from processors.api.parameters import IDENTIFIER, instant, integer, one_of
-from processors.events.ids import digest_record_id, fix_pattern_record_id
-from processors.events.intake import json_object
-from processors.runs.fix_patterns import RunError, run_errors
-from schemas.answers.runs import (
+from memstream_client.answers.runs import (
     ErrorFixPattern,
     FixedPattern,
     RunDigest,
@@ -34,8 +28,14 @@ from schemas.answers.runs import (
     RunList,
     RunSummary,
 )
-from schemas.answers.runs import RunError as RunErrorAnswer
-from schemas.events import RUN_EVENT_TYPES, RunStatus
+from memstream_client.answers.runs import RunError as RunErrorAnswer
+from memstream_client.events import RUN_EVENT_TYPES, RunStatus
+from processors.api.access import Caller
+from processors.api.openapi import event_body
+from processors.api.parameters import IDENTIFIER, instant, integer, one_of
+from processors.events.ids import digest_record_id, fix_pattern_record_id
+from processors.events.intake import json_object
+from processors.runs.fix_patterns import RunError, run_errors
 from stores.records import FoundRecord
 from stores.runs import UNFINISHED, LedgerEntry, RunQuery
 from stores.runs import RunSummary as RunRow

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from faust.web import Request, View
 
+from memstream_client.answers.recall import ContextPack
 from processors.api.access import Caller
-from schemas.answers.recall import ContextPack
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.queries import CONTEXT_PARAMS, context_query

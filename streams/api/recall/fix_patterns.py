@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from faust.web import Request, View
 
+from memstream_client.answers.recall import ErrorSignature, FixPattern, FixPatterns
 from processors.api.access import Caller
-from schemas.answers.recall import ErrorSignature, FixPattern, FixPatterns
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex
 from stores.records import FoundRecord

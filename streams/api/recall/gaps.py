@@ -21,11 +21,11 @@ from typing import cast, get_args
 
 from faust.web import Request, View
 
+from memstream_client.answers.gaps import Gap, GapList, GapResolution
+from memstream_client.answers.gaps import GapGroup as GapGroupAnswer
 from processors.api import cursors
 from processors.api.access import Caller
 from processors.api.parameters import integer, one_of, opaque
-from schemas.answers.gaps import Gap, GapList, GapResolution
-from schemas.answers.gaps import GapGroup as GapGroupAnswer
 from stores.recall.gaps import GapFilter, GapGroup, GapRow, Gaps, GapStatus, GroupPosition
 from streams.api.auth import granted_namespace, personal_reader
 from streams.api.pages import Pages

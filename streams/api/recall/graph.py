@@ -10,11 +10,7 @@ from datetime import datetime
 
 from faust.web import Request, Response, View
 
-from processors.api.access import Caller
-from processors.api.parameters import BOOLEAN, IDENTIFIER, InvalidValue, Rule, integer, text
-from processors.knowledge.entities import entity_key
-from processors.knowledge.graph import ENTITY_PREFIX, Reached, is_entity
-from schemas.answers.graph import (
+from memstream_client.answers.graph import (
     Entity,
     EntityList,
     EntityPage,
@@ -26,6 +22,10 @@ from schemas.answers.graph import (
     Neighbour,
     Neighbourhood,
 )
+from processors.api.access import Caller
+from processors.api.parameters import BOOLEAN, IDENTIFIER, InvalidValue, Rule, integer, text
+from processors.knowledge.entities import entity_key
+from processors.knowledge.graph import ENTITY_PREFIX, Reached, is_entity
 from stores import entities as entity_store
 from stores.entities import Entities, EntitySummary
 from stores.records import FoundRecord, Records

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from faust.web import Request, View
 
+from memstream_client.answers.recall import SearchAnswer
 from processors.api.access import Caller
-from schemas.answers.recall import SearchAnswer
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.queries import SEARCH_PARAMS, search_query

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from faust.web import Request, View
 
+from memstream_client.answers.recall import MemorySummary
 from processors.api.access import Caller
 from processors.api.parameters import integer
 from processors.recall.summary import MIN_BUDGET_TOKENS
-from schemas.answers.recall import MemorySummary
 from streams.api.auth import granted_namespace, reader_of
 from streams.api.pages import Pages
 from streams.api.params import Param, Params, value

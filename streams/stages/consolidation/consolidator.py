@@ -22,6 +22,7 @@ from functools import partial
 
 import numpy as np
 
+from memstream_client.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
 from processors.consolidation.candidates import ConsolidationSettings
 from processors.consolidation.plan import (
     ConsolidationPlan,
@@ -32,7 +33,6 @@ from processors.consolidation.plan import (
 from processors.consolidation.trigger import RunOutcome, skip_reason
 from processors.events.errors import MemstreamError
 from processors.text.embedding import Vector, embedding_text
-from schemas.events import CONSOLIDATE_EVENT_TYPES, ConsolidateRequest, Provenance
 from schemas.records import Record
 from schemas.topics import MEMORY_CONSOLIDATE
 from stores.consolidations import Consolidations, NewReport

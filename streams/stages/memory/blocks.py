@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memstream_client.events import BlockRef, MemoryBlock, MemoryReview
 from processors.events.errors import Rejected
 from processors.events.ids import memory_record_id
 from processors.events.intake import Parsed
@@ -26,7 +27,6 @@ from processors.memory.blocks import (
     empty_block,
 )
 from processors.text.embedding import embedding_text
-from schemas.events import BlockRef, MemoryBlock, MemoryReview
 from schemas.records import Record
 from stores.core_blocks import CoreBlocks
 from streams.plumbing.failures import Attempts

@@ -21,11 +21,12 @@ import asyncio
 from collections.abc import Sequence
 from functools import partial
 
-from processors.documents.chunk_records import chunk_record, content_hash, plan_chunks
+from memstream_client.documents import content_hash
+from memstream_client.events import DOCUMENT_EVENT_TYPES, DocDelete, DocumentEvent, DocUpsert
+from memstream_client.redaction import redact_secrets
+from processors.documents.chunk_records import chunk_record, plan_chunks
 from processors.documents.chunking import chunk_document
 from processors.events.errors import MemstreamError, Rejection
-from processors.text.redaction import redact_secrets
-from schemas.events import DOCUMENT_EVENT_TYPES, DocDelete, DocumentEvent, DocUpsert
 from schemas.topics import DOCUMENTS_EVENTS
 from stores.documents import Applied, ChunkPlace, DocumentVersion
 from streams.plumbing.dead_letters import send_dead_letters

@@ -17,13 +17,13 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from memstream_client.events import MEMORY_EVENT_TYPES, MemoryWrite
 from processors.events.errors import MemstreamError, Rejected, Rejection, Unexpected
 from processors.events.intake import Parsed
 from processors.memory.refusal import RefusalReason, refusal_of
 from processors.memory.twins import Twin
 from processors.memory.writes import check_references, memory_record, with_context
 from processors.text.embedding import Vector
-from schemas.events import MEMORY_EVENT_TYPES, MemoryWrite
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from streams.plumbing.dead_letters import send_dead_letters

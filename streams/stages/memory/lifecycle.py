@@ -17,6 +17,16 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from datetime import datetime
 from functools import partial
 
+from memstream_client.events import (
+    ChangeKind,
+    LifecycleEvent,
+    MemoryBlock,
+    MemoryRate,
+    MemoryRestore,
+    MemoryReview,
+    MemoryScoring,
+    MemoryUpdate,
+)
 from processors.events.errors import MemstreamError, Rejected
 from processors.events.ids import invalidation_event_id
 from processors.events.intake import Parsed
@@ -34,16 +44,6 @@ from processors.memory.tiers import TierRules
 from processors.memory.twins import Twin
 from processors.recall.as_of import LEAVING_CHANGES
 from processors.text.embedding import Vector, embedding_text
-from schemas.events import (
-    ChangeKind,
-    LifecycleEvent,
-    MemoryBlock,
-    MemoryRate,
-    MemoryRestore,
-    MemoryReview,
-    MemoryScoring,
-    MemoryUpdate,
-)
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from stores.record_versions import AppliedEvent, ChangedRecord, StoredCurrent

@@ -12,8 +12,8 @@ is in `memory_valuations`.
 
 from __future__ import annotations
 
+from memstream_client.events import MemoryRate
 from processors.recall.ratings import Owner, check_rateable
-from schemas.events import MemoryRate
 from stores.recall.ratings import Gap, NewRating
 from streams.plumbing.runtime import Runtime
 

@@ -12,7 +12,7 @@ is in `scoring_config_versions`.
 
 from __future__ import annotations
 
-from schemas.events import MemoryScoring
+from memstream_client.events import MemoryScoring
 from stores.recall.scoring_configs import ScoringChange
 from streams.plumbing.runtime import Runtime
 

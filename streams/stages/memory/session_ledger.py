@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memstream_client.events import SESSION_EVENT_TYPES, MemoryWrite, SessionEvent, SessionSlept
 from processors.events.errors import Rejected, Rejection
 from processors.memory.sessions import SessionState, admitted, memory_writes
-from schemas.events import SESSION_EVENT_TYPES, MemoryWrite, SessionEvent, SessionSlept
 from schemas.topics import MEMORY_EVENTS, SESSIONS_EVENTS, destination
 from stores.sessions import SessionEntry, SessionEventRow
 from streams.plumbing.dead_letters import send_dead_letters

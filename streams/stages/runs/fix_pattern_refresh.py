@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
+from memstream_client.events import ChangeKind
 from processors.events.errors import MemstreamError, Rejection
 from processors.runs.fix_patterns import FixPattern, build_fix_pattern, fix_pattern_record
 from processors.text.embedding import Vector, embedding_text
-from schemas.events import ChangeKind
 from schemas.records import Record
 from stores.fix_patterns import SavedVersion
 from streams.plumbing.failures import Attempts

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from processors.events.errors import Rejection, Unexpected
 from processors.events.ids import digest_record_id
 from processors.runs.digests import build_digest, digest_record
 from processors.runs.fix_patterns import ErrorOccurrence, error_occurrences
-from schemas.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
 from schemas.records import Record
 from schemas.topics import RUNS_EVENTS
 from stores.runs import RunEventRow

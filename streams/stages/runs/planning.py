@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memstream_client.events import (
+    RUN_EVENT_TYPES,
+    PlanningWriteBack,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+)
 from processors.planning.write_backs import claim_of, finish_of
-from schemas.events import RUN_EVENT_TYPES, PlanningWriteBack, RunEvent, RunFinished, RunStarted
 from schemas.topics import PLANNING_EVENTS, destination
 from streams.plumbing.failures import Attempts
 from streams.plumbing.messages import Outbound

@@ -21,15 +21,15 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from processors.events.errors import Rejection
-from processors.planning.write_backs import change_of, content_hash, settle
-from schemas.events import (
+from memstream_client.events import (
     PLANNING_EVENT_TYPES,
     PlanningEvent,
     PlanningItemUpserted,
     PlanningSyncRequested,
     PlanningSyncRequestedPayload,
 )
+from processors.events.errors import Rejection
+from processors.planning.write_backs import change_of, content_hash, settle
 from schemas.topics import PLANNING_EVENTS, destination
 from stores.beads_repo import BeadsRepos, PlanningUnavailable
 from stores.planning import PlanningItemRow, WriteBack

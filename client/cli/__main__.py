@@ -1,5 +1,0 @@
-import sys
-
-from client.cli.commands import main
-
-sys.exit(main())

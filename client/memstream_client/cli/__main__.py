@@ -1,0 +1,5 @@
+import sys
+
+from memstream_client.cli.commands import main
+
+sys.exit(main())
