@@ -31,7 +31,7 @@ if [ ! -f "$stamp" ]; then
   log "creating the virtualenv"
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   # pip's and the build backend's chatter goes to a file, shown only if the install fails.
-  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[build,dev,agents]'; } \
+  if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[build,dev,agents,langgraph]'; } \
       >.venv/install.log 2>&1; then
     cat .venv/install.log >&2
     exit 1

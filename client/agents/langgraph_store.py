@@ -28,7 +28,8 @@ version read as `expected_version`); of a deleted key, restores its last version
 that, so a key keeps one record, and its history, for ever. A delete (a put of None)
 deprecates it: a get answers None after. Every write waits for the worker's decision (`wait_s`,
 the SDK's 5 s); one that is not applied as asked (pending, refused, dead-lettered, proposed
-for review) raises `MemstreamStoreError`, which says what became of it.
+for review) raises `MemstreamStoreError`, which says what became of it. A put reads its record
+back: memory keeps no secret, and a value the worker stored redacted raises too.
 
 Reads: a search without a query, and `list_namespaces`, read the store's items from
 Postgres (the record listing, then the records by id, 100 a call): every item put and not
@@ -466,15 +467,16 @@ class MemstreamStore(BaseStore):
                 text, event_id=event_id_of(self.namespace, namespace, op.key),
                 wait_s=self.wait_s, **_written(namespace, op.key, self.memory_type))
             _made(checked(written, STORED, what), record_id, what)
-            return
-        version = lineage.version
-        if lineage.record.review_state == "deprecated":
-            restored = checked(self.client.restore_memory(
-                record_id, version=_before_deletion(lineage), expected_version=version,
-                wait_s=self.wait_s), RESTORED, what)
-            version = restored.version or version + 1
-        checked(self.client.update_memory(record_id, expected_version=version, text=text,
-                                          wait_s=self.wait_s), UPDATED, what)
+        else:
+            version = lineage.version
+            if lineage.record.review_state == "deprecated":
+                restored = checked(self.client.restore_memory(
+                    record_id, version=_before_deletion(lineage), expected_version=version,
+                    wait_s=self.wait_s), RESTORED, what)
+                version = restored.version or version + 1
+            checked(self.client.update_memory(record_id, expected_version=version, text=text,
+                                              wait_s=self.wait_s), UPDATED, what)
+        _kept(self.client.record(record_id), text, what)
 
     # abatch: AsyncMemoryClient, the same steps.
 
@@ -549,15 +551,17 @@ class MemstreamStore(BaseStore):
                 text, event_id=event_id_of(self.namespace, namespace, op.key),
                 wait_s=self.wait_s, **_written(namespace, op.key, self.memory_type))
             _made(checked(written, STORED, what), record_id, what)
-            return
-        version = lineage.version
-        if lineage.record.review_state == "deprecated":
-            restored = checked(await self.async_client.restore_memory(
-                record_id, version=_before_deletion(lineage), expected_version=version,
-                wait_s=self.wait_s), RESTORED, what)
-            version = restored.version or version + 1
-        checked(await self.async_client.update_memory(
-            record_id, expected_version=version, text=text, wait_s=self.wait_s), UPDATED, what)
+        else:
+            version = lineage.version
+            if lineage.record.review_state == "deprecated":
+                restored = checked(await self.async_client.restore_memory(
+                    record_id, version=_before_deletion(lineage), expected_version=version,
+                    wait_s=self.wait_s), RESTORED, what)
+                version = restored.version or version + 1
+            checked(await self.async_client.update_memory(
+                record_id, expected_version=version, text=text, wait_s=self.wait_s),
+                UPDATED, what)
+        _kept(await self.async_client.record(record_id), text, what)
 
 
 STORED = frozenset({"stored"})
@@ -584,6 +588,16 @@ def _made(outcome: WriteOutcome, record_id: str, what: str) -> None:
     if outcome.record_id != record_id:
         raise MemstreamStoreError(f"{what}: stored as {outcome.record_id}, not as the item's "
                                   f"record {record_id}", outcome)
+
+
+def _kept(lineage: RecordLineage, text: str, what: str) -> None:
+    """A put is kept as it was sent, or raises: memstream keeps no secret, and stores the
+    text of a write redacted (docs/lifecycle.md#refusing-low-value-writes)."""
+    if lineage.record.text != text:
+        held = parsed(lineage.record.text)
+        raise MemstreamStoreError(
+            f"{what}: memstream kept another value than the one put (a secret in it redacted: "
+            f"memory keeps none): the item now holds {held.value if held else None!r}")
 
 
 def _before_deletion(lineage: RecordLineage) -> int:

@@ -142,6 +142,11 @@ def test_a_value_comes_back_as_it_was_put(store: MemstreamStore) -> None:
     assert got is not None and (got.key, got.value) == (odd_key, {"kept": True})
     listed = {item.key: item.value for item in store.search(("values",), limit=20)}
     assert listed == {**VALUES, odd_key: {"kept": True}}
+    # Memory keeps no secret: a value the worker stores redacted is not the value put.
+    with pytest.raises(MemstreamStoreError, match="redacted"):
+        store.put(("values",), "secret", {"api_key": "sk-live-0123456789abcdefghij"})
+    kept = store.get(("values",), "secret")
+    assert kept is not None and kept.value["api_key"].startswith("[REDACTED:")
     with pytest.raises(ValueError, match="more than the 8000"):
         store.put(("values",), "huge", {"text": "x" * 8000})
     with pytest.raises(ValueError, match="is not JSON"):
@@ -281,7 +286,7 @@ async def test_the_async_store_does_the_same(astore: MemstreamStore) -> None:
 SCRIPT: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("put", (("prefs", "u1"), "theme"), {"value": {"color": "dark", "size": 12}}),
     ("put", (("prefs", "u2"), "theme"), {"value": {"color": "light", "size": 14}}),
-    ("put", (("prefs", "u1"), "lang"), {"value": {"code": "en", "tags": ["a", "b"]}}),
+    ("put", (("prefs", "u1"), "lang"), {"value": {"code": "en", "tags": ["a", "b"], "size": 10}}),
     ("put", (("notes", "u1", "work"), "n1"), {"value": {"text": "Standup at nine.", "size": 3}}),
     ("get", (("prefs", "u1"), "theme"), {}),
     ("get", (("prefs", "u1"), "missing"), {}),

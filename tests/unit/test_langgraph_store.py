@@ -49,7 +49,7 @@ VALUES: list[dict[str, Any]] = [
 @pytest.mark.parametrize("value", VALUES)
 def test_the_text_reads_back_as_the_item_put(value: dict[str, Any]) -> None:
     text = text_of(("users", "alice"), "prefs", value)
-    head, line = text.split("\n")
+    head, _ = text.split("\n")  # the JSON on one line
     assert head == "LangGraph store item users/alice/prefs:"
     assert "\x00" not in text
     found = parsed(text)
