@@ -88,12 +88,15 @@ def test_put_get_update_delete_and_put_again_keep_one_record(store: MemstreamSto
     assert held.record.source_ref == "langgraph:users/alice/prefs"
     assert len(held.record.tags) == 3 and "langgraph" in held.record.tags
     assert first.created_at == held.record.created_at
+    # A get and a search answer the same item, times included.
+    assert store.search(namespace) == [first]
 
     store.put(namespace, "prefs", {"theme": "light"})
     second = store.get(namespace, "prefs")
     assert second is not None and second.value == {"theme": "light"}
     assert second.created_at == first.created_at and second.updated_at > first.updated_at
     assert memory.record(record_id).version == 2
+    assert store.search(namespace) == [second]
     # A put of the value it holds changes nothing: no new version.
     store.put(namespace, "prefs", {"theme": "light"})
     assert memory.record(record_id).version == 2
@@ -155,22 +158,26 @@ def test_a_value_comes_back_as_it_was_put(store: MemstreamStore) -> None:
 
 
 def test_items_alike_stay_apart(store: MemstreamStore) -> None:
-    """Two items that read as one statement with another value (which memstream's
-    stale-fact rule would take for a correction of the older), and two of one value, are
-    each kept as put: each item's memory has its own repo, which no write-time rule
-    crosses."""
-    namespace = ("team", "billing")
-    store.put(namespace, "owner-2025", {"fact": "Alice owns the billing service."})
-    store.put(namespace, "owner-2026", {"fact": "Bob owns the billing service."})
-    store.put(namespace, "copy-1", {"fact": "The staging database resets every Sunday."})
-    store.put(namespace, "copy-2", {"fact": "The staging database resets every Sunday."})
-    time.sleep(2.0)  # the stale-fact finder's ticks (0.5 s)
+    """Items whose memories read as one statement with another value, which memstream's
+    stale-fact rule takes for a correction of the older (`8080 -> 8081`; `Alice -> Bob`,
+    processors/knowledge/stale_facts.py `changed`), and two of one value, are each kept as
+    put: each item's memory has a repo of its own, which no write-time rule crosses."""
+    items = [(("billing",), "port", {"port": 8080}), (("billing",), "port2", {"port": 8081}),
+             (("team", "billing"), "owner", {"fact": "Alice owns the billing service."}),
+             (("team", "payments"), "owner", {"fact": "Bob owns the billing service."}),
+             (("ops",), "copy-1", {"fact": "The staging database resets every Sunday."}),
+             (("ops",), "copy-2", {"fact": "The staging database resets every Sunday."})]
+    for namespace, key, value in items:
+        store.put(namespace, key, value)
+    time.sleep(3.0)  # the stale-fact finder's ticks (0.5 s)
     memory = store.client
-    for key in ("owner-2025", "owner-2026", "copy-1", "copy-2"):
+    for namespace, key, value in items:
         lineage = memory.record(store.record_id(namespace, key))
         assert lineage.standing.in_force and lineage.record.invalidated_by is None, key
         assert lineage.version == 1, key
-    assert len(store.search(namespace)) == 4
+        got = store.get(namespace, key)
+        assert got is not None and got.value == value
+    assert len(store.search(())) == len(items)
 
 
 def test_search_filters_pages_and_ranks_by_a_query(store: MemstreamStore) -> None:
