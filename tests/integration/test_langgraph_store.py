@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 import pytest
 from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from client.agents.langgraph_store import MemstreamStore, MemstreamStoreError
@@ -255,6 +255,43 @@ def test_a_reviewer_approved_item_is_read_but_not_overwritten(store: MemstreamSt
     assert raised.value.outcome is not None and raised.value.outcome.outcome == "proposed"
     got = store.get(("shared",), "policy")
     assert got is not None and got.value == {"rule": "Deploys freeze on Fridays."}
+
+
+def test_a_put_memstream_did_not_apply_as_asked_raises(store: MemstreamStore,
+                                                       stack: Stack, worker: Worker,
+                                                       namespace: str, tmp_path: Path) -> None:
+    """A put not decided within its wait raises (pending), and may still apply; a put
+    made against a version another writer has moved past is dead-lettered (stale_version)
+    and raises, the other writer's value kept."""
+    impatient = MemstreamStore(client=store.client, async_client=store.async_client, wait_s=0)
+    with pytest.raises(MemstreamStoreError, match="pending") as raised:
+        impatient.put(("race",), "k", {"by": "first"})
+    assert raised.value.outcome is not None and raised.value.outcome.outcome == "pending"
+    until(lambda: store.get(("race",), "k") is not None, "the pending put applied")
+
+    record_id = store.record_id(("race",), "k")
+    read_before = store.client.record(record_id)
+    with made(stack, worker, namespace, tmp_path) as other:
+        other.put(("race",), "k", {"by": "other"})
+    stale = MemstreamStore(client=store.client, async_client=store.async_client)
+    stale._lineage = lambda _: read_before  # type: ignore[method-assign]
+    with pytest.raises(MemstreamStoreError, match="stale_version"):
+        stale.put(("race",), "k", {"by": "stale"})
+    got = store.get(("race",), "k")
+    assert got is not None and got.value == {"by": "other"}
+
+
+def test_a_batch_reads_before_it_puts_and_ignores_index(store: MemstreamStore) -> None:
+    """As InMemoryStore: a batch's reads answer before its puts apply, the last put of an
+    item wins; `index` is accepted and ignored."""
+    answers = store.batch([PutOp(("b",), "k", {"v": 1}), GetOp(("b",), "k"),
+                           PutOp(("b",), "k", {"v": 2}, index=False), SearchOp(("b",))])
+    assert answers == [None, None, None, []]
+    got = store.get(("b",), "k")
+    assert got is not None and got.value == {"v": 2}
+    assert store.client.record(store.record_id(("b",), "k")).version == 1
+    store.put(("b",), "j", {"v": 3}, index=["v"])
+    assert [item.key for item in store.search(("b",))] == ["k", "j"]
 
 
 async def test_the_async_store_does_the_same(astore: MemstreamStore) -> None:
