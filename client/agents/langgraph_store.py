@@ -592,12 +592,16 @@ def _made(outcome: WriteOutcome, record_id: str, what: str) -> None:
 
 def _kept(lineage: RecordLineage, text: str, what: str) -> None:
     """A put is kept as it was sent, or raises: memstream keeps no secret, and stores the
-    text of a write redacted (docs/lifecycle.md#refusing-low-value-writes)."""
+    text of a write redacted (docs/lifecycle.md#refusing-low-value-writes); and a new item's
+    write is named by the item, so of two writes of it the first decided is the one kept (a
+    put sent while an earlier one was still pending)."""
     if lineage.record.text != text:
         held = parsed(lineage.record.text)
         raise MemstreamStoreError(
-            f"{what}: memstream kept another value than the one put (a secret in it redacted: "
-            f"memory keeps none): the item now holds {held.value if held else None!r}")
+            f"{what}: memstream holds another value than the one put (a secret in it "
+            f"redacted, since memory keeps none; or an earlier put of this new item, pending "
+            f"when this one was sent, kept instead): the item now holds "
+            f"{held.value if held else None!r}")
 
 
 def _before_deletion(lineage: RecordLineage) -> int:

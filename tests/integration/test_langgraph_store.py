@@ -255,6 +255,8 @@ def test_a_reviewer_approved_item_is_read_but_not_overwritten(store: MemstreamSt
     assert raised.value.outcome is not None and raised.value.outcome.outcome == "proposed"
     got = store.get(("shared",), "policy")
     assert got is not None and got.value == {"rule": "Deploys freeze on Fridays."}
+    store.delete(("shared",), "policy")
+    assert store.get(("shared",), "policy") is None
 
 
 def test_a_put_memstream_did_not_apply_as_asked_raises(store: MemstreamStore,
