@@ -31,7 +31,7 @@ from bench.retrieval_eval import BM25Okapi, content_tokens
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader, produce
 from harness.stack import MODEL_DIR, Stack
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 
 DATA_FILE = Path(__file__).parent / "data" / "agent_memories.json"

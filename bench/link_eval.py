@@ -34,8 +34,8 @@ from bench.retrieval_eval import search
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack
 from memstream_client.events import MemoryType
+from memstream_client.ids import memory_record_id
 from memstream_client.links import wiki_links
-from processors.events.ids import memory_record_id
 from processors.knowledge.entities import entity_key
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 

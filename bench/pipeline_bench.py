@@ -61,7 +61,7 @@ from embedder.sentences import SENTENCES
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import MODEL_DIR, Stack, Worker
 from memstream_client.events import Provenance
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from processors.knowledge.entities import record_entities
 from processors.text.embedding import Vector
 from processors.text.lexical import record_vector

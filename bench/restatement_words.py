@@ -37,7 +37,7 @@ from bench.consolidation_eval import EvalMemory, load_eval_set
 from bench.retrieval_eval import search
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from processors.text.lexical import STOP_WORDS, stem, terms, tokens
 from schemas.topics import MEMORY_EVENTS, MEMORY_UPDATED
 

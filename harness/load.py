@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from harness.kafka_io import Received
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from publisher.kafka_security import PLAINTEXT, KafkaSecurity
 from schemas.topics import MEMORY_EVENTS
 

@@ -34,7 +34,7 @@ if [ ! -f "$stamp" ]; then
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   # pip's and the build backend's chatter goes to a file, shown only if the install fails.
   if ! { .venv/bin/pip install -q --upgrade pip \
-         && .venv/bin/pip install -q -e './client[agents]' \
+         && .venv/bin/pip install -q -e './client[agents,langgraph]' \
          && .venv/bin/pip install -q -e '.[build,dev,agents]'; } >.venv/install.log 2>&1; then
     cat .venv/install.log >&2
     exit 1

@@ -29,7 +29,7 @@ from memstream_client.events import (
     RunEvent,
     SessionEvent,
 )
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from publisher.kafka_security import PLAINTEXT, KafkaSecurity, connection_failures_explained
 from schemas.topics import destination
 

@@ -12,7 +12,7 @@ from typing import Literal, Protocol, cast
 
 import asyncpg
 
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 
 # What a write became: a new record; a version of the live memory it restates; a lifecycle
 # change of the record it names (`proposed`: a pending diff waits for review; `unchanged`: it
@@ -99,7 +99,7 @@ class PostgresWriteOutcomes:
         self._pool = pool
 
     async def outcome(self, namespace: str, event_id: str) -> WriteOutcome | None:
-        # A write's record is named by its namespace and event id (processors/events/ids.py):
+        # A write's record is named by its namespace and event id (client/memstream_client/ids.py):
         # the record it stored, or the refusal that stands in its place.
         row = await self._pool.fetchrow(_OUTCOME, namespace, event_id,
                                         memory_record_id(namespace, event_id))

@@ -132,7 +132,7 @@ class MergedMemory:
 def merged_record_id(namespace: str, member_ids: Iterable[str]) -> str:
     """The replacement's id, the same whatever order the members come in."""
     # The unit separator cannot occur in a namespace or a record id (as in
-    # processors/events/ids.py).
+    # client/memstream_client/ids.py).
     parts = ("merged", namespace, *sorted(member_ids))
     return f"mem_{hashlib.sha256(chr(31).join(parts).encode()).hexdigest()[:24]}"
 

@@ -7,8 +7,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from memstream_client.events import DocUpsert, Provenance
+from memstream_client.ids import doc_chunk_record_id
 from processors.documents.chunking import Chunk
-from processors.events.ids import doc_chunk_record_id
 from schemas.records import Record
 
 

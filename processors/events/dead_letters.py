@@ -22,6 +22,7 @@ from typing import get_args
 from pydantic import TypeAdapter, ValidationError
 
 from memstream_client.events import Identifier, Namespace
+from memstream_client.ids import dead_letter_id
 from memstream_client.redaction import redact_secrets
 from processors.api.access import Caller, Forbidden
 from processors.events.errors import (
@@ -33,7 +34,6 @@ from processors.events.errors import (
     StoreRefused,
     Unexpected,
 )
-from processors.events.ids import dead_letter_id
 from processors.events.intake import json_object
 
 # What is kept of a dead letter's value: enough to recognise it, not to rebuild it.

@@ -19,8 +19,8 @@ from memstream_client.events import (
     SessionSlept,
     SessionWoke,
 )
+from memstream_client.ids import memory_record_id, session_memory_event_id
 from processors.events.errors import Rejected
-from processors.events.ids import memory_record_id, session_memory_event_id
 
 HANDOFF_PART = "handoff"
 HANDOFF_TAG = "handoff"

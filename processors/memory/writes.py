@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from memstream_client.events import MemoryWrite, Provenance
+from memstream_client.ids import memory_record_id
 from memstream_client.links import wiki_links
 from memstream_client.redaction import redact_secrets
 from processors.events.errors import Rejected
-from processors.events.ids import memory_record_id
 from processors.text.lexical import CONTEXT_WEIGHTS
 from schemas.records import Record
 

@@ -25,7 +25,7 @@ from memstream_client.events import (
     RunFinished,
     RunStarted,
 )
-from processors.events.ids import planning_event_id
+from memstream_client.ids import planning_event_id
 from processors.planning.beads import (
     BeadsFile,
     Change,

@@ -41,7 +41,7 @@ MAX_SENTENCES = 2
 MIN_WORDS = 4
 # The query as the header quotes it, at most.
 QUERY_SHOWN_CHARS = 80
-# A record id as processors/events/ids.py and consolidation make them.
+# A record id as client/memstream_client/ids.py and consolidation make them.
 RECORD_ID = re.compile(r"\b(?:mem|dig|fix)_[0-9a-f]{24}\b")
 
 # The tokens of a text, as the reader's model counts them.

@@ -22,8 +22,8 @@ from memstream_client.events import (
     RunStarted,
     RunStep,
 )
+from memstream_client.ids import digest_record_id
 from memstream_client.redaction import redact_secrets
-from processors.events.ids import digest_record_id
 from processors.text.condense import approx_tokens, condense
 from schemas.records import Record
 

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from memstream_client.events import MAX_RELATED_IDS, Provenance, RunEvent, RunFinished, RunStep
+from memstream_client.ids import digest_record_id, fix_pattern_record_id
 from memstream_client.redaction import redact_secrets
-from processors.events.ids import digest_record_id, fix_pattern_record_id
 from processors.runs.signatures import ErrorSignature, signature_of
 from processors.text.condense import condense
 from schemas.records import Record

@@ -29,7 +29,7 @@ from memstream_client.events import (
     MemoryWrite,
     MemoryWritePayload,
 )
-from processors.events.ids import (
+from memstream_client.ids import (
     digest_record_id,
     fix_pattern_record_id,
     learning_event_id,

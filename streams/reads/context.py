@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from processors.events.ids import fix_pattern_record_id
+from memstream_client.ids import fix_pattern_record_id
 from processors.memory.blocks import field_lines
 from processors.recall.context_pack import Candidate, CoreBlock, CoreField, Pack, pack
 from processors.recall.ranking import PROFILES, Fused, Profile, age_in_days

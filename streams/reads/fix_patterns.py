@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from processors.events.ids import fix_pattern_record_id
+from memstream_client.ids import fix_pattern_record_id
 from processors.recall.ranking import PROFILES
 from processors.runs.fix_patterns import error_signature, fix_pattern_title
 from processors.runs.signatures import ErrorSignature

@@ -15,7 +15,7 @@ from __future__ import annotations
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from memstream_client.events import ChangeKind, MemoryUpdated
-from processors.events.ids import change_event_id
+from memstream_client.ids import change_event_id
 from publisher.kafka_security import KafkaSecurity
 from schemas.records import Record
 from schemas.topics import MEMORY_UPDATED

@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaProducer
 
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack, Worker
-from processors.events.ids import digest_record_id, memory_record_id
+from memstream_client.ids import digest_record_id, memory_record_id
 from processors.memory.sessions import handoff_record_id
 from tests.integration.conftest import updated_ids
 

@@ -19,7 +19,7 @@ import pytest
 
 from harness.kafka_io import TopicReader, produce
 from harness.stack import Stack, Worker
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from streams.plumbing.config import REPO_ROOT
 from tests.integration.conftest import event, updated_ids
 

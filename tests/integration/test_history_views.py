@@ -16,7 +16,7 @@ import pytest
 
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.events.ids import digest_record_id, fix_pattern_record_id
+from memstream_client.ids import digest_record_id, fix_pattern_record_id
 from publisher.kafka_publisher import Publisher
 from tests.integration.test_consolidation import APPROVALS, VPN
 from tests.integration.test_lifecycle import announced

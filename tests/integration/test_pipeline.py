@@ -20,7 +20,7 @@ import pytest
 from embedder.model import Embedder
 from harness.kafka_io import TopicReader, produce, wait_caught_up
 from harness.stack import MODEL_DIR, Stack, Worker
-from processors.events.ids import digest_record_id, memory_record_id
+from memstream_client.ids import digest_record_id, memory_record_id
 from processors.recall.ranking import PROFILES
 from publisher.kafka_publisher import Publisher
 from stores.index.postgres_search import RecordsSearch

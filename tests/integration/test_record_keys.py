@@ -15,7 +15,7 @@ from multidict import MultiDict
 
 from harness.kafka_io import TopicReader
 from harness.stack import Stack, Worker
-from processors.events.ids import digest_record_id
+from memstream_client.ids import digest_record_id
 from processors.recall.ranking import PROFILES
 from publisher.kafka_publisher import Publisher
 from streams.api.queries import scope_of

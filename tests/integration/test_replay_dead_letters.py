@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from harness.kafka_io import Received, TopicReader, produce
 from harness.stack import Stack, Worker
-from processors.events.ids import memory_record_id
+from memstream_client.ids import memory_record_id
 from streams.commands.replay_dead_letters import DeadLetter, read_dead_letters
 from streams.plumbing.config import REPO_ROOT
 from streams.plumbing.topics import partitions_of

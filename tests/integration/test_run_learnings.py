@@ -15,7 +15,7 @@ import pytest
 
 from harness.kafka_io import produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.events.ids import digest_record_id, fix_pattern_record_id
+from memstream_client.ids import digest_record_id, fix_pattern_record_id
 from processors.runs.signatures import signature_of
 from tests.integration.conftest import event
 

@@ -23,6 +23,7 @@ import pytest
 
 from harness.kafka_io import TopicReader, wait_caught_up
 from harness.stack import Stack, Worker
+from memstream_client.ids import digest_record_id, fix_pattern_record_id, memory_record_id
 from memstream_client.sdk import (
     AsyncMemoryClient,
     BadRequest,
@@ -31,7 +32,6 @@ from memstream_client.sdk import (
     NotFound,
     Unauthorized,
 )
-from processors.events.ids import digest_record_id, fix_pattern_record_id, memory_record_id
 from publisher.kafka_publisher import Publisher
 from tests.integration.test_consolidation import APPROVALS, VPN
 from tests.integration.test_lifecycle import announced

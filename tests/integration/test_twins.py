@@ -17,7 +17,7 @@ import pytest
 
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.events.ids import invalidation_event_id
+from memstream_client.ids import invalidation_event_id
 from publisher.kafka_publisher import Publisher
 from tests.integration.conftest import event
 

@@ -21,8 +21,8 @@ import pytest
 
 from harness.stack import Stack, Worker
 from memstream_client.agents.pydantic_ai import MemoryCounters, MemoryRun
+from memstream_client.ids import memory_record_id
 from memstream_client.sdk import AsyncMemoryClient
-from processors.events.ids import memory_record_id
 from tests.integration.test_cli import memstream
 from tests.integration.test_mcp import call, over_stdio
 from tests.scripted_agent import Script, memory_agent

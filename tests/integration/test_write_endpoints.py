@@ -14,7 +14,7 @@ import pytest
 
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
-from processors.events.ids import digest_record_id, memory_record_id
+from memstream_client.ids import digest_record_id, memory_record_id
 from tests.integration.conftest import event
 from tests.integration.test_lifecycle import announced, history, search_ids
 

@@ -8,8 +8,8 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from memstream_client.ids import consolidate_request_id
 from processors.consolidation.trigger import window_start
-from processors.events.ids import consolidate_request_id
 from schemas.topics import MEMORY_CONSOLIDATE
 from stores.consolidations import CountWindow
 from streams.api.operations.consolidation import consolidation_counts

@@ -2,8 +2,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from memstream_client.ids import consolidate_request_id
 from processors.consolidation.trigger import TriggerRules, request_basis, skip_reason, window_start
-from processors.events.ids import consolidate_request_id
 
 TODAY = date(2026, 11, 21)
 RULES = TriggerRules()

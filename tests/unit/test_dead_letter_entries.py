@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memstream_client.ids import dead_letter_id
 from memstream_client.redaction import redact_secrets
 from processors.api.access import Caller, Forbidden
 from processors.events.dead_letters import (
@@ -26,7 +27,6 @@ from processors.events.dead_letters import (
     payload_head,
     personal_agent_of,
 )
-from processors.events.ids import dead_letter_id
 
 AT = datetime(2026, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 HEADERS = DeadLetterHeaders(

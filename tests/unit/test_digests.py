@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent
-from processors.events.ids import digest_record_id
+from memstream_client.ids import digest_record_id
 from processors.llm_prompts import accepted_prose, digest_rewrite_request
 from processors.runs.digests import (
     DIGEST_TOKEN_CAP,

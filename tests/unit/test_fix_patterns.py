@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent
-from processors.events.ids import digest_record_id, fix_pattern_record_id
+from memstream_client.ids import digest_record_id, fix_pattern_record_id
 from processors.runs.fix_patterns import (
     ErrorOccurrence,
     Origin,

@@ -3,8 +3,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memstream_client.events import MemoryWrite, Provenance
+from memstream_client.ids import change_event_id, digest_record_id, memory_record_id
 from memstream_client.links import linked_text, wiki_links
-from processors.events.ids import change_event_id, digest_record_id, memory_record_id
 from processors.events.intake import Rejected
 from processors.memory.writes import check_references, memory_record
 

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memstream_client.events import MemoryUpdate, MemoryWrite, Provenance
-from processors.events.ids import digest_record_id, fix_pattern_record_id, memory_record_id
+from memstream_client.ids import digest_record_id, fix_pattern_record_id, memory_record_id
 from processors.runs.fix_patterns import Fix, FixPattern
 from processors.runs.learnings import (
     LEARNING_PRODUCER,

@@ -12,9 +12,9 @@ import pytest
 from multidict import MultiDict
 
 from memstream_client.events import Provenance
+from memstream_client.ids import digest_record_id, fix_pattern_record_id
 from processors.api.access import Caller
 from processors.api.parameters import InvalidValue
-from processors.events.ids import digest_record_id, fix_pattern_record_id
 from processors.runs.fix_patterns import ErrorOccurrence
 from processors.runs.signatures import ErrorSignature
 from stores.record_versions import ChangePosition

@@ -18,8 +18,8 @@ from memstream_client.events import (
     SessionEvent,
     SessionSlept,
 )
+from memstream_client.ids import memory_record_id
 from processors.events.errors import Rejected
-from processors.events.ids import memory_record_id
 from processors.memory.sessions import (
     admitted,
     checkpoint_record_ids,

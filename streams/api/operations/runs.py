@@ -30,10 +30,10 @@ from memstream_client.answers.runs import (
 )
 from memstream_client.answers.runs import RunError as RunErrorAnswer
 from memstream_client.events import RUN_EVENT_TYPES, RunStatus
+from memstream_client.ids import digest_record_id, fix_pattern_record_id
 from processors.api.access import Caller
 from processors.api.openapi import event_body
 from processors.api.parameters import IDENTIFIER, instant, integer, one_of
-from processors.events.ids import digest_record_id, fix_pattern_record_id
 from processors.events.intake import json_object
 from processors.runs.fix_patterns import RunError, run_errors
 from stores.records import FoundRecord

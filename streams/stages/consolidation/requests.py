@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from functools import partial
 
 from memstream_client.events import ConsolidatePayload, ConsolidateRequest
+from memstream_client.ids import consolidate_request_id
 from processors.consolidation.trigger import request_basis, skip_reason
 from processors.events.errors import MemstreamError
-from processors.events.ids import consolidate_request_id
 from schemas.topics import MEMORY_CONSOLIDATE
 from streams.plumbing.failures import Attempts
 from streams.plumbing.messages import Outbound

@@ -10,7 +10,7 @@ consolidation waits on the index's writes; made by the writer, it held every wri
 0.71 -> 0.61 of the raw embedder). Here it costs the writes nothing, and a stale fact leaves
 recall a tick after its correction is searchable. A memory compared twice (a crash between
 its invalidations and its mark, two workers) invalidates nothing twice: an invalidation is
-named by the write and the memory it makes stale (processors/events/ids.py).
+named by the write and the memory it makes stale (client/memstream_client/ids.py).
 """
 
 from __future__ import annotations

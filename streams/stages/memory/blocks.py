@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from memstream_client.events import BlockRef, MemoryBlock, MemoryReview
+from memstream_client.ids import memory_record_id
 from processors.events.errors import Rejected
-from processors.events.ids import memory_record_id
 from processors.events.intake import Parsed
 from processors.memory.blocks import (
     BlockDiff,

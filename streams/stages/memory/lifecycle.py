@@ -27,8 +27,8 @@ from memstream_client.events import (
     MemoryScoring,
     MemoryUpdate,
 )
+from memstream_client.ids import invalidation_event_id
 from processors.events.errors import MemstreamError, Rejected
-from processors.events.ids import invalidation_event_id
 from processors.events.intake import Parsed
 from processors.knowledge.stale_facts import Invalidation
 from processors.memory.lifecycle import (

@@ -2,11 +2,12 @@
 for (a checkpoint's memories, a sleep's handoff) published to `memory.events`, where the
 memory intake stores them like any other write.
 
-The writes are named by the session event (processors/events/ids.py), so a replayed session event
-publishes the same writes again, which the intake applies once. A session's events are judged
-in the order applied (one session's events share a partition: the key is its id) against its
-ledger and the events before them in the batch; one that breaks the rules
-(processors/memory/sessions.py) is dead-lettered with its reason, and the rest of the batch goes on.
+The writes are named by the session event (memstream_client/ids.py), so a replayed session
+event publishes the same writes again, which the intake applies once. A session's events are
+judged in the order applied (one session's events share a partition: the key is its id) against
+its ledger and the events before them in the batch; one that breaks the rules
+(processors/memory/sessions.py) is dead-lettered with its reason, and the rest of the batch
+goes on.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from memstream_client.events import RUN_EVENT_TYPES, Provenance, RunEvent, RunFinished, RunStarted
+from memstream_client.ids import digest_record_id
 from processors.events.errors import Rejection, Unexpected
-from processors.events.ids import digest_record_id
 from processors.runs.digests import build_digest, digest_record
 from processors.runs.fix_patterns import ErrorOccurrence, error_occurrences
 from schemas.records import Record
