@@ -163,3 +163,19 @@ def tmp_file(directory: Path, name: str, lines: list[bytes]) -> Path:
     path = directory / name
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path
+
+
+# Twins on, at their default: a stack of its own per module that asks for it, with a worker of
+# the default settings (the session's worker turns twins off, `worker` above).
+@pytest.fixture(scope="module")
+def twin_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with Stack(tmp_path_factory.mktemp("twins")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def twin_worker(twin_stack: Stack) -> Iterator[Worker]:
+    running = twin_stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
+    running.start()
+    yield running
+    running.stop()

@@ -27,7 +27,6 @@ from langgraph.store.memory import InMemoryStore
 from harness.stack import Stack, Worker
 from memstream_client.agents.langgraph_store import MemstreamStore, MemstreamStoreError
 from memstream_client.sdk import MemoryClient
-from tests.integration.test_twins import twin_stack, twin_worker  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
@@ -439,8 +438,8 @@ async def test_an_async_graph_runs_on_abatch(astore: MemstreamStore) -> None:
     assert out["remembered"] == "Dan works from Lisbon."
 
 
-def test_items_alike_are_kept_apart_with_twins_on(twin_stack: Stack,  # noqa: F811
-                                                  twin_worker: Worker,  # noqa: F811
+def test_items_alike_are_kept_apart_with_twins_on(twin_stack: Stack,
+                                                  twin_worker: Worker,
                                                   tmp_path: Path) -> None:
     """On a worker of the default settings (write-time twins on, MEMSTREAM_TWIN_COSINE
     0.82), an item of the same value as another, and a value restated in other words, are

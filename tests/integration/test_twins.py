@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -34,20 +34,6 @@ COMPACTION_AGAIN = ("On the analytics cluster, the nightly compaction job runs u
                     "schedule.")
 WEBHOOKS = "The billing service retries failed webhooks five times."
 WEBHOOKS_AGAIN = "Failed webhooks are retried five times by the billing service."
-
-
-@pytest.fixture(scope="module")
-def twin_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with Stack(tmp_path_factory.mktemp("twins")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def twin_worker(twin_stack: Stack) -> Iterator[Worker]:
-    running = twin_stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
-    running.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +37,6 @@ VPN_AGAIN = "Staging deploys need the office VPN."
 FILLER = "Thanks, Ana!"
 LOGS = "Deploys to staging log to the ops channel."
 BASTION = "Deploys to staging go through the bastion host; the VPN is no longer needed."
-
-
-@pytest.fixture(scope="module")
-def twin_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with Stack(tmp_path_factory.mktemp("outcomes")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def twin_worker(twin_stack: Stack) -> Iterator[Worker]:
-    running = twin_stack.worker(MEMSTREAM_SESSION_TIMEOUT_S="6")
-    running.start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture
