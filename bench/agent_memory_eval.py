@@ -93,8 +93,8 @@ def baseline_rankings(data: dict[str, Any]) -> dict[str, list[list[str]]]:
     questions = [q["question"] for q in data["questions"]]
     keys = [memory["key"] for memory in memories]
     with Embedder.load(MODEL_DIR) as embedder:
-        documents = embedder.embed([memory["text"] for memory in memories])
-        queries = embedder.embed(questions)
+        documents = embedder.embed([memory["text"] for memory in memories], role="passage")
+        queries = embedder.embed(questions, role="query")
     dense = [[keys[i] for i in np.argsort(-(documents @ query), kind="stable")]
              for query in queries]
     bm25 = BM25Okapi([content_tokens(memory["text"]) for memory in memories])

@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.consolidation_eval import EVAL_SET
-from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from harness.stack import MODEL_DIR
 from memstream_client.events import MemoryType
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.consolidation.clusters import find_clusters, merge_cluster
@@ -118,10 +118,10 @@ def consolidate(candidates: Sequence[ConsolidationCandidate],
                     clusters=len(clusters))
 
 
-def run_consolidation_bench(model_dir: Path = DEFAULT_OUT) -> list[tuple[str, str, str]]:
+def run_consolidation_bench(model_dir: Path = MODEL_DIR) -> list[tuple[str, str, str]]:
     texts = real_sentences()
     with Embedder.load(model_dir) as embedder:
-        vectors = embedder.embed(texts)
+        vectors = embedder.embed(texts, role="passage")
     rows: list[tuple[str, str, str]] = []
     for label, types in (("one partition", ("fact",)),
                          ("5 memory types", tuple(TYPE_SHARES))):

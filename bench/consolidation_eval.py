@@ -39,8 +39,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from harness.stack import MODEL_DIR
 from memstream_client.events import MemoryType
 from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
 from processors.consolidation.clusters import find_clusters, merge_cluster
@@ -213,7 +213,7 @@ def fold_counts(memories: Sequence[EvalMemory], clusters: Iterable[Sequence[int]
 
 
 def cross_validate(folds: int = 2, grid: Sequence[ConsolidationSettings] = CV_GRID,
-                   model_dir: Path = DEFAULT_OUT, path: Path = EVAL_SET) -> list[FoldResult]:
+                   model_dir: Path = MODEL_DIR, path: Path = EVAL_SET) -> list[FoldResult]:
     """For each fold: the grid's settings with the best recall at precision >= 0.95 on the
     other folds (the best precision if none reaches it), and their figures on this fold."""
     memories = load_eval_set(path)
@@ -243,7 +243,7 @@ def cross_validate(folds: int = 2, grid: Sequence[ConsolidationSettings] = CV_GR
     return results
 
 
-def evaluate(settings: ConsolidationSettings | None = None, model_dir: Path = DEFAULT_OUT,
+def evaluate(settings: ConsolidationSettings | None = None, model_dir: Path = MODEL_DIR,
              path: Path = EVAL_SET) -> tuple[EvalResult, list[list[int]]]:
     """Embed the set, cluster it, merge every cluster; the figures and the clusters."""
     memories = load_eval_set(path)
@@ -270,7 +270,7 @@ def evaluate(settings: ConsolidationSettings | None = None, model_dir: Path = DE
 
 def _embed(memories: Sequence[EvalMemory], model_dir: Path) -> npt.NDArray[np.float32]:
     with Embedder.load(model_dir) as embedder:
-        return embedder.embed([memory.text for memory in memories])
+        return embedder.embed([memory.text for memory in memories], role="passage")
 
 
 def _figures(counts: PairCounts) -> str:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.retrieval_eval import DATA_FILE, Conversation, load_conversations
-from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from harness.stack import MODEL_DIR
 from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
 from processors.consolidation.clusters import find_clusters, merge_cluster
 
@@ -64,12 +64,12 @@ def candidates_of(conversation: Conversation) -> list[ConsolidationCandidate]:
 
 
 def consolidate_conversations(settings: ConsolidationSettings | None = None,
-                              model_dir: Path = DEFAULT_OUT,
+                              model_dir: Path = MODEL_DIR,
                               data: Path = DATA_FILE) -> list[ConversationMerges]:
     """Each conversation consolidated as one namespace: what merges."""
     conversations = load_conversations(data)
     with Embedder.load(model_dir) as embedder:
-        vectors = [embedder.embed([turn.text for turn in conversation.turns])
+        vectors = [embedder.embed([turn.text for turn in conversation.turns], role="passage")
                    for conversation in conversations]
     results = []
     for conversation, matrix in zip(conversations, vectors, strict=True):

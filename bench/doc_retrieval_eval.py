@@ -50,7 +50,8 @@ from harness.stack import MODEL_DIR
 from memstream_client.events import DocUpsert, Provenance
 from processors.documents.chunk_records import chunk_record
 from processors.documents.chunking import chunk_document
-from processors.recall.ranking import PROFILES
+from processors.recall.ranking import FusionWeights
+from processors.text.calibration import calibration_of
 from processors.text.embedding import embedding_text
 from processors.text.lexical import record_vector
 from schemas.records import Record
@@ -149,7 +150,7 @@ async def ingest(index: VectorIndex, embedder: Embedder,
         event = upsert_event(doc_id, text)
         chunks = chunk_document(doc_id, text, "markdown", embedder.token_costs)
         made = [chunk_record(event, chunk, PROVENANCE) for chunk in chunks]
-        vectors = embedder.embed([embedding_text(r.title, r.text) for r in made])
+        vectors = embedder.embed([embedding_text(r.title, r.text) for r in made], role="passage")
         await index.upsert([IndexPoint(r.record_id, vector, index_payload(r.model_dump()),
                                        record_vector(r))
                             for r, vector in zip(made, vectors, strict=True)])
@@ -160,12 +161,12 @@ async def ingest(index: VectorIndex, embedder: Embedder,
 async def rankings(index: VectorIndex, embedder: Embedder, records: Sequence[Record],
                    questions: Sequence[Question]) -> dict[str, list[list[str]]]:
     scope = SearchScope(NAMESPACE, DEPTH, -1.0, record_kinds=("doc_chunk",))
-    vectors = embedder.embed([q.text for q in questions])
+    vectors = embedder.embed([q.text for q in questions], role="query")
     bm25 = BM25Okapi([word_tokens(embedding_text(r.title, r.text)) for r in records])
     found: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     for question, vector in zip(questions, vectors, strict=True):
         fused, _ = await ranked(index, question.text, vector, None, scope,
-                                PROFILES["default"])
+                                FusionWeights.calibrated(calibration_of(embedder.spec.name)))
         found["hybrid"].append([hit.record_id for hit in fused])
         found["dense"].append([hit.record_id for hit in await index.search(vector, scope)])
         only_lexical = [hit for hit in fused if hit.lexical_rank is not None]

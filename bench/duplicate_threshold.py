@@ -28,8 +28,12 @@ from bench.consolidation_eval import (
     candidates_of,
     load_eval_set,
 )
-from embedder.build import DEFAULT_OUT
-from processors.memory.twins import DUPLICATE_COSINE, folds
+from harness.stack import MODEL, MODEL_DIR
+from processors.memory.twins import folds
+from processors.text.calibration import calibration_of
+
+# The threshold in use for the model measured (harness.stack.MODEL, MEMSTREAM_MODEL).
+IN_USE = calibration_of(MODEL.name).twin
 
 TARGET_PRECISION = 0.97
 THRESHOLDS = tuple(round(0.60 + 0.01 * step, 2) for step in range(40))
@@ -48,7 +52,7 @@ class ThresholdScore:
 def threshold_scores() -> list[ThresholdScore]:
     memories = load_eval_set()
     candidates = candidates_of(memories)
-    vectors = _embed(memories, DEFAULT_OUT)
+    vectors = _embed(memories, MODEL_DIR)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cosines = unit @ unit.T
     truth, _ = _true_pairs(memories)
@@ -82,7 +86,7 @@ def picked(scores: Sequence[ThresholdScore]) -> ThresholdScore:
 def duplicate_rows() -> list[tuple[str, str, str]]:
     """`make bench`'s rows: the precision and recall at the threshold in use."""
     scores = {score.threshold: score for score in threshold_scores()}
-    used = scores[DUPLICATE_COSINE]
+    used = scores[IN_USE]
     return [
         (f"write-time twins at cosine {used.threshold:.2f}: pair precision",
          f"{used.precision:.3f}", f">= {TARGET_PRECISION}"),
@@ -101,8 +105,8 @@ def main() -> int:
               f"{score.recall:>6.3f}  {score.corrections_folded:>18}")
     best = picked(scores)
     print(f"lowest cosine with precision >= {TARGET_PRECISION}: {best.threshold:.2f} "
-          f"(recall {best.recall:.3f}); in use: {DUPLICATE_COSINE:.2f}, corrections folded "
-          f"{next(s for s in scores if s.threshold == DUPLICATE_COSINE).corrections_folded} of "
+          f"(recall {best.recall:.3f}); in use: {IN_USE:.2f}, corrections folded "
+          f"{next(s for s in scores if s.threshold == IN_USE).corrections_folded} of "
           f"{len(correction_pairs(load_eval_set()))}")
     return 0
 

@@ -17,6 +17,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +68,14 @@ def run_embedder_bench(model_dir: Path = DEFAULT_OUT, seconds: float = 12.0,
     batches = _batches(texts, batch_size)
     models = {v: Embedder.load(model_dir, v, threads=threads) for v in VARIANTS}
     try:
-        vectors = {v: m.embed(texts) for v, m in models.items()}  # also warms up
+        vectors = {v: m.embed(texts, role="passage") for v, m in models.items()}  # also warms up
         cos = np.sum(vectors["int8"] * vectors["fp32"], axis=1)
         rates: dict[str, list[float]] = {v: [] for v in VARIANTS}
         per_round = seconds / (rounds * len(VARIANTS))
         for _ in range(rounds):
             for v, m in models.items():
-                rates[v].append(_rate(m.embed, batches, per_round, whole_passes=True)[0])
+                rates[v].append(_rate(partial(m.embed, role="passage"), batches, per_round,
+                                      whole_passes=True)[0])
     finally:
         for m in models.values():
             m.close()
@@ -132,7 +134,7 @@ def run_sweep(model_dir: Path = DEFAULT_OUT, seconds_per_cell: float = 1.0,
     for v in VARIANTS:
         e = Embedder.load(model_dir, v, threads=lanes)
         closers.append(e)
-        runners[(v, "per-text")] = e.embed
+        runners[(v, "per-text")] = partial(e.embed, role="passage")
         runners[(v, "padded")] = _PaddedBatchRunner(model_dir, v, lanes).embed
     kinds = {"short": short_texts(64), "medium": medium_texts(64)}
     cells: dict[tuple[str, str, str, int], list[tuple[float, float]]] = {}

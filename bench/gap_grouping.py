@@ -20,9 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
-from processors.recall.gaps import SAME_QUESTION_COSINE, terms_key
+from harness.stack import MODEL, MODEL_DIR
+from processors.recall.gaps import terms_key
+from processors.text.calibration import calibration_of
+
+# The threshold in use for the model measured (harness.stack.MODEL, MEMSTREAM_MODEL).
+IN_USE = calibration_of(MODEL.name).same_question
 
 DATA = Path(__file__).resolve().parent / "data" / "gap_questions.jsonl"
 THRESHOLDS = tuple(round(0.50 + 0.01 * step, 2) for step in range(46))
@@ -43,17 +47,17 @@ class ThresholdScore:
     different_grouped: int
 
 
-def measured_pairs(model_dir: Path = DEFAULT_OUT) -> tuple[list[Pair], float]:
+def measured_pairs(model_dir: Path = MODEL_DIR) -> tuple[list[Pair], float]:
     """The labelled pairs with their cosines, and the highest cosine across subjects."""
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
     with Embedder.load(model_dir) as embedder:
         pairs = []
         for row in rows:
-            first, second = embedder.embed([row["question"], row["other"]])
+            first, second = embedder.embed([row["question"], row["other"]], role="query")
             pairs.append(Pair(row["question"], row["other"], row["same"],
                               float(first @ second)))
         subjects = list(dict.fromkeys(pair.question for pair in pairs))
-        vectors = embedder.embed(subjects)
+        vectors = embedder.embed(subjects, role="query")
     across = max(float(vectors[a] @ vectors[b])
                  for a, b in itertools.combinations(range(len(subjects)), 2))
     return pairs, across
@@ -93,7 +97,7 @@ def main() -> int:
     picked = best(scores, paraphrases, different)
     print(f"best threshold: {picked.threshold:.2f} ({picked.paraphrases_grouped}/"
           f"{paraphrases} paraphrases, {picked.different_grouped}/{different} different); "
-          f"in use: {SAME_QUESTION_COSINE:.2f}")
+          f"in use: {IN_USE:.2f}")
     return 0
 
 

@@ -13,7 +13,7 @@ as two live memories of one namespace, scope and owner, the older one day before
 class: precision is the share of invalidations that were meant (a false one hides a true
 fact), recall the share of meant ones made.
 
-Each pair lies in the `dev` or the `test` half (by a hash of its id). STALE_COSINE and the
+Each pair lies in the `dev` or the `test` half (by a hash of its id). IN_USE and the
 rule were tuned on dev alone; `--sweep` prints dev's figures for each threshold, and the one
 picked is the highest with the best dev recall at precision >= TARGET_PRECISION.
 """
@@ -30,16 +30,20 @@ from typing import Any, Literal
 
 import numpy as np
 
-from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from harness.stack import MODEL, MODEL_DIR
 from processors.consolidation.candidates import ConsolidationCandidate
-from processors.knowledge.stale_facts import STALE_COSINE, Invalidation, invalidation_of
+from processors.knowledge.stale_facts import Invalidation, invalidation_of
+from processors.text.calibration import calibration_of
+
+# The threshold in use for the model measured (harness.stack.MODEL, MEMSTREAM_MODEL).
+IN_USE = calibration_of(MODEL.name).stale
 
 DATA = Path(__file__).resolve().parent / "data" / "invalidation_eval.jsonl"
 NAMESPACE = "eval"
 OLDER_AT = datetime(2026, 11, 1, 9, tzinfo=UTC)
 NEWER_AT = OLDER_AT + timedelta(days=1)
-# On dev, STALE_COSINE is the highest cosine with the best recall at this precision (`--sweep`).
+# On dev, IN_USE is the highest cosine with the best recall at this precision (`--sweep`).
 TARGET_PRECISION = 0.95
 THRESHOLDS = tuple(round(0.50 + 0.01 * step, 2) for step in range(46))
 
@@ -96,18 +100,18 @@ def candidate(record_id: str, text: str, occurred_at: datetime) -> Consolidation
         created_at=occurred_at)
 
 
-def cosines(pairs: Sequence[LabelledPair], model_dir: Path = DEFAULT_OUT) -> list[float]:
+def cosines(pairs: Sequence[LabelledPair], model_dir: Path = MODEL_DIR) -> list[float]:
     """Each pair's cosine, every text embedded once with the int8 model."""
     texts = list(dict.fromkeys(text for pair in pairs for text in (pair.older, pair.newer)))
     with Embedder.load(model_dir) as embedder:
-        vectors = embedder.embed(texts)
+        vectors = embedder.embed(texts, role="passage")
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     row = {text: index for index, text in enumerate(texts)}
     return [float(unit[row[pair.older]] @ unit[row[pair.newer]]) for pair in pairs]
 
 
 def judge(pairs: Sequence[LabelledPair], measured: Sequence[float],
-          threshold: float = STALE_COSINE) -> list[Judged]:
+          threshold: float = IN_USE) -> list[Judged]:
     return [Judged(pair, cosine, invalidation_of(
                 candidate(f"{pair.pair_id}-newer", pair.newer, NEWER_AT),
                 candidate(f"{pair.pair_id}-older", pair.older, OLDER_AT), cosine, threshold))
@@ -140,7 +144,7 @@ def picked(scores: Sequence[tuple[float, Score]]) -> float | None:
 
 
 def report(judged: Sequence[Judged]) -> str:
-    lines = [f"pairs {len(judged)}, threshold {STALE_COSINE:.2f}", "",
+    lines = [f"pairs {len(judged)}, threshold {IN_USE:.2f}", "",
              f"{'split':<6} {'pairs':>5} {'stale':>5} {'invalidated':>11} {'right':>5} "
              f"{'precision':>9} {'recall':>6}"]
     for split in SPLITS:
@@ -177,7 +181,7 @@ def as_json(judged: Sequence[Judged]) -> dict[str, Any]:
                 "recall": result.recall}
 
     return {
-        "threshold": STALE_COSINE,
+        "threshold": IN_USE,
         "splits": {split: figures(score(in_split(judged, split))) for split in SPLITS},
         "classes": {kind: {split: figures(score(in_split(
             [item for item in judged if item.pair.kind == kind], split))) for split in SPLITS}
@@ -220,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{result.recall:>6.3f}")
         best = picked(scores)
         print(f"highest cosine with the best dev recall at precision >= {TARGET_PRECISION}: "
-              f"{'none' if best is None else f'{best:.2f}'}; in use: {STALE_COSINE:.2f}")
+              f"{'none' if best is None else f'{best:.2f}'}; in use: {IN_USE:.2f}")
         return 0
     judged = judge(pairs, measured)
     print(report(judged))

@@ -73,7 +73,7 @@ async def load_chunks(stack: Stack, index_url: str, namespace: str, n: int) -> N
     try:
         chunks = [chunk for doc_id, text in documents()
                   for chunk in chunk_document(doc_id, text, "markdown", embedder.token_costs)]
-        base = embedder.embed([chunk.embedded for chunk in chunks])
+        base = embedder.embed([chunk.embedded for chunk in chunks], role="passage")
     finally:
         embedder.close()
     rng = np.random.default_rng(11)

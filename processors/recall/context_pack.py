@@ -33,12 +33,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from processors.recall.contested import Contest, note
+from processors.text.calibration import DEFAULT_CALIBRATION
 
 SECTIONS = ("planning", "history", "long_term", "documents")
 # Each section's share of what the core blocks leave of the budget.
 DEFAULT_SHARES: Mapping[str, float] = {"planning": 0.15, "history": 0.25, "long_term": 0.40,
                                        "documents": 0.20}
-DUPLICATE_SIMILARITY = 0.92
 # The most of the budget core blocks may take: retrieved memories keep at least the rest.
 CORE_SHARE = 0.5
 
@@ -201,7 +201,7 @@ def pack_core(blocks: Sequence[CoreBlock], budget_tokens: int) -> CorePack:
 
 def pack(candidates: Sequence[Candidate], budget_tokens: int,
          core_blocks: Sequence[CoreBlock] = (),
-         duplicate_similarity: float = DUPLICATE_SIMILARITY,
+         duplicate_similarity: float = DEFAULT_CALIBRATION.pack_duplicate,
          shares: Mapping[str, float] = DEFAULT_SHARES) -> Pack:
     """The core blocks that fit in their share, then the candidates of each section that fit
     in its room, in SECTIONS order, each section's in the order given, then those set aside

@@ -17,13 +17,13 @@ Rows that ask the same question in other words are one group, by two rules:
   model;
 - then the keeper (streams/reads/gap_keeper.py) embeds each new group's first question and
   folds it into the nearest older group whose first question lies at a cosine of at least
-  `SAME_QUESTION_COSINE` from it ("where are the TLS certificates stored" and "location of
-  the TLS certs": 0.82).
+  the embedding model's `same_question` (processors/text/calibration.py) from it ("where are
+  the TLS certificates stored" and "location of the TLS certs": 0.82 with MiniLM).
 
 The threshold is measured (`python -m bench.gap_grouping`, bench/data/gap_questions.jsonl):
 25 pairs of a question and its paraphrase, and 25 pairs of a question and a different
 question of the same shape that changes one thing ("deploy the billing service to staging"
-/ "... to production"). The int8 model puts paraphrases at 0.52-0.96 and the different
+/ "... to production"). all-MiniLM-L6-v2 (int8) puts paraphrases at 0.52-0.96 and the different
 questions at 0.28-0.89 (medians 0.82 and 0.59): no threshold parts them. 0.73 is the one
 where grouped paraphrases minus wrongly grouped questions peaks (21 of 25 grouped, 3 of 25
 wrongly: deploy to staging / to production, EU / US customers' data, where / who wrote the
@@ -41,10 +41,6 @@ from collections.abc import Iterable
 
 from memstream_client.redaction import redact_secrets
 from processors.text.lexical import terms
-
-# See the module docstring for how it was measured.
-SAME_QUESTION_COSINE = 0.73
-
 
 # A recall's parameters that narrow what it looks at: with any of them, an empty answer may
 # be the filter's, not memory's.

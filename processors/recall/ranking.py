@@ -3,8 +3,9 @@ scaled to [0, 1] over the list (min-max), combined as a weighted sum (a record m
 list gets 0 from it), then weighed by the recall profile (kinds, memory types, recency).
 
 Min-max fusion keeps how far apart the candidates are, which rank fusion throws away; on the
-development conversations it gave the best R@1, and its weight chosen on two conversations
-was the same on the third (docs/retrieval.md). 1.0 is a record first in both lists.
+development conversations it gave the best R@1. The dense list's weight is the embedding
+model's (processors/text/calibration.py: 0.4 with MiniLM, the plain 1:1 with e5-small-v2;
+docs/retrieval.md). 1.0 is a record first in both lists.
 
 Profiles (seed 003) are named presets of what to recall and how to weigh it:
 
@@ -28,12 +29,18 @@ from datetime import datetime
 from typing import NamedTuple
 
 from memstream_client.events import MemoryType, RecordKind
+from processors.text.calibration import DEFAULT_CALIBRATION, Calibration
 
 
 @dataclass(frozen=True)
 class FusionWeights:
-    dense: float = 0.4
-    lexical: float = 0.6
+    dense: float
+    lexical: float
+
+    @classmethod
+    def calibrated(cls, calibration: Calibration) -> FusionWeights:
+        """The embedding model's weight of the dense list, the rest to the lexical one."""
+        return cls(dense=calibration.dense_weight, lexical=1.0 - calibration.dense_weight)
 
 
 class Fused(NamedTuple):
@@ -85,18 +92,12 @@ def fuse(dense: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]
     return fused
 
 
-# Cosine similarities of the embedding model that mean nothing in common (at or below the
-# first) and the same subject (at or above the second); between them dense support grows
-# linearly. Unrelated sentences of this model sit around 0.1-0.25, paraphrases above 0.6
-# (docs/retrieval.md#relevance).
-DENSE_UNRELATED = 0.2
-DENSE_SAME_SUBJECT = 0.6
-
-
-def dense_support(cosine: float) -> float:
-    """How far a record's embedding says it is about the query, in [0, 1]."""
-    span = DENSE_SAME_SUBJECT - DENSE_UNRELATED
-    return min(1.0, max(0.0, (cosine - DENSE_UNRELATED) / span))
+def dense_support(cosine: float, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
+    """How far a record's embedding says it is about the query, in [0, 1]: nothing at or
+    below the model's cosine of unrelated texts, fully at or above its cosine of one subject,
+    linearly between (processors/text/calibration.py, docs/retrieval.md#relevance)."""
+    span = calibration.dense_same_subject - calibration.dense_unrelated
+    return min(1.0, max(0.0, (cosine - calibration.dense_unrelated) / span))
 
 
 def support(dense: float, lexical: float) -> float:
@@ -125,7 +126,6 @@ class Profile:
     # What it recalls: these kinds and memory types (empty: all).
     record_kinds: tuple[RecordKind, ...] = ()
     memory_types: tuple[MemoryType, ...] = ()
-    fusion: FusionWeights = field(default_factory=FusionWeights)
     # Multipliers of the fused score by record kind and by memory type (1 when absent).
     kind_weights: Mapping[str, float] = field(default_factory=dict)
     type_weights: Mapping[str, float] = field(default_factory=dict)
@@ -150,10 +150,6 @@ class Profile:
         return weight
 
 
-# Lexical weighed above dense: on conversational memory BM25 over stemmed terms finds the
-# evidence more often than the small embedding model, and fusing both beats either
-# (docs/retrieval.md has the measurements).
-HYBRID = FusionWeights(dense=0.4, lexical=0.6)
 # What a search recalls unless it names kinds: agents' memory and the runs' history. Chunks
 # of documents are an index of external text, searched when asked for (kind=doc_chunk) and
 # by the context pack's documents section.
@@ -162,13 +158,12 @@ RECALLED_KINDS: tuple[RecordKind, ...] = ("memory", "run_digest", "fix_pattern")
 PROFILES: dict[str, Profile] = {
     profile.name: profile for profile in (
         Profile("default", "memories and history of every type, no recency preference",
-                record_kinds=RECALLED_KINDS, fusion=HYBRID),
+                record_kinds=RECALLED_KINDS),
         Profile(
             "planning", "what was decided and how things are done here",
             record_kinds=("memory", "run_digest"),
             memory_types=("decision", "commitment", "pattern", "lesson", "preference",
                           "fact"),
-            fusion=HYBRID,
             type_weights={"decision": 1.3, "commitment": 1.2, "pattern": 1.2, "lesson": 1.1},
             recency_half_life_days=90.0,
         ),
@@ -176,7 +171,6 @@ PROFILES: dict[str, Profile] = {
             "incident", "what fixed this last time",
             record_kinds=("fix_pattern", "run_digest", "memory"),
             memory_types=("lesson", "pattern", "fact", "decision"),
-            fusion=HYBRID,
             kind_weights={"fix_pattern": 1.5, "run_digest": 1.2},
             type_weights={"lesson": 1.2},
             recency_half_life_days=30.0,
@@ -185,7 +179,6 @@ PROFILES: dict[str, Profile] = {
             "handoff", "where things stand",
             record_kinds=("memory", "run_digest"),
             memory_types=("handoff", "commitment", "decision", "fact"),
-            fusion=HYBRID,
             kind_weights={"run_digest": 1.2},
             type_weights={"handoff": 1.5, "commitment": 1.3},
             recency_half_life_days=7.0,
@@ -193,7 +186,7 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "anchor", "a subject and what it links to: the best hits, then the memories "
             "their links and shared entities reach, two hops out",
-            record_kinds=RECALLED_KINDS, fusion=HYBRID, expand_hops=2,
+            record_kinds=RECALLED_KINDS, expand_hops=2,
         ),
     )
 }

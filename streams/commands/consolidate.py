@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from embedder.model import Embedder
@@ -41,10 +42,12 @@ async def dry_run(settings: Settings, namespace: str) -> dict[str, Any]:
         with Embedder.load(settings.model_dir) as embedder:
 
             async def embed(texts: Sequence[str]) -> Vector:
-                return await asyncio.to_thread(embedder.embed, list(texts))
+                return await asyncio.to_thread(partial(embedder.embed, role="passage"),
+                                              list(texts))
 
             planned = await plan_namespace(stores.consolidations, embed, namespace,
-                                           ConsolidationSettings(), embedder.dimension)
+                                           ConsolidationSettings().calibrated(settings.calibration),
+                                           embedder.dimension)
     finally:
         await stores.close()
     return plan_summary(namespace, planned)

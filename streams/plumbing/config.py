@@ -15,14 +15,15 @@ from typing import TypeVar, cast, get_args
 
 from pydantic import TypeAdapter
 
+from embedder.models import DEFAULT_MODEL, ModelSpec, model_dir, spec
 from memstream_client.events import Repo
 from processors.consolidation.plan import DerivedReview
 from processors.memory.lifecycle import Protection
 from processors.memory.retention import RetentionRules, parse_retention
-from processors.memory.twins import DUPLICATE_COSINE
 from processors.recall.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
 from processors.recall.context_pack import DEFAULT_SHARES, shares_of
 from processors.runs.learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
+from processors.text.calibration import Calibration, calibration_of
 from publisher.kafka_security import KafkaSecurity
 from stores.index.factory import DEFAULT_INDEX_URL
 
@@ -69,7 +70,14 @@ class Settings:
     kafka_bootstrap: str
     pg_dsn: str
     index_url: str
-    model_dir: Path
+    # The embedding model (MEMSTREAM_MODEL, embedder/models.py), built into .cache/models/.
+    model: ModelSpec
+    # A new memory at least this close to a live one of its namespace that restates it (the
+    # consolidation guard agrees) updates that one instead (processors/memory/twins.py); the
+    # model's measured threshold (processors/text/calibration.py) unless
+    # MEMSTREAM_TWIN_COSINE names one; `off` (None) adds every write as a new memory. What it
+    # costs the pipeline: docs/performance.md.
+    twin_cosine: float | None
     # SASL and TLS of every Kafka connection (MEMSTREAM_KAFKA_SECURITY_PROTOCOL, ...).
     kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
     data_dir: Path = REPO_ROOT / "var"
@@ -131,11 +139,6 @@ class Settings:
     # Records that take updates only through review: an update to one becomes a pending
     # diff (MEMSTREAM_PROTECT: "approved", or "none").
     protect: tuple[Protection, ...] = ("approved",)
-    # A new memory at least this close to a live one of its namespace that restates it (the
-    # consolidation guard agrees) updates that one instead (processors/memory/twins.py, which
-    # gives the measured threshold); MEMSTREAM_TWIN_COSINE=off adds every write as a new
-    # memory. What it costs the pipeline: docs/performance.md.
-    twin_cosine: float | None = DUPLICATE_COSINE
     # A new memory that restates a live one with another value invalidates it
     # (processors/knowledge/stale_facts.py; MEMSTREAM_INVALIDATION=off leaves both in force), found
     # this often off the write path (streams/stages/knowledge/stale_facts.py).
@@ -168,19 +171,31 @@ class Settings:
     # repositories' files; None: only when `memstream plan sync` asks.
     planning_sync_s: float | None = None
 
+    @property
+    def model_dir(self) -> Path:
+        return model_dir(self.model.name)
+
+    @property
+    def calibration(self) -> Calibration:
+        """The model's thresholds (processors/text/calibration.py)."""
+        return calibration_of(self.model.name)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """The settings of the environment; a value a setting does not take is refused
         (`SettingError`, naming the variable and what it takes)."""
         env = os.environ if env is None else env
         read = Environment(env, prefix="MEMSTREAM_")
+        model = read.parsed("MODEL", DEFAULT_MODEL, spec)
         return cls(
             kafka_bootstrap=(read.text("KAFKA_BOOTSTRAP", "") or local_kafka_address(env)
                              or "127.0.0.1:19092"),
             kafka_security=read.parsed_env(KafkaSecurity.from_env),
             pg_dsn=read.text("PG_DSN", "") or _local_pg_dsn(),
             index_url=read.text("INDEX_URL", DEFAULT_INDEX_URL),
-            model_dir=Path(read.text("MODEL_DIR", str(REPO_ROOT / ".cache" / "model"))),
+            model=model,
+            twin_cosine=read.number_or_off("TWIN_COSINE", calibration_of(model.name).twin,
+                                           maximum=1.0),
             data_dir=Path(read.text("DATA_DIR", str(cls.data_dir))),
             app_id=read.text("APP_ID", cls.app_id),
             web_host=read.text("WEB_HOST", cls.web_host),
@@ -221,7 +236,6 @@ class Settings:
             index_optimize_after=read.integer("INDEX_OPTIMIZE_AFTER",
                                               cls.index_optimize_after),
             protect=read.parsed("PROTECT", ",".join(cls.protect), _protection),
-            twin_cosine=read.number_or_off("TWIN_COSINE", cls.twin_cosine, maximum=1.0),
             invalidation=read.switch("INVALIDATION", True),
             stale_check_interval_s=read.number("STALE_CHECK_INTERVAL_S",
                                                cls.stale_check_interval_s),

@@ -8,17 +8,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from typing import Protocol
 
 import numpy as np
 
 from embedder.model import Embedder
+from embedder.models import TextRole
 from processors.consolidation.candidates import ConsolidationSettings
 from processors.consolidation.plan import DerivedReview
 from processors.consolidation.trigger import TriggerRules
 from processors.recall.confidence import DEFAULT_TIER_THRESHOLDS
 from processors.runs.fix_patterns import DEFAULT_FIX_WINDOW
 from processors.runs.learnings import LearningThresholds
+from processors.text.calibration import Calibration, calibration_of
 from processors.text.embedding import Vector
 from stores.api_keys import ApiKeys
 from stores.beads_repo import BeadsRepos
@@ -138,16 +141,22 @@ class Runtime:
     confidence_thresholds: Mapping[str, float] = field(
         default_factory=lambda: dict(DEFAULT_TIER_THRESHOLDS))
 
+    @property
+    def calibration(self) -> Calibration:
+        """The cosine thresholds of the embedder's model (processors/text/calibration.py)."""
+        return calibration_of(self.embedder.spec.name)
+
     def attempts(self, topic: str) -> Attempts:
         """The retry policy for the steps of a stage that consumes `topic`."""
         return Attempts(topic, self.metrics, self.retry_policy)
 
-    async def embed(self, texts: Sequence[str]) -> Vector:
+    async def embed(self, texts: Sequence[str], *, role: TextRole) -> Vector:
+        """texts' vectors: what is stored ("passage") or what is searched with ("query")."""
         if not texts:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
         started = time.perf_counter()
         # onnxruntime releases the GIL, so the event loop keeps serving while it computes.
-        vectors = await asyncio.to_thread(self.embedder.embed, list(texts))
+        vectors = await asyncio.to_thread(partial(self.embedder.embed, role=role), list(texts))
         self.metrics.embed_seconds.observe(time.perf_counter() - started)
         self.metrics.embed_batch_size.observe(len(texts))
         return vectors

@@ -165,6 +165,7 @@ async def build_context(runtime: Runtime, index: SearchIndex, fallback: RecordsS
         parts.append(retrieve(runtime, index, fallback, flags, query, gathered))
     await asyncio.gather(*parts)
     packed = pack(gathered.candidates, query.budget_tokens, gathered.core,
+                  duplicate_similarity=runtime.calibration.pack_duplicate,
                   shares=query.shares or flags.context_shares)
     # Planning items are a repository's, not records of the namespace.
     holds = any(candidate.section in RETRIEVED for candidate in gathered.candidates) or \
@@ -203,7 +204,7 @@ async def retrieve(runtime: Runtime, index: SearchIndex, fallback: RecordsSearch
     patterns_like = fix_pattern_title(error_signature(query.error)) \
         if query.error is not None and flags.history else query.query
     texts = [query.query] if patterns_like == query.query else [query.query, patterns_like]
-    vector, *like_error = await runtime.embed(texts)
+    vector, *like_error = await runtime.embed(texts, role="query")
 
     async def section(name: str, part: Callable[[], Awaitable[list[Hit]]]) -> None:
         try:

@@ -5,7 +5,7 @@ which groups new gaps and resolves the open ones whose question a later memory a
 Each pass, bounded:
 
 1. Up to `GROUPS_PER_PASS` new groups are embedded (their first question) and each folded
-   into the nearest older group of its namespace at or above `SAME_QUESTION_COSINE`.
+   into the nearest older group of its namespace at or above the model's same-question cosine.
 2. Up to `CHECKS_PER_PASS` open gaps whose namespace announced a record since the gap was
    last met or last asked again are asked again, as a recall would ask them: the hybrid
    search of /v1/search, with the default profile and minimum score, for the gap's agent
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 
-from processors.recall.gaps import SAME_QUESTION_COSINE
 from processors.recall.ranking import PROFILES
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex, SearchScope
@@ -58,10 +57,12 @@ class GapKeeper:
         groups = await self._gaps.unplaced_groups(GROUPS_PER_PASS)
         if not groups:
             return 0
-        vectors = await self._runtime.embed([group.question for group in groups])
+        # Questions are compared with questions: both sides are queries.
+        vectors = await self._runtime.embed([group.question for group in groups],
+                                            role="query")
         for group, vector in zip(groups, vectors, strict=True):
             await self._gaps.place_group(group.group_id, group.namespace, vector,
-                                         SAME_QUESTION_COSINE)
+                                         self._runtime.calibration.same_question)
         return len(groups)
 
     async def check_open_gaps(self) -> int:

@@ -48,6 +48,7 @@ from processors.recall.contested import (
 )
 from processors.recall.ranking import (
     Fused,
+    FusionWeights,
     Profile,
     age_in_days,
     dense_support,
@@ -261,15 +262,17 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
         read_records = partial(runtime.stores.records.records_as_of, scope.namespace,
                                moment=viewpoint.as_of)
     thresholds = runtime.confidence_thresholds
+    weights = FusionWeights.calibrated(runtime.calibration)
     # The model runs in a thread while the index counts the query's terms.
-    embedding = None if vector is not None else asyncio.ensure_future(runtime.embed([text]))
+    embedding = None if vector is not None else asyncio.ensure_future(
+        runtime.embed([text], role="query"))
     scoring_read = asyncio.ensure_future(scoring_for(runtime, scope.namespace, scope.agent_id))
     try:
-        fused, query_terms = await ranked(index, text, vector, embedding, scope, profile)
+        fused, query_terms = await ranked(index, text, vector, embedding, scope, weights)
         degraded = False
     except Exception:
         log.exception("index search failed; answering from Postgres")
-        fused, query_terms = await ranked(searched, text, vector, embedding, scope, profile)
+        fused, query_terms = await ranked(searched, text, vector, embedding, scope, weights)
         degraded = True
     if vector is None:
         assert embedding is not None
@@ -318,7 +321,7 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
             # before that (or is read as an earlier version).
             held = record.held_terms if record.held_terms is not None else term_presence(
                 record.text, record.title, context_texts(record.body), record.created_at)
-            own = support(dense_support(similarity), coverage(
+            own = support(dense_support(similarity, runtime.calibration), coverage(
                 query_terms.term_ids, held, query_terms.counts.frequencies,
                 query_terms.counts.documents))
             best = max(best, own)
@@ -476,7 +479,7 @@ async def blends_of(runtime: Runtime, scoring: Scoring | None, namespace: str,
 
 async def ranked(index: SearchIndex, text: str, vector: Vector | None,
                  embedding: asyncio.Future[Vector] | None, scope: SearchScope,
-                 profile: Profile) -> tuple[list[Fused], QueryTerms]:
+                 weights: FusionWeights) -> tuple[list[Fused], QueryTerms]:
     """Both lists from `index`, fused, and the query's terms as the index counts them; the
     query's vector is given or being computed."""
     term_ids = query_term_ids(text)
@@ -490,7 +493,8 @@ async def ranked(index: SearchIndex, text: str, vector: Vector | None,
         index.search_lexical(query_vector(term_ids, counts.frequencies, counts.documents),
                              replace(scope, limit=max(LEXICAL_CANDIDATES, 3 * scope.limit))))
     return (fuse([(hit.record_id, hit.score) for hit in dense],
-                 [(hit.record_id, hit.score) for hit in lexical], profile.fusion),
+                 [(hit.record_id, hit.score) for hit in lexical],
+                 weights),
             QueryTerms(term_ids, counts))
 
 

@@ -18,7 +18,8 @@ from streams.plumbing.runtime import Runtime
 def start_embedding(runtime: Runtime, records: Sequence[Record]) -> asyncio.Task[Vector]:
     """Embed the records in the background, so that other work overlaps the model."""
     return asyncio.ensure_future(
-        runtime.embed([embedding_text(record.title, record.text) for record in records]))
+        runtime.embed([embedding_text(record.title, record.text) for record in records],
+                      role="passage"))
 
 
 async def embedded(
@@ -35,7 +36,8 @@ async def embedded(
     done: list[tuple[tuple[InboundMessage, Record], Vector]] = []
 
     async def embed(part: Sequence[tuple[InboundMessage, Record]]) -> None:
-        found = await runtime.embed([embedding_text(r.title, r.text) for _, r in part])
+        found = await runtime.embed([embedding_text(r.title, r.text) for _, r in part],
+                                    role="passage")
         done.extend(zip(part, found, strict=True))
 
     result = await attempts.isolating(items, embed, what="embedding")

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
-from harness.stack import MODEL_DIR, Stack, Worker
+from harness.stack import MODEL, Stack, Worker
 from publisher.kafka_publisher import Publisher
 from streams.app import group_id
 from streams.plumbing.config import REPO_ROOT
@@ -214,7 +214,7 @@ async def stored_memories(stack: Stack, namespace: str) -> int:
 def consolidate_command(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMSTREAM_PG_DSN": stack.pg_dsn,
            "MEMSTREAM_KAFKA_BOOTSTRAP": stack.broker.bootstrap,
-           "MEMSTREAM_MODEL_DIR": str(MODEL_DIR)}
+           "MEMSTREAM_MODEL": MODEL.name}
     return subprocess.run([sys.executable, "-m", "streams.commands.consolidate", *args],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                           timeout=120, check=False)

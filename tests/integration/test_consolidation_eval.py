@@ -21,8 +21,8 @@ from bench.consolidation_locomo import (
     overall_fraction,
 )
 from bench.duplicate_threshold import correction_pairs
-from embedder.build import DEFAULT_OUT
 from embedder.model import Embedder
+from harness.stack import MODEL_DIR
 from processors.consolidation.clusters import find_clusters, merge_cluster
 
 pytestmark = pytest.mark.integration
@@ -119,8 +119,8 @@ def test_the_clusters_do_not_depend_on_the_order_of_the_memories(
     order = list(range(len(memories)))
     random.Random(5).shuffle(order)
     shuffled = [memories[i] for i in order]
-    with Embedder.load(DEFAULT_OUT) as embedder:
-        vectors = embedder.embed([memory.text for memory in shuffled])
+    with Embedder.load(MODEL_DIR) as embedder:
+        vectors = embedder.embed([memory.text for memory in shuffled], role="passage")
     candidates = candidates_of(shuffled)
     clusters = find_clusters(candidates, vectors)
 

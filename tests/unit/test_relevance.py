@@ -6,22 +6,21 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processors.recall.ranking import (
-    DENSE_SAME_SUBJECT,
-    DENSE_UNRELATED,
-    dense_support,
-    relevance,
-    support,
-)
+from processors.recall.ranking import dense_support, relevance, support
+from processors.text.calibration import CALIBRATIONS
 from processors.text.lexical import coverage, query_term_ids, term_id, term_presence, terms
 
 
-def test_dense_support_is_nothing_below_unrelated_and_full_from_the_same_subject() -> None:
-    assert dense_support(-0.3) == 0.0
-    assert dense_support(DENSE_UNRELATED) == 0.0
-    assert dense_support((DENSE_UNRELATED + DENSE_SAME_SUBJECT) / 2) == pytest.approx(0.5)
-    assert dense_support(DENSE_SAME_SUBJECT) == 1.0
-    assert dense_support(0.95) == 1.0
+@pytest.mark.parametrize("model", sorted(CALIBRATIONS))
+def test_dense_support_is_nothing_below_unrelated_and_full_from_the_same_subject(
+        model: str) -> None:
+    scale = CALIBRATIONS[model]
+    unrelated, same = scale.dense_unrelated, scale.dense_same_subject
+    assert dense_support(-0.3, scale) == 0.0
+    assert dense_support(unrelated, scale) == 0.0
+    assert dense_support((unrelated + same) / 2, scale) == pytest.approx(0.5)
+    assert dense_support(same, scale) == 1.0
+    assert dense_support(0.99, scale) == 1.0
 
 
 def test_either_signal_suffices_and_both_count_more_than_either() -> None:

@@ -12,13 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from processors.knowledge.stale_facts import (
-    STALE_COSINE,
     Invalidation,
     invalidation_of,
     may_invalidate,
     stale_among,
 )
+from processors.text.calibration import DEFAULT_CALIBRATION
 from tests.unit.test_twins import candidate
+
+STALE_COSINE = DEFAULT_CALIBRATION.stale
 
 T0 = datetime(2026, 11, 23, 9, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -145,7 +145,8 @@ class Consolidator:
 
         started_at = datetime.now(UTC)
         started = time.perf_counter()
-        planned = await plan_namespace(consolidations, runtime.embed, request.namespace,
+        planned = await plan_namespace(consolidations, partial(runtime.embed, role="passage"),
+                                       request.namespace,
                                        runtime.consolidation, runtime.embedder.dimension)
         plan = planned.plan
         merges = []
@@ -162,7 +163,8 @@ class Consolidator:
         timings = dict(planned.timings)
         with _timed(timings, "embed"):
             merge_vectors = await runtime.embed(
-                [embedding_text(record.title, record.text) for record in merges])
+                [embedding_text(record.title, record.text) for record in merges],
+                role="passage")
         with _timed(timings, "store"):
             if planned.re_embedded:
                 await runtime.stores.records.store_vectors(

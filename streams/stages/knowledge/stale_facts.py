@@ -22,7 +22,7 @@ from functools import partial
 
 from processors.consolidation.plan import candidate_of
 from processors.events.errors import MemstreamError
-from processors.knowledge.stale_facts import STALE_COSINE, Invalidation, may_invalidate, stale_among
+from processors.knowledge.stale_facts import Invalidation, may_invalidate, stale_among
 from schemas.records import Record
 from schemas.topics import MEMORY_EVENTS
 from stores.index.protocol import VectorIndex
@@ -41,12 +41,10 @@ TICK_BUDGET_S = 0.1
 
 
 class StaleFactFinder:
-    def __init__(self, runtime: Runtime, index: VectorIndex, lifecycle: LifecycleApplier,
-                 threshold: float = STALE_COSINE) -> None:
+    def __init__(self, runtime: Runtime, index: VectorIndex, lifecycle: LifecycleApplier) -> None:
         self._runtime = runtime
         self._index = index
         self._lifecycle = lifecycle
-        self._threshold = threshold
         self._attempts = runtime.attempts(MEMORY_EVENTS)
 
     async def check_some(self) -> int:
@@ -67,10 +65,11 @@ class StaleFactFinder:
                 continue
             with self._runtime.stage("stale_facts"):
                 [near] = await live_neighbours(self._runtime, self._index,
-                                               [(item.record, item.vector)], self._threshold)
+                                               [(item.record, item.vector)],
+                                               self._runtime.calibration.stale)
                 for found in stale_among(candidate_of(item.record),
                                          [(candidate_of(other), cosine) for other, cosine in near],
-                                         self._threshold):
+                                         self._runtime.calibration.stale):
                     await self._invalidate(item.record, found)
             compared += 1
             await asyncio.sleep(0)

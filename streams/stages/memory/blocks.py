@@ -120,7 +120,8 @@ class BlockEditor:
     async def _store_archive(self, message: InboundMessage, archive: Record) -> None:
         if not await self._sink.unannounced([archive]):
             return
-        vectors = await self._runtime.embed([embedding_text(archive.title, archive.text)])
+        vectors = await self._runtime.embed([embedding_text(archive.title, archive.text)],
+                                            role="passage")
         stored = await self._sink.store_new(
             [RecordChange(archive, "created", 1, vectors[0], (message,))], self._attempts)
         if stored.failed:

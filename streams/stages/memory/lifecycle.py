@@ -213,7 +213,8 @@ class LifecycleApplier:
 
     async def _embedded(self, record: Record) -> Vector:
         with self._runtime.stage("embed"):
-            vectors = await self._runtime.embed([embedding_text(record.title, record.text)])
+            vectors = await self._runtime.embed([embedding_text(record.title, record.text)],
+                                                role="passage")
         vector: Vector = vectors[0]
         return vector
 

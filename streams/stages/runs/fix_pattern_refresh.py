@@ -70,7 +70,8 @@ async def _rebuild(
     runtime: Runtime, namespace: str, signature_id: str
 ) -> tuple[FixPattern, Record, SavedVersion] | None:
     async def embed(record: Record) -> Vector:
-        vector: Vector = (await runtime.embed([embedding_text(record.title, record.text)]))[0]
+        vector: Vector = (await runtime.embed(
+            [embedding_text(record.title, record.text)], role="passage"))[0]
         return vector
 
     async with runtime.stores.fix_patterns.session(namespace, signature_id) as session:
