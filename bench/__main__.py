@@ -45,8 +45,9 @@ from bench.ratings_eval import run_ratings_eval
 from bench.refusal_eval import refusal_rows
 from bench.retrieval_eval import run_retrieval_eval
 from bench.signature_bench import run_signature_bench, signature_rows
-from embedder.build import DEFAULT_OUT, build
-from harness.stack import Stack, Worker
+from embedder.build import main as build_main
+from embedder.models import MODELS, model_dir
+from harness.stack import MODEL, MODEL_DIR, Stack, Worker
 
 
 async def on_corpus(stack: Stack, worker: Worker, namespace: str,
@@ -64,17 +65,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
 
-    build(out=DEFAULT_OUT)
-    embedder = run_embedder_bench(DEFAULT_OUT)
+    for name in MODELS:
+        build_main(["--model", name])
+    embedder = run_embedder_bench(MODEL_DIR)
+    others = {name: run_embedder_bench(model_dir(name)) for name in MODELS if name != MODEL.name}
     pipeline = asyncio.run(
         run_pipeline_bench(args.events, args.search_points, args.latency_seconds,
                            on_corpus=on_corpus))
 
     rows = [
-        (f"embedder int8 ({embedder['sentences']} sentences, calls of "
+        (f"embedder {MODEL.name} int8 ({embedder['sentences']} sentences, calls of "
          f"{embedder['batch_size']})", f"{embedder['int8']['sentences_per_s']:.0f} /s", ""),
         ("embedder fp32 (same run)", f"{embedder['fp32']['sentences_per_s']:.0f} /s", ""),
         ("int8 vs fp32 mean cosine", f"{embedder['mean_cosine']:.4f}", ">= 0.99"),
+        *((f"embedder {name} int8 (the next run)", f"{other['int8']['sentences_per_s']:.0f} /s",
+           "") for name, other in others.items()),
         *signature_rows(run_signature_bench()),
         *run_history_bench(),
         *run_consolidation_bench(),

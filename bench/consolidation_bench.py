@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bench.consolidation_eval import EVAL_SET
+from bench.consolidation_eval import EVAL_SET, SETTINGS
 from embedder.model import Embedder
 from harness.stack import MODEL_DIR
 from memstream_client.events import MemoryType
@@ -107,10 +107,10 @@ def consolidate(candidates: Sequence[ConsolidationCandidate],
     """One consolidation run's compute: find the clusters, merge each."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    clusters = find_clusters(candidates, vectors, timings=timings)
+    clusters = find_clusters(candidates, vectors, SETTINGS, timings=timings)
     clustered = time.perf_counter()
     for cluster in clusters:
-        merge_cluster([candidates[i] for i in cluster], vectors[cluster])
+        merge_cluster([candidates[i] for i in cluster], vectors[cluster], SETTINGS)
     finished = time.perf_counter()
     return RunTimes(reduce=timings["reduce"], hdbscan=timings["hdbscan"],
                     neighbours=timings["neighbours"], guard=timings["guard"],

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.consolidation_eval import SETTINGS
 from bench.retrieval_eval import DATA_FILE, Conversation, load_conversations
 from embedder.model import Embedder
 from harness.stack import MODEL_DIR
@@ -63,7 +64,7 @@ def candidates_of(conversation: Conversation) -> list[ConsolidationCandidate]:
     ]
 
 
-def consolidate_conversations(settings: ConsolidationSettings | None = None,
+def consolidate_conversations(settings: ConsolidationSettings = SETTINGS,
                               model_dir: Path = MODEL_DIR,
                               data: Path = DATA_FILE) -> list[ConversationMerges]:
     """Each conversation consolidated as one namespace: what merges."""

@@ -1,6 +1,6 @@
 """Embedder throughput and int8/fp32 parity.
 
-    python -m bench.embedder_bench [--model-dir .cache/model] [--seconds 12] [--sweep]
+    python -m bench.embedder_bench [--model NAME] [--seconds 12] [--sweep]
 
 ``run_embedder_bench`` embeds the same hand-written sentences with the int8 and the fp32 model
 in alternating rounds (so that a busy machine slows both alike), in calls of ``batch_size``
@@ -25,9 +25,13 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
-from embedder.build import DEFAULT_OUT, FP32_FILE, INT8_FILE, TOKENIZER_FILE, build
+from embedder.build import FP32_FILE, INT8_FILE, TOKENIZER_FILE
+from embedder.build import main as build_main
 from embedder.model import Embedder, Variant, default_threads
+from embedder.models import DEFAULT_MODEL, MODELS, model_dir
 from embedder.sentences import SENTENCES, medium_texts, short_texts
+
+DEFAULT_MODEL_DIR = model_dir(DEFAULT_MODEL)
 
 VARIANTS: tuple[Variant, ...] = ("int8", "fp32")
 
@@ -56,7 +60,7 @@ def _batches(texts: Sequence[str], size: int) -> list[list[str]]:
     return [list(texts[i:i + size]) for i in range(0, len(texts), size)]
 
 
-def run_embedder_bench(model_dir: Path = DEFAULT_OUT, seconds: float = 12.0,
+def run_embedder_bench(model_dir: Path = DEFAULT_MODEL_DIR, seconds: float = 12.0,
                        batch_size: int = 32, threads: int | None = None,
                        rounds: int = 3) -> dict[str, Any]:
     """Sentences/s of int8 and fp32 on the same sentences, and their mean cosine.
@@ -124,7 +128,7 @@ class _PaddedBatchRunner:
         return np.asarray(out, dtype=np.float32)
 
 
-def run_sweep(model_dir: Path = DEFAULT_OUT, seconds_per_cell: float = 1.0,
+def run_sweep(model_dir: Path = DEFAULT_MODEL_DIR, seconds_per_cell: float = 1.0,
               batch_sizes: Sequence[int] = (1, 8, 32, 64), rounds: int = 2,
               threads: int | None = None) -> list[dict[str, Any]]:
     """Texts/s per (variant, mode, text length, call size); median over interleaved rounds."""
@@ -156,7 +160,7 @@ def run_sweep(model_dir: Path = DEFAULT_OUT, seconds_per_cell: float = 1.0,
             for (v, mode, kind, bs), r in cells.items()]
 
 
-def run_batchmate_drift(model_dir: Path = DEFAULT_OUT, batch_size: int = 32,
+def run_batchmate_drift(model_dir: Path = DEFAULT_MODEL_DIR, batch_size: int = 32,
                         trials: int = 20, seed: int = 0) -> dict[str, dict[str, float]]:
     """Cosine between a text run alone and run inside a padded batch of random mates.
 
@@ -195,7 +199,7 @@ def _print_sweep(rows: list[dict[str, Any]]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.embedder_bench")
-    parser.add_argument("--model-dir", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--model", choices=sorted(MODELS), default=DEFAULT_MODEL)
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=None)
@@ -203,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also the batch-size x text-length table (~1.5 min more)")
     args = parser.parse_args(argv)
 
-    build(out=args.model_dir)
+    build_main(["--model", args.model])
+    args.model_dir = model_dir(args.model)
     r = run_embedder_bench(args.model_dir, args.seconds, args.batch_size, args.threads)
     print(f"embedder bench: {r['sentences']} sentences, calls of {r['batch_size']}, "
           f"{r['threads']} threads")

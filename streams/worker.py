@@ -35,6 +35,7 @@ from embedder.model import Embedder
 from processors.api.access import PERMISSIONS
 from processors.consolidation.candidates import ConsolidationSettings
 from processors.consolidation.trigger import TriggerRules
+from processors.events.errors import ModelMismatch
 from processors.runs.learnings import LearningThresholds
 from stores.api_keys import ApiKeys, KeyGrant, MadeKey
 from stores.beads_repo import BeadsRepos
@@ -78,10 +79,13 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
     applied = await apply_migrations(settings.pg_dsn)
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
+    stores = await PostgresStores.connect(settings.pg_dsn, rules)
+    # Before anything is embedded: a store of another model's vectors refuses this worker.
+    await stores.embedding_model.claim(settings.model.name)
     embedder = await asyncio.to_thread(Embedder.load, settings.model_dir, threads=embed_threads)
     await producer.start()
     return Runtime(
-        stores=await PostgresStores.connect(settings.pg_dsn, rules),
+        stores=stores,
         embedder=embedder,
         metrics=Metrics(),
         producer=producer,
@@ -196,7 +200,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                              client_id=group_id(settings.app_id, role))
     # The consolidator embeds only merged texts, on one core: the other serves the writes.
     embed_threads = settings.embed_threads if role == "ingest" else 1
-    runtime = loop.run_until_complete(open_runtime(settings, role, producer, embed_threads))
+    try:
+        runtime = loop.run_until_complete(open_runtime(settings, role, producer,
+                                                       embed_threads))
+    except ModelMismatch as exc:
+        raise SystemExit(f"memstream: {exc}") from None
     lag_probe = ConsumerLagProbe(settings.kafka_bootstrap, group_id(settings.app_id, role),
                                  runtime.metrics, settings.kafka_security)
     health = Health(runtime.metrics, settings.stall_after_s)

@@ -10,6 +10,7 @@ As in aiokafka's `errors.py`, one base class with a `retriable` flag:
     ├── Rejected                   no         the event is unusable (its own reason)
     ├── Refused                    no
     │   ├── StoreRefused                      refused_by_store: Postgres refuses the data
+    │   │   └── ModelMismatch                 a worker's embedding model is not the store's
     │   ├── IndexRefused                      refused_by_index: the index refuses the data
     │   └── BrokerRefused                     refused_by_broker: the broker refuses a message
     └── Unexpected                 yes, a bounded number of times, then internal_error
@@ -101,6 +102,11 @@ class Refused(MemstreamError):
 
 class StoreRefused(Refused):
     reason = "refused_by_store"
+
+
+class ModelMismatch(StoreRefused):
+    """The store holds another embedding model's vectors, or is moving to one: a worker of
+    this model would mix vectors no cosine can compare (stores/embedding_model.py)."""
 
 
 class IndexRefused(Refused):

@@ -11,6 +11,7 @@ from stores.consolidations import PostgresConsolidations
 from stores.core_blocks import PostgresCoreBlocks
 from stores.dead_letters import PostgresDeadLetters
 from stores.documents import PostgresDocuments
+from stores.embedding_model import PostgresEmbeddingModels
 from stores.entities import PostgresEntities
 from stores.fix_patterns import PostgresFixPatterns
 from stores.planning import PostgresPlanning
@@ -33,6 +34,7 @@ class PostgresStores:
         """`rules` say which windows new memories are counted in, and how long they are
         kept."""
         self._pool = pool
+        self.embedding_model = PostgresEmbeddingModels(pool)
         self.records = PostgresRecords(pool, count_window=rules.window,
                                        keep_windows_for=rules.keep_windows_for)
         self.runs = PostgresRuns(pool)

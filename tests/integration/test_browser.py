@@ -789,7 +789,8 @@ async def test_the_pack_preview_shows_each_section_and_what_it_costs(
         wait_for(chrome, By.CSS_SELECTOR, "[data-page=overview]")
         chrome.get(f"{worker.base_url}/ui/#/pack")
         form = wait_for(chrome, By.ID, "pack-form")
-        form.find_element(By.NAME, "query").send_keys("How do deploys reach staging?")
+        form.find_element(By.NAME, "query").send_keys(
+            "How do deploys reach staging through the bastion host?")
         form.find_element(By.NAME, "budget_tokens").send_keys("300")
         form.find_element(By.CSS_SELECTOR, "button").click()
         wait_until(chrome, lambda: "long_term" in rows() and "core" in rows(),

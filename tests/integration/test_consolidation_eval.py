@@ -6,6 +6,7 @@ import random
 import pytest
 
 from bench.consolidation_eval import (
+    SETTINGS,
     TARGET_PRECISION,
     EvalResult,
     candidates_of,
@@ -22,7 +23,7 @@ from bench.consolidation_locomo import (
 )
 from bench.duplicate_threshold import correction_pairs
 from embedder.model import Embedder
-from harness.stack import MODEL_DIR
+from harness.stack import MODEL, MODEL_DIR
 from processors.consolidation.clusters import find_clusters, merge_cluster
 
 pytestmark = pytest.mark.integration
@@ -35,6 +36,11 @@ def result() -> tuple[EvalResult, list[list[int]]]:
 
 # The memories of the set before issue 37 added its corrections (m0001 ... m0778).
 BEFORE_CORRECTIONS = 778
+# Recall each model's settings reach (processors/text/calibration.py), asserted a little
+# under it. MiniLM: 0.785 on the memories before issue 37, 0.788 on the whole set. e5-small-v2
+# at the same precision: 0.413 and 0.423; it puts distinct facts of one topic as close as
+# reworded paraphrases, so its cosines part fewer of them (docs/consolidation.md).
+RECALL_FLOOR = {"all-MiniLM-L6-v2": 0.78, "e5-small-v2": 0.40}
 
 
 def test_duplicate_pairs_are_found_with_precision_and_recall_above_target(
@@ -54,14 +60,14 @@ def test_duplicate_pairs_are_found_with_precision_and_recall_above_target(
         if len(kept := [i for i in cluster if i < BEFORE_CORRECTIONS]) > 1])
     assert before.precision >= 0.97
     assert before.restated_recall >= 0.95
-    assert before.recall >= 0.78
+    assert before.recall >= RECALL_FLOOR[MODEL.name]
     # The whole set, with issue 37's memories (corrections beside what they correct, their
     # restatements, and facts of one shape about other subjects, three of which the clusters
     # join to a group's members: 0.963, 0.788, 0.994), at the evaluation's target.
     scores = result[0].scores
     assert scores.precision >= TARGET_PRECISION
     assert scores.restated_recall >= 0.95
-    assert scores.recall >= 0.78
+    assert scores.recall >= RECALL_FLOOR[MODEL.name]
 
 
 def test_a_fact_and_its_correction_are_never_merged(
@@ -122,13 +128,14 @@ def test_the_clusters_do_not_depend_on_the_order_of_the_memories(
     with Embedder.load(MODEL_DIR) as embedder:
         vectors = embedder.embed([memory.text for memory in shuffled], role="passage")
     candidates = candidates_of(shuffled)
-    clusters = find_clusters(candidates, vectors)
+    clusters = find_clusters(candidates, vectors, SETTINGS)
 
     def by_id(groups: list[list[int]], ids: list[str]) -> set[frozenset[str]]:
         return {frozenset(ids[i] for i in group) for group in groups}
 
     assert by_id(clusters, [m.memory_id for m in shuffled]) == by_id(
         result[1], [m.memory_id for m in memories])
-    merged = {merge_cluster([candidates[i] for i in cluster], vectors[cluster]).record_id
+    merged = {merge_cluster([candidates[i] for i in cluster], vectors[cluster],
+                            SETTINGS).record_id
               for cluster in clusters}
     assert len(merged) == len(clusters)

@@ -12,6 +12,7 @@ agent's personal memories in the active tier are not."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,8 +20,10 @@ from typing import Any
 import httpx
 import pytest
 
+from embedder.model import Embedder
 from harness.kafka_io import TopicReader
-from harness.stack import Stack, Worker
+from harness.stack import MODEL, MODEL_DIR, Stack, Worker
+from processors.text.calibration import calibration_of
 from publisher.kafka_publisher import Publisher
 from tests.integration.test_lifecycle import announced
 from tests.integration.test_mcp import call, mcp_url, over_http
@@ -33,26 +36,31 @@ AGENT = "ann"
 
 @dataclass(frozen=True)
 class Correction:
-    """A fact, its correction as the stale-fact rule finds it, the question both answer, and
-    whether the pack keeps both (two texts at cosine >= 0.92 are near-duplicates there, and
-    only the better ranked, the correction, is packed)."""
+    """A fact, its correction as the stale-fact rule finds it, and the question both
+    answer."""
 
     older: str
     newer: str
     question: str
-    both_packed: bool
+
+    @functools.cached_property
+    def both_packed(self) -> bool:
+        """Whether the pack keeps both: two texts at the model's near-duplicate cosine or
+        above are one there, and only the better ranked, the correction, is packed."""
+        with Embedder.load(MODEL_DIR, threads=1) as embedder:
+            older, newer = embedder.embed([self.older, self.newer], role="passage")
+        return float(older @ newer) < calibration_of(MODEL.name).pack_duplicate
 
 
 CORRECTIONS = {
     "owner": Correction("The billing service is owned by the payments team.",
                         "The billing service is now owned by the platform team.",
-                        "which team owns the billing service", both_packed=True),
+                        "which team owns the billing service"),
     "version": Correction("The search cluster runs Elasticsearch 7.10.",
                           "The search cluster runs Elasticsearch 8.11.",
-                          "which Elasticsearch version does the search cluster run",
-                          both_packed=False),
+                          "which Elasticsearch version does the search cluster run"),
     "schedule": Correction("The standup is at 9:00.", "The standup is now at 10:30.",
-                           "when is the standup", both_packed=True),
+                           "when is the standup"),
 }
 STANDUP = CORRECTIONS["schedule"]
 

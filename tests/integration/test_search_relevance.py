@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from harness.kafka_io import TopicReader
-from harness.stack import Stack, Worker
+from harness.stack import MODEL, Stack, Worker
 from processors.recall.ranking import PROFILES
+from processors.text.calibration import calibration_of
 from publisher.kafka_publisher import Publisher
 from stores.index.protocol import SearchScope
 from streams.reads.search import DEFAULT_MIN_SCORE, SearchQuery
@@ -57,8 +58,9 @@ async def test_defaults_find_keyword_matches_and_the_long_memory_and_nothing_els
 
     mirror = await found("quetzalmirror")
     assert [hit["record_id"] for hit in mirror["hits"]] == [ids[-1]]
-    # Its cosine to the query is far under the old floor (0.5) that hid it.
-    assert mirror["hits"][0]["similarity"] < 0.5
+    # Its embedding does not say it is about the query (its cosine is under the model's
+    # "same subject"): its words found it.
+    assert mirror["hits"][0]["similarity"] < calibration_of(MODEL.name).dense_same_subject
 
     # A question about something this namespace never held: nothing, and the namespace is
     # known to hold records.

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 
 WAIT_S = 20.0
 VPN = "Deploys to staging need the office VPN."
-VPN_AGAIN = "Staging deploys need the office VPN, every time."
+VPN_AGAIN = "Deploys to staging need the office VPN every time."
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from processors.consolidation.restatements import (
     sentences,
     speaker_of,
 )
+from processors.text.calibration import MINILM
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 DIM = 384
@@ -380,8 +381,8 @@ def test_local_scaling_lowers_cosines_in_a_crowd_and_raises_them_where_sparse() 
 
 def isolated_or_crowded_pair(crowded: bool) -> tuple[list[ConsolidationCandidate], Vectors]:
     """Two memories at cosine 0.74 stating one fact, then either unrelated memories or six
-    distinct facts of the same kind, at 0.85 to each other and to the pair (the embedding
-    model puts same-topic facts that close)."""
+    distinct facts of the same kind, at 0.85 to each other and to the pair (all-MiniLM-L6-v2
+    puts same-topic facts that close: the settings below are its)."""
     axes = directions(16)
     texts = ["The importer retries 7 times before giving up.",
              "Before giving up, the importer makes 7 attempts."]
@@ -403,17 +404,18 @@ def isolated_or_crowded_pair(crowded: bool) -> tuple[list[ConsolidationCandidate
 
 
 def test_an_isolated_pair_is_merged_at_a_cosine_that_a_crowded_topic_refuses() -> None:
+    minilm = ConsolidationSettings().calibrated(MINILM)
     candidates, vectors = isolated_or_crowded_pair(crowded=False)
-    assert find_clusters(candidates, vectors) == [[0, 1]]
+    assert find_clusters(candidates, vectors, minilm) == [[0, 1]]
     # Plain cosine, as before local scaling, needed 0.75 everywhere.
-    plain = ConsolidationSettings(mean_cosine=0.75, local_scaling=0.0)
+    plain = replace(minilm, mean_cosine=0.75, local_scaling=0.0)
     assert find_clusters(candidates, vectors, plain) == []
 
     candidates, vectors = isolated_or_crowded_pair(crowded=True)
     assert np.allclose((vectors @ vectors.T)[0, 1:8], [0.74] + [0.85] * 6)
-    assert find_clusters(candidates, vectors) == []
+    assert find_clusters(candidates, vectors, minilm) == []
     # The same threshold on plain cosines takes the pair: the crowd is what refuses it.
-    unscaled = replace(ConsolidationSettings(), local_scaling=0.0)
+    unscaled = replace(minilm, local_scaling=0.0)
     assert find_clusters(candidates, vectors, unscaled) == [[0, 1]]
 
 

@@ -71,7 +71,7 @@ def test_a_correction_is_never_folded_into_what_it_corrects(stored: str, write: 
 def test_a_change_restated_is_a_twin() -> None:
     said = candidate("said", "Fenna took over the growth experiments from Caspar.")
     again = candidate("again", "The growth experiments were taken over by Fenna from Caspar.")
-    assert twin_of(again, [(said, 0.96)]) == Twin("said", 0.96)
+    assert twin_of(again, [(said, 0.99)]) == Twin("said", 0.99)
 
 
 def record(record_id: str, text: str, event_id: str, **fields: object) -> Record:
@@ -99,8 +99,9 @@ def test_a_folded_write_keeps_the_twins_text_and_adds_its_provenance_and_tags() 
 
 def test_twins_are_looked_for_by_default_at_the_models_measured_threshold() -> None:
     assert Settings.from_env({}).twin_cosine == DEFAULT_CALIBRATION.twin
-    e5 = Settings.from_env({"MEMSTREAM_MODEL": "e5-small-v2"})
-    assert e5.twin_cosine == calibration_of("e5-small-v2").twin != DEFAULT_CALIBRATION.twin
+    minilm = Settings.from_env({"MEMSTREAM_MODEL": "all-MiniLM-L6-v2"})
+    assert minilm.twin_cosine == calibration_of("all-MiniLM-L6-v2").twin \
+        != DEFAULT_CALIBRATION.twin
     assert Settings.from_env({"MEMSTREAM_TWIN_COSINE": "off"}).twin_cosine is None
     assert Settings.from_env({"MEMSTREAM_TWIN_COSINE": "0.9"}).twin_cosine == 0.9
 
@@ -112,7 +113,7 @@ def test_a_text_met_again_gets_the_same_verdict_from_the_guard() -> None:
     later = candidate("later", "Staging deploys need the office VPN today.",
                       created_at=datetime(2026, 11, 24, tzinfo=UTC))
     today = candidate("today", "Staging deploys need the office VPN today.")
-    assert twin_of(NEW, [(again, 0.93)]) == Twin("again", 0.93)
-    assert twin_of(NEW, [(again, 0.93)]) == Twin("again", 0.93)
+    assert twin_of(NEW, [(again, 0.99)]) == Twin("again", 0.99)
+    assert twin_of(NEW, [(again, 0.99)]) == Twin("again", 0.99)
     assert twin_of(today, [(later, 0.95)]) is None
     assert twin_of(candidate("today2", today.text), [(today, 0.99)]) == Twin("today", 0.99)

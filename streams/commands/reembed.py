@@ -1,0 +1,109 @@
+"""Move a store to another embedding model: every record and every gap question embedded
+again with it, then the index rebuilt from Postgres.
+
+    python -m streams.commands.reembed [--model NAME] [--batch 256]
+
+NAME: a model of embedder/models.py, built by the set-up (default: MEMSTREAM_MODEL's). Stop
+the workers first: while the store is moving, a worker of either model refuses to start
+(stores/embedding_model.py), so no vector of the old model is written beside the new ones.
+Records go in record id order, a page at a time, each page's vectors written together with
+how far the move got: stopped at any point, the same command resumes after the last page
+done. When every record holds the new model's vector, the gap groups' questions are embedded
+again, the store is marked as the new model's, and the index is rebuilt from Postgres
+(stores.index.reindex: every live record upserted, the rest pruned). Then start the workers
+with MEMSTREAM_MODEL=NAME. docs/operating.md#changing-the-embedding-model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from embedder.model import Embedder
+from embedder.models import ModelSpec, model_dir, spec
+from stores.embedding_model import (
+    begin_reembedding,
+    finish_reembedding,
+    gap_questions,
+    records_after,
+    records_left,
+    store_gap_vectors,
+    store_model,
+    store_record_vectors,
+)
+from stores.index.factory import open_index
+from stores.index.reindex import ReindexReport, connect_with_vectors, reindex
+from streams.plumbing.config import Settings
+
+
+async def reembed(settings: Settings, model: ModelSpec, batch: int) -> ReindexReport | None:
+    """Move the store to `model` (or finish moving it); the rebuild's report, or None when
+    the store already held `model`'s vectors and nothing was done."""
+    connection = await connect_with_vectors(settings.pg_dsn)
+    try:
+        held = await store_model(connection)
+        if held.model == model.name and held.reembedding_to is None:
+            return None
+        after = await begin_reembedding(connection, model.name)
+        total = await records_left(connection, after)
+        print(f"re-embedding {total} records into {model.name}"
+              + (f", resuming after {after}" if after else ""), flush=True)
+        done, started = 0, time.perf_counter()
+        with Embedder.load(model_dir(model.name)) as embedder:
+            while page := await records_after(connection, after, batch):
+                vectors = await asyncio.to_thread(
+                    embedder.embed, [text for _, text in page], role="passage")
+                await store_record_vectors(connection, model.name, [
+                    (record_id, vector)
+                    for (record_id, _), vector in zip(page, vectors, strict=True)])
+                after, done = page[-1][0], done + len(page)
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                print(f"  {done} of {total} ({100 * done / max(total, 1):.0f}%), "
+                      f"{rate:.0f} records/s", flush=True)
+            groups = await gap_questions(connection)
+            # Gaps are grouped by comparing questions with questions: both are queries.
+            questions = await asyncio.to_thread(
+                embedder.embed, [question for _, question in groups], role="query")
+            await store_gap_vectors(connection, [
+                (group_id, vector)
+                for (group_id, _), vector in zip(groups, questions, strict=True)])
+        await finish_reembedding(connection, model.name)
+        print(f"re-embedded {done} records and {len(groups)} gap questions; rebuilding the "
+              "index", flush=True)
+    finally:
+        await connection.close()
+    index = open_index(settings.index_url, pg_dsn=settings.pg_dsn)
+    await index.ensure_collection()
+    try:
+        return await reindex(settings.pg_dsn, index)
+    finally:
+        await index.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m streams.commands.reembed",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None,
+                        help="the model to move to (default: MEMSTREAM_MODEL's)")
+    parser.add_argument("--batch", type=int, default=256, help="records per page")
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    try:
+        model = settings.model if args.model is None else spec(args.model)
+    except ValueError as exc:
+        parser.error(str(exc))
+    report = asyncio.run(reembed(settings, model, args.batch))
+    if report is None:
+        print(f"the store already holds {model.name}'s vectors: nothing to do")
+    else:
+        print(f"index rebuilt: {asdict(report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
