@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV := .venv/bin
 
-.PHONY: setup run test test-slow lint bench soak schemas reindex clean
+.PHONY: setup run test test-slow lint bench soak schemas reindex reembed clean
 
 setup:
 	@bash infra/setup.sh
@@ -37,6 +37,10 @@ schemas:
 
 reindex:
 	$(VENV)/python -m stores.index.reindex
+
+# Move the store to another embedding model (workers stopped): `make reembed MODEL=e5-small-v2`.
+reembed: setup
+	$(VENV)/python -m streams.commands.reembed $(if $(MODEL),--model $(MODEL))
 
 clean:
 	-infra/kafka/broker.sh stop
