@@ -53,6 +53,7 @@ def test_a_memory_flag_refuses_what_it_does_not_take(name: str, raw: str, takes:
     ("MEMSTREAM_PROTECT", "everything", "takes none or approved"),
     ("MEMSTREAM_RETENTION", "memory=forever", "MEMSTREAM_RETENTION: "),
     ("MEMSTREAM_KAFKA_SECURITY_PROTOCOL", "TLS", "MEMSTREAM_KAFKA_SECURITY_PROTOCOL"),
+    ("MEMSTREAM_MODEL", "bge-small", "known: all-MiniLM-L6-v2, e5-small-v2"),
 ])
 def test_a_setting_refuses_what_it_does_not_take_naming_the_variable(
         name: str, raw: str, takes: str) -> None:
@@ -69,3 +70,6 @@ def test_settings_are_read_by_their_rules_and_empty_means_the_default() -> None:
     assert (settings.twin_cosine, settings.planning_sync_s) == (None, 30.0)
     assert (settings.batch_max, settings.auth, settings.web_port) == (64, False, 6066)
     assert settings.memory.history is True
+    assert (settings.model.name, settings.calibration.model) == ("e5-small-v2", "e5-small-v2")
+    minilm = Settings.from_env({**BASE, "MEMSTREAM_MODEL": "all-minilm-l6-v2"})
+    assert minilm.model_dir.name == minilm.calibration.model == "all-MiniLM-L6-v2"
