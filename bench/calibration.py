@@ -48,9 +48,11 @@ def distinct_pair_cosines(embedder: Embedder) -> npt.NDArray[np.float32]:
     truth, _ = _true_pairs(memories)
     vectors = embedder.embed([memory.text for memory in memories], role="passage")
     rows, columns = np.triu_indices(len(memories), 1)
-    distinct = np.array([(a, b) not in truth for a, b in zip(rows, columns, strict=True)])
+    distinct = np.array([(int(a), int(b)) not in truth
+                         for a, b in zip(rows, columns, strict=True)])
     cosines: npt.NDArray[np.float32] = np.sum(vectors[rows] * vectors[columns], axis=1)
-    return cosines[distinct]
+    kept: npt.NDArray[np.float32] = cosines[distinct]
+    return kept
 
 
 def main() -> int:
