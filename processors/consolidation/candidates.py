@@ -66,13 +66,15 @@ class ConsolidationSettings:
     # clustered again on its own, which also bounds the guard's cost (cubic at worst). A
     # larger group of near-identical memories is merged in parts, and the parts next time.
     max_group_size: int = 100
+    # The three cosines below are the embedding model's (processors/text/calibration.py, which
+    # has e5-small-v2's); the figures in these comments are all-MiniLM-L6-v2's.
     # Guard, in the original space: a member's plain cosine to the medoid. A floor that local
     # scaling does not lower: without it, a pair at cosine 0.55 among unrelated memories
     # (backgrounds near 0.1) would be scaled to 0.70. The set has no sparse corner to show it:
     # there 0.65, or no floor, gives precision 0.966 and recall 0.814 against 0.967 and 0.807 ...
     medoid_cosine: float = DEFAULT_CALIBRATION.consolidation_medoid
     # ... and its mean locally scaled cosine to the other members (below). Lower raises recall
-    # and costs precision fast: same-topic distinct facts sit at 0.75-0.9 with this model.
+    # and costs precision fast: same-topic distinct facts sit at 0.75-0.9 with MiniLM.
     # 0.69 sits between two cliffs on the evaluation set: 0.68 lets look-alikes of other facts
     # into three groups (precision 0.945), 0.70 loses reworded paraphrases (recall 0.784).
     mean_cosine: float = DEFAULT_CALIBRATION.consolidation_mean
