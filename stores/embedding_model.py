@@ -3,15 +3,15 @@
 The first worker claims the store for its model; every later one checks it and refuses to
 start when it embeds with another (`ModelMismatch`): vectors of two models share a dimension
 but no meaning, and mixed they would rank nonsense without an error anywhere. A store moves
-to another model by re-embedding everything (`python -m stores.index.reindex --model NAME`),
-which records where it stands so that it resumes after a stop; no worker starts meanwhile.
+to another model by re-embedding everything (`python -m streams.commands.reembed --model
+NAME` loads the model and drives the functions below), which records where it stands so that
+it resumes after a stop; no worker starts meanwhile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import asyncpg
 
@@ -35,14 +35,9 @@ WHERE reembedding_to = $1
 """
 
 
-class EmbeddingModels(Protocol):
-    """What a worker asks of the store's model at start."""
-
-    async def claim(self, model: str) -> None:
-        """Take the store for `model`, or refuse (`ModelMismatch`): see `claim_model`."""
-
-
 class PostgresEmbeddingModels:
+    """What a worker asks of the store's model at start, on the stores' pool."""
+
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
@@ -76,13 +71,13 @@ async def claim_model(connection: asyncpg.Connection | asyncpg.Pool, model: str)
         raise ModelMismatch(
             f"the store is being re-embedded from {held.model} into {held.reembedding_to} "
             f"(done through record {held.reembedded_through!r}): finish it with "
-            f"`python -m stores.index.reindex --model {held.reembedding_to}`, then start "
+            f"`python -m streams.commands.reembed --model {held.reembedding_to}`, then start "
             f"workers with MEMSTREAM_MODEL={held.reembedding_to}")
     if held.model != model:
         raise ModelMismatch(
             f"the store holds the vectors of {held.model}, this worker embeds with {model}: "
             f"start it with MEMSTREAM_MODEL={held.model}, or move the store to {model} with "
-            f"`python -m stores.index.reindex --model {model}` (workers stopped; "
+            f"`python -m streams.commands.reembed --model {model}` (workers stopped; "
             "docs/operating.md#changing-the-embedding-model)")
 
 

@@ -95,7 +95,7 @@ async def test_a_store_keeps_its_model_and_moves_to_another_whole(
         # Another model's worker would mix vectors: it stops before it embeds anything.
         said = refused_start(model_stack, first, OTHER)
         assert f"holds the vectors of {MODEL.name}" in said
-        assert f"--model {OTHER}" in said
+        assert f"python -m streams.commands.reembed --model {OTHER}" in said
 
         # A move stopped after its first page: no worker of either model starts meanwhile.
         with Embedder.load(model_dir(OTHER), threads=1) as other:
