@@ -270,11 +270,14 @@ async def connect_with_vectors(dsn: str) -> asyncpg.Connection:
     return connection
 
 
-async def _main(args: argparse.Namespace) -> ReindexReport:
-    index = open_index(args.index, pg_dsn=args.dsn)
+async def rebuild(dsn: str, index_url: str, *, namespace: str | None = None,
+                  prune: bool = True) -> ReindexReport:
+    """Open the index behind `index_url`, rebuild it from the records of `dsn` (`reindex`),
+    and close it."""
+    index = open_index(index_url, pg_dsn=dsn)
     await index.ensure_collection()
     try:
-        report = await reindex(args.dsn, index, namespace=args.namespace, prune=args.prune)
+        report = await reindex(dsn, index, namespace=namespace, prune=prune)
         if isinstance(index, EdgeIndex):
             # The embedded engine has no background optimizer; a rebuild, offline, is the
             # moment to merge segments and drop deleted points.
@@ -299,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.dsn = args.dsn or default_dsn()
     try:
-        report = asyncio.run(_main(args))
+        report = asyncio.run(rebuild(args.dsn, args.index, namespace=args.namespace,
+                                     prune=args.prune))
     except (OSError, asyncpg.PostgresError) as exc:
         print(f"error: Postgres at {args.dsn}: {exc}\n"
               "(local server: python -m stores.postgres.local_server start)", file=sys.stderr)

@@ -9,9 +9,10 @@ the workers first: while the store is moving, a worker of either model refuses t
 Records go in record id order, a page at a time, each page's vectors written together with
 how far the move got: stopped at any point, the same command resumes after the last page
 done. When every record holds the new model's vector, the gap groups' questions are embedded
-again, the store is marked as the new model's, and the index is rebuilt from Postgres
-(stores.index.reindex: every live record upserted, the rest pruned). Then start the workers
-with MEMSTREAM_MODEL=NAME. docs/operating.md#changing-the-embedding-model.
+again, the store is marked as the new model's, and the index is rebuilt from Postgres as
+`make reindex` rebuilds it (stores.index.reindex.rebuild: every live record upserted, the
+rest pruned). Then start the workers with MEMSTREAM_MODEL=NAME.
+docs/operating.md#changing-the-embedding-model.
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ from stores.embedding_model import (
     store_model,
     store_record_vectors,
 )
-from stores.index.factory import open_index
-from stores.index.reindex import ReindexReport, connect_with_vectors, reindex
+from stores.index.reindex import ReindexReport, connect_with_vectors, rebuild
 from streams.plumbing.config import Settings
 
 
@@ -76,12 +76,7 @@ async def reembed(settings: Settings, model: ModelSpec, batch: int) -> ReindexRe
               "index", flush=True)
     finally:
         await connection.close()
-    index = open_index(settings.index_url, pg_dsn=settings.pg_dsn)
-    await index.ensure_collection()
-    try:
-        return await reindex(settings.pg_dsn, index)
-    finally:
-        await index.close()
+    return await rebuild(settings.pg_dsn, settings.index_url)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -262,7 +262,8 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
         read_records = partial(runtime.stores.records.records_as_of, scope.namespace,
                                moment=viewpoint.as_of)
     thresholds = runtime.confidence_thresholds
-    weights = FusionWeights.calibrated(runtime.calibration)
+    calibration = runtime.calibration
+    weights = FusionWeights.calibrated(calibration)
     # The model runs in a thread while the index counts the query's terms.
     embedding = None if vector is not None else asyncio.ensure_future(
         runtime.embed([text], role="query"))
@@ -321,7 +322,7 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
             # before that (or is read as an earlier version).
             held = record.held_terms if record.held_terms is not None else term_presence(
                 record.text, record.title, context_texts(record.body), record.created_at)
-            own = support(dense_support(similarity, runtime.calibration), coverage(
+            own = support(dense_support(similarity, calibration), coverage(
                 query_terms.term_ids, held, query_terms.counts.frequencies,
                 query_terms.counts.documents))
             best = max(best, own)
