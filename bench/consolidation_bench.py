@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bench.consolidation_eval import EVAL_SET, SETTINGS
+from bench.consolidation_eval import EVAL_SET, SETTINGS, SIMILARITY_DIR
 from embedder.model import Embedder
-from harness.stack import MODEL_DIR
 from memstream_client.events import MemoryType
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.consolidation.clusters import find_clusters, merge_cluster
@@ -118,7 +117,7 @@ def consolidate(candidates: Sequence[ConsolidationCandidate],
                     clusters=len(clusters))
 
 
-def run_consolidation_bench(model_dir: Path = MODEL_DIR) -> list[tuple[str, str, str]]:
+def run_consolidation_bench(model_dir: Path = SIMILARITY_DIR) -> list[tuple[str, str, str]]:
     texts = real_sentences()
     with Embedder.load(model_dir) as embedder:
         vectors = embedder.embed(texts, role="passage")

@@ -40,11 +40,11 @@ import numpy as np
 import numpy.typing as npt
 
 from embedder.model import Embedder
-from harness.stack import MODEL, MODEL_DIR
+from embedder.models import model_dir
 from memstream_client.events import MemoryType
 from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
 from processors.consolidation.clusters import find_clusters, merge_cluster
-from processors.text.calibration import calibration_of
+from processors.text.calibration import SIMILARITY
 
 EVAL_SET = Path(__file__).parent / "data" / "consolidation_eval.jsonl"
 NAMESPACE = "eval"
@@ -54,9 +54,9 @@ Paraphrase = Literal["restated", "reworded"]
 Pair = tuple[int, int]
 
 TARGET_PRECISION = 0.95
-# The settings of the model measured (harness.stack.MODEL, MEMSTREAM_MODEL): its cosines
-# (processors/text/calibration.py), the rest the defaults.
-SETTINGS = ConsolidationSettings().calibrated(calibration_of(MODEL.name))
+# Consolidation clusters the similarity model's vectors (processors/text/calibration.py).
+SETTINGS = ConsolidationSettings()
+SIMILARITY_DIR = model_dir(SIMILARITY.model)
 # What `--folds` picks from: plain cosine (no scaling, where the rank plays no part) and local
 # scaling of weight 0.2-0.4 at ranks 3-6, each with a mean threshold within 0.05 of the
 # model's (MiniLM: 0.64-0.74, around its 0.69 and the previous 0.75 without scaling); the
@@ -219,12 +219,12 @@ def fold_counts(memories: Sequence[EvalMemory], clusters: Iterable[Sequence[int]
 
 
 def cross_validate(folds: int = 2, grid: Sequence[ConsolidationSettings] = CV_GRID,
-                   model_dir: Path = MODEL_DIR, path: Path = EVAL_SET) -> list[FoldResult]:
+                   directory: Path = SIMILARITY_DIR, path: Path = EVAL_SET) -> list[FoldResult]:
     """For each fold: the grid's settings with the best recall at precision >= 0.95 on the
     other folds (the best precision if none reaches it), and their figures on this fold."""
     memories = load_eval_set(path)
     candidates = candidates_of(memories)
-    vectors = _embed(memories, model_dir)
+    vectors = _embed(memories, directory)
     assignment = [fold_of(memory, folds) for memory in memories]
 
     def counts(settings: ConsolidationSettings) -> list[PairCounts]:
@@ -249,13 +249,13 @@ def cross_validate(folds: int = 2, grid: Sequence[ConsolidationSettings] = CV_GR
     return results
 
 
-def evaluate(settings: ConsolidationSettings = SETTINGS, model_dir: Path = MODEL_DIR,
+def evaluate(settings: ConsolidationSettings = SETTINGS, directory: Path = SIMILARITY_DIR,
              path: Path = EVAL_SET) -> tuple[EvalResult, list[list[int]]]:
     """Embed the set, cluster it, merge every cluster; the figures and the clusters."""
     memories = load_eval_set(path)
     candidates = candidates_of(memories)
     started = time.perf_counter()
-    vectors = _embed(memories, model_dir)
+    vectors = _embed(memories, directory)
     embedded = time.perf_counter()
     clusters = find_clusters(candidates, vectors, settings)
     clustered = time.perf_counter()
@@ -274,8 +274,8 @@ def evaluate(settings: ConsolidationSettings = SETTINGS, model_dir: Path = MODEL
     return result, clusters
 
 
-def _embed(memories: Sequence[EvalMemory], model_dir: Path) -> npt.NDArray[np.float32]:
-    with Embedder.load(model_dir) as embedder:
+def _embed(memories: Sequence[EvalMemory], directory: Path) -> npt.NDArray[np.float32]:
+    with Embedder.load(directory) as embedder:
         return embedder.embed([memory.text for memory in memories], role="passage")
 
 

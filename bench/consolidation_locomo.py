@@ -23,10 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.consolidation_eval import SETTINGS
+from bench.consolidation_eval import SETTINGS, SIMILARITY_DIR
 from bench.retrieval_eval import DATA_FILE, Conversation, load_conversations
 from embedder.model import Embedder
-from harness.stack import MODEL_DIR
 from processors.consolidation.candidates import ConsolidationCandidate, ConsolidationSettings
 from processors.consolidation.clusters import find_clusters, merge_cluster
 
@@ -65,7 +64,7 @@ def candidates_of(conversation: Conversation) -> list[ConsolidationCandidate]:
 
 
 def consolidate_conversations(settings: ConsolidationSettings = SETTINGS,
-                              model_dir: Path = MODEL_DIR,
+                              model_dir: Path = SIMILARITY_DIR,
                               data: Path = DATA_FILE) -> list[ConversationMerges]:
     """Each conversation consolidated as one namespace: what merges."""
     conversations = load_conversations(data)

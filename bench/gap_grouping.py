@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embedder.model import Embedder
-from harness.stack import MODEL, MODEL_DIR
+from embedder.models import model_dir
 from processors.recall.gaps import terms_key
-from processors.text.calibration import calibration_of
+from processors.text.calibration import SIMILARITY
 
-# The threshold in use for the model measured (harness.stack.MODEL, MEMSTREAM_MODEL).
-IN_USE = calibration_of(MODEL.name).same_question
+# Questions are grouped by the similarity model (processors/text/calibration.py).
+IN_USE = SIMILARITY.same_question
+SIMILARITY_DIR = model_dir(SIMILARITY.model)
 
 DATA = Path(__file__).resolve().parent / "data" / "gap_questions.jsonl"
 THRESHOLDS = tuple(round(0.50 + 0.01 * step, 2) for step in range(46))
@@ -47,10 +48,10 @@ class ThresholdScore:
     different_grouped: int
 
 
-def measured_pairs(model_dir: Path = MODEL_DIR) -> tuple[list[Pair], float]:
+def measured_pairs(directory: Path = SIMILARITY_DIR) -> tuple[list[Pair], float]:
     """The labelled pairs with their cosines, and the highest cosine across subjects."""
     rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
-    with Embedder.load(model_dir) as embedder:
+    with Embedder.load(directory) as embedder:
         pairs = []
         for row in rows:
             first, second = embedder.embed([row["question"], row["other"]], role="query")

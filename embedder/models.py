@@ -129,6 +129,10 @@ E5_SMALL_V2 = ModelSpec(
 
 MODELS: dict[str, ModelSpec] = {m.name: m for m in (MINILM, E5_SMALL_V2)}
 DEFAULT_MODEL = E5_SMALL_V2.name
+# The model that judges whether two texts say the same thing (twins, gap questions,
+# consolidation), whatever the retrieval model: a symmetric model of paraphrases
+# (processors/text/calibration.py says why and holds its thresholds).
+SIMILARITY_MODEL = MINILM.name
 
 
 def spec(name: str) -> ModelSpec:

@@ -108,8 +108,6 @@ SELECT record_id, title, text FROM records WHERE record_id > $1 ORDER BY record_
 """
 _COUNT_AFTER = "SELECT count(*) FROM records WHERE record_id > $1"
 _WRITE_RECORD = "UPDATE records SET embedding = $2 WHERE record_id = $1"
-_GAP_QUESTIONS = "SELECT id, question FROM memory_gap_groups WHERE embedding IS NOT NULL"
-_WRITE_GAP = "UPDATE memory_gap_groups SET embedding = $2 WHERE id = $1"
 
 
 async def records_after(connection: asyncpg.Connection, after: str,
@@ -134,12 +132,3 @@ async def store_record_vectors(connection: asyncpg.Connection, model: str,
         await connection.executemany(_WRITE_RECORD, vectors)
         await advance_reembedding(connection, model, max(record_id for record_id, _ in vectors))
 
-
-async def gap_questions(connection: asyncpg.Connection) -> list[tuple[int, str]]:
-    """The gap groups placed by their question's vector: (group id, question)."""
-    return [(row["id"], row["question"]) for row in await connection.fetch(_GAP_QUESTIONS)]
-
-
-async def store_gap_vectors(connection: asyncpg.Connection,
-                            vectors: Sequence[tuple[int, Vector]]) -> None:
-    await connection.executemany(_WRITE_GAP, vectors)

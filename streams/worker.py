@@ -32,8 +32,8 @@ import uvloop
 from prometheus_client import disable_created_metrics
 
 from embedder.model import Embedder
+from embedder.models import SIMILARITY_MODEL, model_dir
 from processors.api.access import PERMISSIONS
-from processors.consolidation.candidates import ConsolidationSettings
 from processors.consolidation.trigger import TriggerRules
 from processors.events.errors import ModelMismatch
 from processors.runs.learnings import LearningThresholds
@@ -83,6 +83,8 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
     # Before anything is embedded: a store of another model's vectors refuses this worker.
     await stores.embedding_model.claim(settings.model.name)
     embedder = await asyncio.to_thread(Embedder.load, settings.model_dir, threads=embed_threads)
+    judge = embedder if settings.model.name == SIMILARITY_MODEL else await asyncio.to_thread(
+        Embedder.load, model_dir(SIMILARITY_MODEL), threads=embed_threads)
     await producer.start()
     return Runtime(
         stores=stores,
@@ -101,7 +103,7 @@ async def open_runtime(settings: Settings, role: Role, producer: KafkaProducer,
         planning=BeadsRepos(settings.planning_repos, bd=shutil.which("bd"))
         if settings.memory.planning else None,
         confidence_thresholds=settings.confidence_thresholds,
-        consolidation=ConsolidationSettings().calibrated(settings.calibration),
+        judge=judge,
     )
 
 

@@ -3,7 +3,7 @@ settings of finding duplicates, and the partition no cluster crosses."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -13,7 +13,7 @@ from memstream_client.events import (
     ReviewState,
     Scope,
 )
-from processors.text.calibration import DEFAULT_CALIBRATION, Calibration
+from processors.text.calibration import SIMILARITY
 
 PartitionKey = tuple[str, Scope, str | None, RecordKind, MemoryType | None, str | None,
                      str | None]
@@ -66,18 +66,18 @@ class ConsolidationSettings:
     # clustered again on its own, which also bounds the guard's cost (cubic at worst). A
     # larger group of near-identical memories is merged in parts, and the parts next time.
     max_group_size: int = 100
-    # The three cosines below are the embedding model's (processors/text/calibration.py, which
-    # has e5-small-v2's); the figures in these comments are all-MiniLM-L6-v2's.
+    # The three cosines below are the similarity model's, all-MiniLM-L6-v2
+    # (processors/text/calibration.py), whose vectors consolidation clusters.
     # Guard, in the original space: a member's plain cosine to the medoid. A floor that local
     # scaling does not lower: without it, a pair at cosine 0.55 among unrelated memories
     # (backgrounds near 0.1) would be scaled to 0.70. The set has no sparse corner to show it:
     # there 0.65, or no floor, gives precision 0.966 and recall 0.814 against 0.967 and 0.807 ...
-    medoid_cosine: float = DEFAULT_CALIBRATION.consolidation_medoid
+    medoid_cosine: float = SIMILARITY.consolidation_medoid
     # ... and its mean locally scaled cosine to the other members (below). Lower raises recall
     # and costs precision fast: same-topic distinct facts sit at 0.75-0.9 with MiniLM.
     # 0.69 sits between two cliffs on the evaluation set: 0.68 lets look-alikes of other facts
     # into three groups (precision 0.945), 0.70 loses reworded paraphrases (recall 0.784).
-    mean_cosine: float = DEFAULT_CALIBRATION.consolidation_mean
+    mean_cosine: float = SIMILARITY.consolidation_mean
     # Local scaling (CSLS, Conneau et al. 2018): the cosine of two memories is lowered by
     # `local_scaling` times how far the mean of their backgrounds lies above
     # `reference_cosine`, and raised as far when below. A memory's background is its cosine to
@@ -94,7 +94,7 @@ class ConsolidationSettings:
     neighbour_rank: int = 4
     # The background at which the scaling changes nothing; also every memory's background in
     # a partition of `neighbour_rank` memories or fewer, which has no such neighbour.
-    reference_cosine: float = DEFAULT_CALIBRATION.consolidation_reference
+    reference_cosine: float = SIMILARITY.consolidation_reference
     # Token-set Jaccard (content words) from which two sentences are the same fact.
     sentence_jaccard: float = 0.65
     # The same, from which two turns of one speaker ("Name: ...") said on one day are one
@@ -108,12 +108,6 @@ class ConsolidationSettings:
     # (bench/data/README.md), 0.8 keeps all 24 affirmed/negated pairs apart for 5 true pairs;
     # 0.75 costs 10 more true pairs, 0.85 lets 3 negated pairs merge (precision 0.967).
     negation_coverage: float = 0.8
-
-    def calibrated(self, calibration: Calibration) -> ConsolidationSettings:
-        """These settings with the cosines measured for another embedding model."""
-        return replace(self, medoid_cosine=calibration.consolidation_medoid,
-                       mean_cosine=calibration.consolidation_mean,
-                       reference_cosine=calibration.consolidation_reference)
 
     def __post_init__(self) -> None:
         if self.reduce_dims < 1 or self.min_samples < 1:

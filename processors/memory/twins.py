@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.consolidation.restatements import restates
 from processors.knowledge.stale_facts import changed
-from processors.text.calibration import DEFAULT_CALIBRATION
+from processors.text.calibration import SIMILARITY
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Twin:
 
 def twin_of(memory: ConsolidationCandidate,
             neighbours: Sequence[tuple[ConsolidationCandidate, float]],
-            threshold: float = DEFAULT_CALIBRATION.twin) -> Twin | None:
+            threshold: float = SIMILARITY.twin) -> Twin | None:
     """The nearest neighbour (candidate, cosine) that `memory` restates, if any."""
     found = [(cosine, neighbour.record_id) for neighbour, cosine in neighbours
              if cosine >= threshold and neighbour.record_id != memory.record_id

@@ -17,7 +17,7 @@ Rows that ask the same question in other words are one group, by two rules:
   model;
 - then the keeper (streams/reads/gap_keeper.py) embeds each new group's first question and
   folds it into the nearest older group whose first question lies at a cosine of at least
-  the embedding model's `same_question` (processors/text/calibration.py) from it ("where are
+  the similarity model's `same_question` (processors/text/calibration.py) from it ("where are
   the TLS certificates stored" and "location of the TLS certs": 0.82 with MiniLM).
 
 The threshold is measured (`python -m bench.gap_grouping`, bench/data/gap_questions.jsonl):

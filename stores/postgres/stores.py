@@ -24,6 +24,7 @@ from stores.record_versions import PostgresRecordVersions
 from stores.records import PostgresRecords
 from stores.runs import PostgresRuns
 from stores.sessions import PostgresSessions
+from stores.similarity_vectors import PostgresSimilarityVectors
 from stores.write_outcomes import PostgresWriteOutcomes
 
 _SEED_RULES = TriggerRules()
@@ -54,6 +55,7 @@ class PostgresStores:
         self.planning = PostgresPlanning(pool)
         self.entities = PostgresEntities(pool)
         self.writes = PostgresWriteOutcomes(pool)
+        self.similarity_vectors = PostgresSimilarityVectors(pool)
 
     @classmethod
     async def connect(cls, dsn: str, rules: TriggerRules = _SEED_RULES) -> PostgresStores:

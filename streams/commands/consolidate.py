@@ -23,13 +23,14 @@ from functools import partial
 from typing import Any
 
 from embedder.model import Embedder
+from embedder.models import SIMILARITY_MODEL, model_dir
 from processors.consolidation.candidates import ConsolidationSettings
-from processors.text.embedding import Vector
 from publisher.kafka_publisher import Publisher
 from stores.consolidations import MaintenanceReport
 from stores.postgres.stores import PostgresStores
 from streams.plumbing.config import Settings
 from streams.plumbing.json_values import jsonable
+from streams.plumbing.runtime import embed_with
 from streams.stages.consolidation.consolidator import PlannedConsolidation, plan_namespace
 
 PRODUCER = "memstream.consolidate-command"
@@ -39,15 +40,13 @@ async def dry_run(settings: Settings, namespace: str) -> dict[str, Any]:
     """What a consolidation of `namespace` would merge now."""
     stores = await PostgresStores.connect(settings.pg_dsn)
     try:
-        with Embedder.load(settings.model_dir) as embedder:
-
-            async def embed(texts: Sequence[str]) -> Vector:
-                return await asyncio.to_thread(partial(embedder.embed, role="passage"),
-                                              list(texts))
-
-            planned = await plan_namespace(stores.consolidations, embed, namespace,
-                                           ConsolidationSettings().calibrated(settings.calibration),
-                                           embedder.dimension)
+        # A dry run stores nothing, not even the similarity vectors a consolidation keeps.
+        with Embedder.load(settings.model_dir) as embedder, \
+                Embedder.load(model_dir(SIMILARITY_MODEL)) as judge:
+            planned = await plan_namespace(
+                stores.consolidations, partial(embed_with, embedder, None, role="passage"),
+                partial(embed_with, judge, None, role="passage"), namespace,
+                ConsolidationSettings(), embedder.dimension)
     finally:
         await stores.close()
     return plan_summary(namespace, planned)

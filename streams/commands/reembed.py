@@ -1,5 +1,5 @@
-"""Move a store to another embedding model: every record and every gap question embedded
-again with it, then the index rebuilt from Postgres.
+"""Move a store to another embedding model: every record embedded again with it, then the
+index rebuilt from Postgres.
 
     python -m streams.commands.reembed [--model NAME] [--batch 256]
 
@@ -8,10 +8,11 @@ the workers first: while the store is moving, a worker of either model refuses t
 (stores/embedding_model.py), so no vector of the old model is written beside the new ones.
 Records go in record id order, a page at a time, each page's vectors written together with
 how far the move got: stopped at any point, the same command resumes after the last page
-done. When every record holds the new model's vector, the gap groups' questions are embedded
-again, the store is marked as the new model's, and the index is rebuilt from Postgres as
-`make reindex` rebuilds it (stores.index.reindex.rebuild: every live record upserted, the
-rest pruned). Then start the workers with MEMSTREAM_MODEL=NAME.
+done. When every record holds the new model's vector, the store is marked as the new model's,
+and the index is rebuilt from Postgres as `make reindex` rebuilds it
+(stores.index.reindex.rebuild: every live record upserted, the rest pruned). Then start the
+workers with MEMSTREAM_MODEL=NAME. Gap questions are grouped by the similarity model, which
+does not change with it (processors/text/calibration.py).
 docs/operating.md#changing-the-embedding-model.
 """
 
@@ -29,10 +30,8 @@ from embedder.models import ModelSpec, model_dir, spec
 from stores.embedding_model import (
     begin_reembedding,
     finish_reembedding,
-    gap_questions,
     records_after,
     records_left,
-    store_gap_vectors,
     store_model,
     store_record_vectors,
 )
@@ -64,16 +63,8 @@ async def reembed(settings: Settings, model: ModelSpec, batch: int) -> ReindexRe
                 rate = done / max(time.perf_counter() - started, 1e-9)
                 print(f"  {done} of {total} ({100 * done / max(total, 1):.0f}%), "
                       f"{rate:.0f} records/s", flush=True)
-            groups = await gap_questions(connection)
-            # Gaps are grouped by comparing questions with questions: both are queries.
-            questions = await asyncio.to_thread(
-                embedder.embed, [question for _, question in groups], role="query")
-            await store_gap_vectors(connection, [
-                (group_id, vector)
-                for (group_id, _), vector in zip(groups, questions, strict=True)])
         await finish_reembedding(connection, model.name)
-        print(f"re-embedded {done} records and {len(groups)} gap questions; rebuilding the "
-              "index", flush=True)
+        print(f"re-embedded {done} records; rebuilding the index", flush=True)
     finally:
         await connection.close()
     return await rebuild(settings.pg_dsn, settings.index_url)

@@ -23,7 +23,7 @@ from processors.memory.retention import RetentionRules, parse_retention
 from processors.recall.confidence import DEFAULT_TIER_THRESHOLDS, tier_thresholds_of
 from processors.recall.context_pack import DEFAULT_SHARES, shares_of
 from processors.runs.learnings import DEFAULT_LESSON_MIN_FIXES, DEFAULT_PATTERN_MIN_RUNS
-from processors.text.calibration import Calibration, calibration_of
+from processors.text.calibration import SIMILARITY
 from publisher.kafka_security import KafkaSecurity
 from stores.index.factory import DEFAULT_INDEX_URL
 
@@ -73,8 +73,9 @@ class Settings:
     # The embedding model (MEMSTREAM_MODEL, embedder/models.py), built into .cache/models/.
     model: ModelSpec
     # A new memory at least this close to a live one of its namespace that restates it (the
-    # consolidation guard agrees) updates that one instead (processors/memory/twins.py); the
-    # model's measured threshold (processors/text/calibration.py) unless
+    # consolidation guard agrees) updates that one instead (processors/memory/twins.py), as
+    # the similarity model's cosine; its measured threshold (processors/text/calibration.py)
+    # unless
     # MEMSTREAM_TWIN_COSINE names one; `off` (None) adds every write as a new memory. What it
     # costs the pipeline: docs/performance.md.
     twin_cosine: float | None
@@ -175,11 +176,6 @@ class Settings:
     def model_dir(self) -> Path:
         return model_dir(self.model.name)
 
-    @property
-    def calibration(self) -> Calibration:
-        """The model's thresholds (processors/text/calibration.py)."""
-        return calibration_of(self.model.name)
-
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """The settings of the environment; a value a setting does not take is refused
@@ -194,7 +190,7 @@ class Settings:
             pg_dsn=read.text("PG_DSN", "") or _local_pg_dsn(),
             index_url=read.text("INDEX_URL", DEFAULT_INDEX_URL),
             model=model,
-            twin_cosine=read.number_or_off("TWIN_COSINE", calibration_of(model.name).twin,
+            twin_cosine=read.number_or_off("TWIN_COSINE", SIMILARITY.twin,
                                            maximum=1.0),
             data_dir=Path(read.text("DATA_DIR", str(cls.data_dir))),
             app_id=read.text("APP_ID", cls.app_id),

@@ -40,6 +40,7 @@ from stores.record_versions import RecordVersions
 from stores.records import Records
 from stores.runs import Runs
 from stores.sessions import Sessions
+from stores.similarity_vectors import SimilarityVectors, text_digest
 from stores.write_outcomes import WriteOutcomes
 from streams.plumbing.failures import Attempts, RetryPolicy
 from streams.plumbing.llm_hook import ChatEndpoint
@@ -112,6 +113,9 @@ class Stores(Protocol):
     @property
     def writes(self) -> WriteOutcomes: ...
 
+    @property
+    def similarity_vectors(self) -> SimilarityVectors: ...
+
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -140,6 +144,9 @@ class Runtime:
     # The confidence each tier's records need to be shown (processors/recall/confidence.py).
     confidence_thresholds: Mapping[str, float] = field(
         default_factory=lambda: dict(DEFAULT_TIER_THRESHOLDS))
+    # The similarity model (embedder.models.SIMILARITY_MODEL), which judges whether two texts
+    # say the same thing; None for a runtime whose stages never judge (some tests').
+    judge: Embedder | None = None
 
     @property
     def calibration(self) -> Calibration:
@@ -152,17 +159,57 @@ class Runtime:
 
     async def embed(self, texts: Sequence[str], *, role: TextRole) -> Vector:
         """texts' vectors: what is stored ("passage") or what is searched with ("query")."""
-        if not texts:
-            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
-        started = time.perf_counter()
-        # onnxruntime releases the GIL, so the event loop keeps serving while it computes.
-        vectors = await asyncio.to_thread(partial(self.embedder.embed, role=role), list(texts))
-        self.metrics.embed_seconds.observe(time.perf_counter() - started)
-        self.metrics.embed_batch_size.observe(len(texts))
-        return vectors
+        return await embed_with(self.embedder, self.metrics, texts, role)
+
+    async def judge_embed(self, texts: Sequence[str], *, role: TextRole) -> Vector:
+        """texts' vectors of the similarity model, computed now."""
+        if self.judge is None:
+            raise RuntimeError("this runtime has no similarity model (Runtime.judge)")
+        return await embed_with(self.judge, self.metrics, texts, role)
+
+    async def similarity_vectors(self, texts: Sequence[str]) -> Vector:
+        """Stored texts' vectors of the similarity model: those embedded before read back,
+        the others embedded now and kept (stores/similarity_vectors.py)."""
+        if self.judge is None:
+            raise RuntimeError("this runtime has no similarity model (Runtime.judge)")
+        return await cached_similarity_vectors(
+            self.stores.similarity_vectors, self.judge, self.metrics, texts)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         started = time.perf_counter()
         yield
         self.metrics.stage_seconds.labels(name).observe(time.perf_counter() - started)
+
+
+async def embed_with(embedder: Embedder, metrics: Metrics | None, texts: Sequence[str],
+                     role: TextRole) -> Vector:
+    """texts' vectors of that embedder, off the event loop; timed when `metrics` is given."""
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    started = time.perf_counter()
+    # onnxruntime releases the GIL, so the event loop keeps serving while it computes.
+    vectors = await asyncio.to_thread(partial(embedder.embed, role=role), list(texts))
+    if metrics is not None:
+        metrics.embed_seconds.observe(time.perf_counter() - started)
+        metrics.embed_batch_size.observe(len(texts))
+    return vectors
+
+
+async def cached_similarity_vectors(cache: SimilarityVectors, judge: Embedder,
+                                    metrics: Metrics | None, texts: Sequence[str]) -> Vector:
+    """Stored texts' vectors of the similarity model `judge`, read from `cache` where it holds
+    them, embedded and kept there where it does not."""
+    model = judge.spec.name
+    digests = [text_digest(text) for text in texts]
+    known = dict(await cache.vectors(model, sorted(set(digests))))
+    missing = {digest: text for digest, text in zip(digests, texts, strict=True)
+               if digest not in known}
+    if missing:
+        fresh = await embed_with(judge, metrics, list(missing.values()), "passage")
+        made = list(zip(missing, fresh, strict=True))
+        await cache.store(model, made)
+        known.update(made)
+    if not texts:
+        return np.zeros((0, judge.dimension), dtype=np.float32)
+    return np.stack([known[digest] for digest in digests]).astype(np.float32)

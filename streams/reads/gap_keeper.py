@@ -5,7 +5,8 @@ which groups new gaps and resolves the open ones whose question a later memory a
 Each pass, bounded:
 
 1. Up to `GROUPS_PER_PASS` new groups are embedded (their first question) and each folded
-   into the nearest older group of its namespace at or above the model's same-question cosine.
+   into the nearest older group of its namespace at or above the similarity model's
+   same-question cosine.
 2. Up to `CHECKS_PER_PASS` open gaps whose namespace announced a record since the gap was
    last met or last asked again are asked again, as a recall would ask them: the hybrid
    search of /v1/search, with the default profile and minimum score, for the gap's agent
@@ -27,6 +28,7 @@ from __future__ import annotations
 import logging
 
 from processors.recall.ranking import PROFILES
+from processors.text.calibration import SIMILARITY
 from stores.index.postgres_search import RecordsSearch
 from stores.index.protocol import SearchIndex, SearchScope
 from stores.recall.gaps import Answer, DueCheck
@@ -57,12 +59,13 @@ class GapKeeper:
         groups = await self._gaps.unplaced_groups(GROUPS_PER_PASS)
         if not groups:
             return 0
-        # Questions are compared with questions: both sides are queries.
-        vectors = await self._runtime.embed([group.question for group in groups],
-                                            role="query")
+        # Whether two questions ask the same thing is the similarity model's to judge;
+        # both sides are queries.
+        vectors = await self._runtime.judge_embed([group.question for group in groups],
+                                                  role="query")
         for group, vector in zip(groups, vectors, strict=True):
             await self._gaps.place_group(group.group_id, group.namespace, vector,
-                                         self._runtime.calibration.same_question)
+                                         SIMILARITY.same_question)
         return len(groups)
 
     async def check_open_gaps(self) -> int:

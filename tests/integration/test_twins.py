@@ -12,13 +12,16 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 
+import asyncpg
 import httpx
 import pytest
 
+from embedder.models import SIMILARITY_MODEL
 from harness.kafka_io import Received, TopicReader, produce, wait_caught_up
 from harness.stack import Stack, Worker
 from memstream_client.ids import invalidation_event_id
 from publisher.kafka_publisher import Publisher
+from stores.similarity_vectors import text_digest
 from tests.integration.conftest import event
 
 pytestmark = pytest.mark.integration
@@ -85,6 +88,18 @@ async def test_a_restatement_updates_its_twin_and_a_different_fact_is_stored(
         metrics = (await http.get("/metrics")).text
         assert 'memstream_events_total{outcome="restated",topic="memory.events",' \
             'type="memory.write"}' in metrics
+
+    # The pair was judged by the similarity model, whose vectors of both texts are kept for
+    # the next judgement; the retrieval model's index holds its own.
+    connection = await asyncpg.connect(twin_stack.pg_dsn)
+    try:
+        judged = await connection.fetchval(
+            "SELECT count(*) FROM similarity_vectors WHERE model = $1"
+            " AND text_sha256 = ANY($2::bytea[])",
+            SIMILARITY_MODEL, [text_digest(VPN), text_digest(VPN_AGAIN)])
+    finally:
+        await connection.close()
+    assert judged == 2
 
     # The same write again (a producer's retry) changes nothing.
     await produce(twin_stack.broker.bootstrap, "memory.events", [(namespace.encode(), event(

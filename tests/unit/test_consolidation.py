@@ -32,7 +32,6 @@ from processors.consolidation.restatements import (
     sentences,
     speaker_of,
 )
-from processors.text.calibration import MINILM
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 DIM = 384
@@ -404,18 +403,18 @@ def isolated_or_crowded_pair(crowded: bool) -> tuple[list[ConsolidationCandidate
 
 
 def test_an_isolated_pair_is_merged_at_a_cosine_that_a_crowded_topic_refuses() -> None:
-    minilm = ConsolidationSettings().calibrated(MINILM)
+    settings = ConsolidationSettings()
     candidates, vectors = isolated_or_crowded_pair(crowded=False)
-    assert find_clusters(candidates, vectors, minilm) == [[0, 1]]
+    assert find_clusters(candidates, vectors, settings) == [[0, 1]]
     # Plain cosine, as before local scaling, needed 0.75 everywhere.
-    plain = replace(minilm, mean_cosine=0.75, local_scaling=0.0)
+    plain = replace(settings, mean_cosine=0.75, local_scaling=0.0)
     assert find_clusters(candidates, vectors, plain) == []
 
     candidates, vectors = isolated_or_crowded_pair(crowded=True)
     assert np.allclose((vectors @ vectors.T)[0, 1:8], [0.74] + [0.85] * 6)
-    assert find_clusters(candidates, vectors, minilm) == []
+    assert find_clusters(candidates, vectors, settings) == []
     # The same threshold on plain cosines takes the pair: the crowd is what refuses it.
-    unscaled = replace(minilm, local_scaling=0.0)
+    unscaled = replace(settings, local_scaling=0.0)
     assert find_clusters(candidates, vectors, unscaled) == [[0, 1]]
 
 

@@ -17,12 +17,18 @@ from embedder.models import (
     E5_SMALL_V2,
     MINILM,
     MODELS,
+    SIMILARITY_MODEL,
     ModelSpec,
     fetch_maven,
     model_dir,
     spec,
 )
-from processors.text.calibration import CALIBRATIONS, DEFAULT_CALIBRATION, calibration_of
+from processors.text.calibration import (
+    CALIBRATIONS,
+    DEFAULT_CALIBRATION,
+    SIMILARITY,
+    calibration_of,
+)
 
 
 def build_model(name: str) -> Path:
@@ -82,6 +88,7 @@ def test_models_by_name_in_any_case() -> None:
 def test_every_model_has_its_thresholds_measured_and_the_default_is_the_default() -> None:
     assert set(CALIBRATIONS) == set(MODELS)
     assert DEFAULT_CALIBRATION is CALIBRATIONS[DEFAULT_MODEL]
+    assert SIMILARITY.model == SIMILARITY_MODEL in MODELS
     with pytest.raises(ValueError, match="measure it first"):
         calibration_of("bge-small-en-v1.5")
 

@@ -70,6 +70,6 @@ def test_settings_are_read_by_their_rules_and_empty_means_the_default() -> None:
     assert (settings.twin_cosine, settings.planning_sync_s) == (None, 30.0)
     assert (settings.batch_max, settings.auth, settings.web_port) == (64, False, 6066)
     assert settings.memory.history is True
-    assert (settings.model.name, settings.calibration.model) == ("e5-small-v2", "e5-small-v2")
+    assert settings.model.name == "e5-small-v2"
     minilm = Settings.from_env({**BASE, "MEMSTREAM_MODEL": "all-minilm-l6-v2"})
-    assert minilm.model_dir.name == minilm.calibration.model == "all-MiniLM-L6-v2"
+    assert minilm.model_dir.name == minilm.model.name == "all-MiniLM-L6-v2"

@@ -10,7 +10,7 @@ from memstream_client.events import Provenance
 from processors.consolidation.candidates import ConsolidationCandidate
 from processors.memory.lifecycle import Current, restated
 from processors.memory.twins import Twin, folds, twin_of
-from processors.text.calibration import DEFAULT_CALIBRATION, calibration_of
+from processors.text.calibration import SIMILARITY, calibration_of
 from schemas.records import Record
 from streams.plumbing.config import Settings
 
@@ -34,7 +34,7 @@ def test_the_nearest_restated_memory_above_the_threshold_is_the_twin() -> None:
                   (candidate("near", "Staging deploys need the office VPN."), 0.93),
                   (candidate("nearer", "Deploys to staging need the office VPN!"), 0.97)]
     assert twin_of(NEW, neighbours) == Twin("nearer", 0.97)
-    assert twin_of(NEW, neighbours[:1]) is None, f"below {DEFAULT_CALIBRATION.twin}"
+    assert twin_of(NEW, neighbours[:1]) is None, f"below {SIMILARITY.twin}"
 
 
 def test_the_guard_and_the_partition_veto_a_twin() -> None:
@@ -97,11 +97,14 @@ def test_a_folded_write_keeps_the_twins_text_and_adds_its_provenance_and_tags() 
     assert outcome.reason == "restated by e2 (cosine 0.93)"
 
 
-def test_twins_are_looked_for_by_default_at_the_models_measured_threshold() -> None:
-    assert Settings.from_env({}).twin_cosine == DEFAULT_CALIBRATION.twin
-    minilm = Settings.from_env({"MEMSTREAM_MODEL": "all-MiniLM-L6-v2"})
-    assert minilm.twin_cosine == calibration_of("all-MiniLM-L6-v2").twin \
-        != DEFAULT_CALIBRATION.twin
+def test_twins_are_judged_at_the_similarity_models_threshold_whatever_the_retrieval_model(
+        ) -> None:
+    for model in ("e5-small-v2", "all-MiniLM-L6-v2"):
+        assert Settings.from_env({"MEMSTREAM_MODEL": model}).twin_cosine == SIMILARITY.twin
+    # A retrieval model's candidates reach the judge from its own floor; the similarity
+    # model's floor is its threshold.
+    assert calibration_of(SIMILARITY.model).twin_candidate == SIMILARITY.twin
+    assert calibration_of("e5-small-v2").twin_candidate > SIMILARITY.twin
     assert Settings.from_env({"MEMSTREAM_TWIN_COSINE": "off"}).twin_cosine is None
     assert Settings.from_env({"MEMSTREAM_TWIN_COSINE": "0.9"}).twin_cosine == 0.9
 

@@ -50,6 +50,7 @@ class PlannedConsolidation:
     """A plan with the records and vectors it was made from."""
 
     records: dict[str, Record]
+    # The retrieval model's vectors, the index's.
     vectors: dict[str, Vector]
     plan: ConsolidationPlan
     # Records that had no usable vector and were embedded again.
@@ -57,10 +58,11 @@ class PlannedConsolidation:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-async def plan_namespace(consolidations: Consolidations, embed: Embed, namespace: str,
-                         settings: ConsolidationSettings,
+async def plan_namespace(consolidations: Consolidations, embed: Embed, judge: Embed,
+                         namespace: str, settings: ConsolidationSettings,
                          dimension: int) -> PlannedConsolidation:
-    """Load a namespace's live memories, embed those without a usable vector, plan."""
+    """Load a namespace's live memories, embed those without a usable vector (`embed`: the
+    retrieval model's), plan on the similarity model's vectors (`judge`) of the memories."""
     started = time.perf_counter()
     stored = await consolidations.live_memories(namespace)
     rejected = await consolidations.rejected_merges(namespace)
@@ -69,7 +71,6 @@ async def plan_namespace(consolidations: Consolidations, embed: Embed, namespace
     fresh = dict(zip((record.record_id for record in missing),
                      await embed([embedding_text(r.title, r.text) for r in missing]),
                      strict=True))
-    embedded = time.perf_counter()
     records = {record.record_id: record for record, _ in stored}
     vectors: dict[str, Vector] = {}
     for record, vector in stored:
@@ -77,8 +78,9 @@ async def plan_namespace(consolidations: Consolidations, embed: Embed, namespace
         assert chosen is not None  # a record without a usable vector was embedded again
         vectors[record.record_id] = chosen
     ordered = list(records.values())
-    matrix = (np.stack([vectors[record.record_id] for record in ordered]) if ordered
-              else np.zeros((0, dimension), dtype=np.float32))
+    # Only the texts new since the last consolidation are embedded: the others are stored.
+    matrix = await judge([embedding_text(record.title, record.text) for record in ordered])
+    embedded = time.perf_counter()
     # HDBSCAN holds the CPU for seconds on a large namespace; off the event loop, the
     # worker keeps heartbeating and serving meanwhile.
     plan = await asyncio.to_thread(partial(plan_consolidation, ordered, matrix, settings,
@@ -146,7 +148,7 @@ class Consolidator:
         started_at = datetime.now(UTC)
         started = time.perf_counter()
         planned = await plan_namespace(consolidations, partial(runtime.embed, role="passage"),
-                                       request.namespace,
+                                       runtime.similarity_vectors, request.namespace,
                                        runtime.consolidation, runtime.embedder.dimension)
         plan = planned.plan
         merges = []
