@@ -200,6 +200,8 @@ async def cached_similarity_vectors(cache: SimilarityVectors, judge: Embedder,
                                     metrics: Metrics | None, texts: Sequence[str]) -> Vector:
     """Stored texts' vectors of the similarity model `judge`, read from `cache` where it holds
     them, embedded and kept there where it does not."""
+    if not texts:
+        return np.zeros((0, judge.dimension), dtype=np.float32)
     model = judge.spec.name
     digests = [text_digest(text) for text in texts]
     known = dict(await cache.vectors(model, sorted(set(digests))))
@@ -210,6 +212,4 @@ async def cached_similarity_vectors(cache: SimilarityVectors, judge: Embedder,
         made = list(zip(missing, fresh, strict=True))
         await cache.store(model, made)
         known.update(made)
-    if not texts:
-        return np.zeros((0, judge.dimension), dtype=np.float32)
     return np.stack([known[digest] for digest in digests]).astype(np.float32)
