@@ -109,6 +109,17 @@ def support(dense: float, lexical: float) -> float:
     return 1.0 - (1.0 - dense) * (1.0 - lexical)
 
 
+def query_support(cosine: float, lexical: float, query_terms: int,
+                  calibration: Calibration = DEFAULT_CALIBRATION) -> float:
+    """A record's own support for a query of `query_terms` content terms, from its cosine to
+    the query and its `coverage` of the query's words. A query of one content term is a
+    keyword lookup, and its words alone decide: a lone word's embedding says nothing of a
+    text (e5-small-v2 puts "instead" at 0.78-0.82 from every sentence of a namespace, above
+    its cosine of unrelated sentences, so every dense candidate would be shown)."""
+    dense = 0.0 if query_terms == 1 else dense_support(cosine, calibration)
+    return support(dense, lexical)
+
+
 def relevance(own: float, best: float) -> float:
     """A hit's relevance, what `min_score` is a floor on: the geometric mean of its own
     support and the best support among the query's candidates. The best says whether the

@@ -51,10 +51,9 @@ from processors.recall.ranking import (
     FusionWeights,
     Profile,
     age_in_days,
-    dense_support,
     fuse,
+    query_support,
     relevance,
-    support,
 )
 from processors.text.embedding import Vector
 from processors.text.lexical import (
@@ -322,9 +321,9 @@ async def hybrid_search(runtime: Runtime, index: SearchIndex, fallback: RecordsS
             # before that (or is read as an earlier version).
             held = record.held_terms if record.held_terms is not None else term_presence(
                 record.text, record.title, context_texts(record.body), record.created_at)
-            own = support(dense_support(similarity, calibration), coverage(
+            own = query_support(similarity, coverage(
                 query_terms.term_ids, held, query_terms.counts.frequencies,
-                query_terms.counts.documents))
+                query_terms.counts.documents), len(query_terms.term_ids), calibration)
             best = max(best, own)
             weight = profile.weight(record.record_kind, record.memory_type,
                                     age_in_days(record.created_at, now))

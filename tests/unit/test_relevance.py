@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processors.recall.ranking import dense_support, relevance, support
+from processors.recall.ranking import dense_support, query_support, relevance, support
 from processors.text.calibration import CALIBRATIONS
 from processors.text.lexical import coverage, query_term_ids, term_id, term_presence, terms
 
@@ -90,3 +90,16 @@ def test_context_covers_at_its_weight_and_the_date_fully() -> None:
 def test_a_query_of_stop_words_only_covers_nothing() -> None:
     assert terms("what was it?") == []
     assert _coverage("what was it?", "it was what it was") == 0.0
+
+
+@pytest.mark.parametrize("model", sorted(CALIBRATIONS))
+def test_a_query_of_one_term_is_supported_by_its_word_alone(model: str) -> None:
+    scale = CALIBRATIONS[model]
+    near = scale.dense_same_subject
+    # Two terms or more: the embedding supports a record that lacks the words...
+    assert query_support(near, 0.0, 2, scale) == 1.0
+    # ...one term: only the word does, however close a lone word's embedding lies.
+    assert query_support(near, 0.0, 1, scale) == 0.0
+    assert query_support(near, 1.0, 1, scale) == 1.0
+    # A query of no content term has no word to decide: its embedding still does.
+    assert query_support(near, 0.0, 0, scale) == 1.0
