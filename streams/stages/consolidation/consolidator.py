@@ -78,7 +78,8 @@ async def plan_namespace(consolidations: Consolidations, embed: Embed, judge: Em
         assert chosen is not None  # a record without a usable vector was embedded again
         vectors[record.record_id] = chosen
     ordered = list(records.values())
-    # Only the texts new since the last consolidation are embedded: the others are stored.
+    # The worker's judge (Runtime.similarity_vectors) embeds only texts it never judged; a
+    # dry run's embeds them all, in memory.
     matrix = await judge([embedding_text(record.title, record.text) for record in ordered])
     embedded = time.perf_counter()
     # HDBSCAN holds the CPU for seconds on a large namespace; off the event loop, the
